@@ -1,0 +1,40 @@
+/* The qkgen command line: thin glue over the generator, the runtime and the
+ * host operations. Shared helpers for argument parsing and defaults. */
+#ifndef QK_CLI_H
+#define QK_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Exit statuses: 0 success, 1 a failure while working, 2 bad input (usage,
+ * malformed spec, wrong .npy). */
+enum { QK_EXIT_OK = 0, QK_EXIT_FAIL = 1, QK_EXIT_USAGE = 2 };
+
+typedef struct qk_args {
+    int argc, i;
+    char **argv;
+    const char *cmd;
+} qk_args;
+
+/* Option parsing: true if argv[i] is the flag (and takes its value). */
+bool qk_flag(qk_args *a, const char *name);
+bool qk_opt(qk_args *a, const char *name, const char **value);
+bool qk_opt_u64(qk_args *a, const char *name, uint64_t *value);
+/* Reports an unknown option or extra argument; returns QK_EXIT_USAGE. */
+int qk_bad_arg(qk_args *a);
+int qk_usage_error(const char *cmd, const char *fmt, ...);
+
+/* Defaults that follow the working directory, then the source tree. */
+const char *qk_default_specs(void);
+const char *qk_default_templates(void);
+const char *qk_default_bundle(void);
+
+int cmd_build(qk_args *a);
+int cmd_list(qk_args *a);
+int cmd_emit(qk_args *a);
+int cmd_layout(qk_args *a);
+int cmd_devices(qk_args *a);
+int cmd_verify(qk_args *a);
+int cmd_matmul(qk_args *a);
+
+#endif

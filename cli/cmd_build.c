@@ -1,0 +1,222 @@
+/* Generator commands: build, list, emit, layout. Each loads and plans the
+ * specs the same way; a spec error prints file:line:col and exits 2 before
+ * anything is written. */
+#include "cli.h"
+#include "bundle/bundle.h"
+#include "compile/compile.h"
+#include "emit/emit.h"
+#include "format/layout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Loads and plans spec_dir; prints the error and returns false on failure. */
+static bool load_plan(const char *cmd, const char *spec_dir, qk_spec_set *specs, qk_plan *plan) {
+    qk_error e = {0};
+    if (!qk_spec_set_load(spec_dir, specs, &e) || !qk_plan_build(specs, plan, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        (void)cmd;
+        return false;
+    }
+    return true;
+}
+
+static void progress(void *user, uint32_t done, uint32_t total, const char *variant) {
+    (void)user;
+    if (isatty(2)) fprintf(stderr, "\r\033[K[%u/%u] compiling %s", done + 1, total, variant);
+}
+
+int cmd_build(qk_args *a) {
+    const char *spec_dir = NULL, *out = "out", *name = "default", *filter = NULL;
+    const char *templates = qk_default_templates();
+    bool force = false, quiet = false;
+    while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts("usage: qkgen build [SPEC_DIR] [--out DIR] [--name NAME] [--templates DIR]\n"
+                 "                   [--filter TEXT] [--force] [--quiet]\n\n"
+                 "Expands the specs of SPEC_DIR (default specs/: formats/*.yaml and\n"
+                 "kernels/*.yaml) into variants, emits GLSL, compiles it with glslang, optimizes\n"
+                 "and validates it with SPIRV-Tools, and writes DIR/NAME (default out/default):\n"
+                 "one .spv per variant and manifest.json. Unchanged variants come from the\n"
+                 "cache in DIR/.cache; an unchanged bundle is not rewritten.\n\n"
+                 "  --filter TEXT  only the variants whose name contains TEXT\n"
+                 "  --force        ignore the caches and compile everything\n"
+                 "exit status: 0 built or up to date, 1 compile or write failure, 2 bad spec");
+            return QK_EXIT_OK;
+        }
+        if (qk_opt(a, "--out", &out) || qk_opt(a, "--name", &name) ||
+            qk_opt(a, "--templates", &templates) || qk_opt(a, "--filter", &filter))
+            continue;
+        if (qk_flag(a, "--force")) {
+            force = true;
+            continue;
+        }
+        if (qk_flag(a, "--quiet") || qk_flag(a, "-q")) {
+            quiet = true;
+            continue;
+        }
+        if (a->argv[a->i][0] != '-' && !spec_dir) {
+            spec_dir = a->argv[a->i++];
+            continue;
+        }
+        return qk_bad_arg(a);
+    }
+    if (!spec_dir) spec_dir = qk_default_specs();
+    if (!name[0] || strchr(name, '/') || name[0] == '.')
+        return qk_usage_error(a->cmd, "--name: '%s' is not a plain folder name", name);
+    double t0 = now_s();
+    qk_spec_set specs;
+    qk_plan plan;
+    if (!load_plan(a->cmd, spec_dir, &specs, &plan)) return QK_EXIT_USAGE;
+    qk_build_opts o = {.templates_dir = templates, .out_dir = out, .name = name, .filter = filter,
+                       .force = force, .progress = quiet ? NULL : progress};
+    qk_build_stats st;
+    qk_error e = {0};
+    qk_compile_init();
+    bool ok = qk_bundle_build(&specs, &plan, &o, &st, &e);
+    qk_compile_finish();
+    if (!quiet && isatty(2)) fputs("\r\033[K", stderr);
+    int rc = QK_EXIT_OK;
+    if (!ok) {
+        fprintf(stderr, "qkgen build: %s\n", e.msg);
+        /* a layout mismatch is an error in the specs, like any other */
+        rc = strstr(e.msg, "c_struct:") || strstr(e.msg, "no variant") ? QK_EXIT_USAGE : QK_EXIT_FAIL;
+    } else if (!quiet) {
+        if (st.up_to_date)
+            printf("%s is up to date: %u variants (%.3f s)\n", st.path, st.variants, now_s() - t0);
+        else
+            printf("built %s: %u variants (%u compiled, %u from cache), %u points dropped by "
+                   "rules, in %.2f s\n",
+                   st.path, st.variants, st.compiled, st.cached, st.dropped, now_s() - t0);
+    }
+    qk_plan_free(&plan);
+    qk_spec_set_free(&specs);
+    return rc;
+}
+
+int cmd_list(qk_args *a) {
+    const char *spec_dir = NULL;
+    bool formats = false, variants = false, dropped = false;
+    while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts("usage: qkgen list [SPEC_DIR] [--formats] [--variants] [--dropped]\n\n"
+                 "Lists the formats and the kernel variants the specs expand to (both by\n"
+                 "default), or the points of the search space that rules dropped, with why.");
+            return QK_EXIT_OK;
+        }
+        if (qk_flag(a, "--formats")) formats = true;
+        else if (qk_flag(a, "--variants")) variants = true;
+        else if (qk_flag(a, "--dropped")) dropped = true;
+        else if (a->argv[a->i][0] != '-' && !spec_dir) spec_dir = a->argv[a->i++];
+        else return qk_bad_arg(a);
+    }
+    if (!formats && !variants && !dropped) formats = variants = true;
+    qk_spec_set specs;
+    qk_plan plan;
+    if (!load_plan(a->cmd, spec_dir ? spec_dir : qk_default_specs(), &specs, &plan))
+        return QK_EXIT_USAGE;
+    if (formats) {
+        printf("%-12s %-7s %-14s %8s %7s  %s\n", "format", "layout", "options", "elements",
+               "bits/w", "spec");
+        for (uint32_t i = 0; i < plan.format_count; i++) {
+            const qk_format *f = &plan.formats[i];
+            if (i && !strcmp(f->name, plan.formats[i - 1].name)) continue;
+            /* MLX scale types are options of one format, listed once */
+            qk_str opts = {0};
+            for (uint32_t j = i; j < plan.format_count && !strcmp(plan.formats[j].name, f->name); j++)
+                if (plan.formats[j].variant[0])
+                    qk_str_addf(&opts, "%s%s", opts.len ? "," : "", plan.formats[j].variant);
+            double bpw = 8.0 * (double)qk_format_row_bytes(f, f->elements) / f->elements;
+            printf("%-12s %-7s %-14s %8u %7.3g  %s\n", f->name,
+                   f->layout == QK_LAYOUT_BLOCK ? "block" : "planar", opts.s ? opts.s : "-",
+                   f->elements, bpw, f->spec->path);
+            qk_str_free(&opts);
+        }
+    }
+    if (variants) {
+        if (formats) putchar('\n');
+        for (uint32_t i = 0; i < plan.variant_count; i++) printf("%s\n", plan.variants[i].name);
+        printf("(%u variants)\n", plan.variant_count);
+    }
+    if (dropped) {
+        for (uint32_t i = 0; i < plan.dropped_count; i++)
+            printf("%s: %s\n", plan.dropped[i].name, plan.dropped[i].reason);
+        printf("(%u dropped)\n", plan.dropped_count);
+    }
+    qk_plan_free(&plan);
+    qk_spec_set_free(&specs);
+    return QK_EXIT_OK;
+}
+
+int cmd_emit(qk_args *a) {
+    const char *spec_dir = NULL, *name = NULL, *templates = qk_default_templates();
+    while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts("usage: qkgen emit VARIANT [--specs DIR] [--templates DIR]\n\n"
+                 "Prints the complete GLSL generated for VARIANT (a name from 'qkgen list').");
+            return QK_EXIT_OK;
+        }
+        if (qk_opt(a, "--specs", &spec_dir) || qk_opt(a, "--templates", &templates)) continue;
+        if (a->argv[a->i][0] != '-' && !name) {
+            name = a->argv[a->i++];
+            continue;
+        }
+        return qk_bad_arg(a);
+    }
+    if (!name) return qk_usage_error(a->cmd, "which variant? (see 'qkgen list --variants')");
+    qk_spec_set specs;
+    qk_plan plan;
+    if (!load_plan(a->cmd, spec_dir ? spec_dir : qk_default_specs(), &specs, &plan))
+        return QK_EXIT_USAGE;
+    int rc = QK_EXIT_USAGE;
+    for (uint32_t i = 0; i < plan.variant_count; i++) {
+        if (strcmp(plan.variants[i].name, name)) continue;
+        qk_str src = {0};
+        qk_error e = {0};
+        if (qk_emit_variant(&plan.variants[i], templates, &src, NULL, NULL, &e)) {
+            fputs(src.s, stdout);
+            rc = QK_EXIT_OK;
+        } else {
+            fprintf(stderr, "qkgen emit: %s\n", e.msg);
+            rc = QK_EXIT_FAIL;
+        }
+        qk_str_free(&src);
+    }
+    if (rc == QK_EXIT_USAGE) qk_usage_error(a->cmd, "no variant named '%s'", name);
+    qk_plan_free(&plan);
+    qk_spec_set_free(&specs);
+    return rc;
+}
+
+int cmd_layout(qk_args *a) {
+    const char *header = NULL, *name = NULL;
+    while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts("usage: qkgen layout --header FILE --struct NAME\n\n"
+                 "Parses FILE with libclang and prints struct NAME's size and fields as the\n"
+                 "'block:' and 'fields:' of a format spec.");
+            return QK_EXIT_OK;
+        }
+        if (qk_opt(a, "--header", &header) || qk_opt(a, "--struct", &name)) continue;
+        return qk_bad_arg(a);
+    }
+    if (!header) return qk_usage_error(a->cmd, "--header FILE is required");
+    if (!name) return qk_usage_error(a->cmd, "--struct NAME is required");
+    qk_layout l;
+    char err[1024];
+    if (qk_layout_read(header, name, &l, err, sizeof err) != 0) {
+        fprintf(stderr, "qkgen layout: %s\n", err);
+        return QK_EXIT_USAGE;
+    }
+    qk_layout_print_yaml(&l, stdout);
+    return QK_EXIT_OK;
+}

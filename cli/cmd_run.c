@@ -1,0 +1,346 @@
+/* Runtime commands: devices, verify, matmul. They open a context on the
+ * chosen device, load a bundle and run kernels through the host operations. */
+#include "cli.h"
+#include "ops.h"
+#include "qk_npy.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void log_cb(void *user, int level, const char *msg) {
+    (void)user;
+    if (level >= QKRT_LOG_WARN) fprintf(stderr, "qkrt: %s\n", msg);
+}
+
+static int open_ctx(const char *cmd, const char *device, bool validation, qkrt_context **ctx) {
+    qkrt_desc d = {.device = device, .validation = validation, .log = log_cb};
+    if (qkrt_create(&d, ctx) != QKRT_OK) {
+        fprintf(stderr, "qkgen %s: %s\n", cmd, qkrt_create_error());
+        return device ? QK_EXIT_USAGE : QK_EXIT_FAIL;
+    }
+    return QK_EXIT_OK;
+}
+
+static int open_bundle(const char *cmd, qkrt_context *ctx, const char *dir, qkrt_bundle **b) {
+    if (qkrt_bundle_load(ctx, dir, b) != QKRT_OK) {
+        fprintf(stderr, "qkgen %s: %s (build one with 'qkgen build')\n", cmd, qkrt_last_error(ctx));
+        return QK_EXIT_FAIL;
+    }
+    return QK_EXIT_OK;
+}
+
+int cmd_devices(qk_args *a) {
+    while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts("usage: qkgen devices\n\nLists the Vulkan devices with what kernels care about.\n"
+                 "Choose one with --device N or QKGEN_DEVICE=N.");
+            return QK_EXIT_OK;
+        }
+        return qk_bad_arg(a);
+    }
+    uint32_t n = 0;
+    char err[512];
+    if (qkrt_enumerate_devices(NULL, &n, err, sizeof err) != QKRT_OK) {
+        fprintf(stderr, "qkgen devices: %s\n", err);
+        return QK_EXIT_FAIL;
+    }
+    qkrt_device_info *d = calloc(n ? n : 1, sizeof *d);
+    qkrt_enumerate_devices(d, &n, err, sizeof err);
+    for (uint32_t i = 0; i < n; i++) {
+        printf("%u: %s (%s)\n", d[i].index, d[i].name, d[i].type);
+        printf("   driver %s, Vulkan %u.%u.%u\n", d[i].driver, d[i].api_version >> 22,
+               (d[i].api_version >> 12) & 0x3ff, d[i].api_version & 0xfff);
+        printf("   subgroup %u (min %u, max %u)%s, shared memory %u KiB, workgroup <= %u\n",
+               d[i].subgroup_size, d[i].min_subgroup_size, d[i].max_subgroup_size,
+               d[i].subgroup_arithmetic ? " with arithmetic" : "", d[i].max_shared_memory / 1024,
+               d[i].max_workgroup_invocations);
+        printf("   8-bit storage %s, 16-bit storage %s, float16 %s, int8 %s\n",
+               d[i].storage_8bit ? "yes" : "no", d[i].storage_16bit ? "yes" : "no",
+               d[i].float16 ? "yes" : "no", d[i].int8 ? "yes" : "no");
+        if (d[i].cooperative_matrix_nv)
+            printf("   cooperative matrix: NV (f16 %ux%ux%u)%s\n", d[i].coopmat_m, d[i].coopmat_n,
+                   d[i].coopmat_k, d[i].cooperative_matrix_khr ? ", KHR" : "");
+        else
+            printf("   cooperative matrix: %s\n", d[i].cooperative_matrix_khr ? "KHR only" : "none");
+        printf("   device-local memory %.1f GiB\n", d[i].device_local_bytes / 1073741824.0);
+    }
+    if (!n) puts("no Vulkan device (Debian: mesa-vulkan-drivers provides lavapipe)");
+    free(d);
+    return QK_EXIT_OK;
+}
+
+/* K for a verification run: a few blocks, a multiple of 256 where it can. */
+static uint32_t verify_k(uint32_t qk) {
+    return qk >= 256 ? 2 * qk : 512;
+}
+
+int cmd_verify(qk_args *a) {
+    const char *bundle = qk_default_bundle(), *device = NULL, *filter = NULL;
+    uint64_t seed = (uint64_t)time(NULL), M = 37;
+    bool validation = false;
+    while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts("usage: qkgen verify [--bundle DIR] [--device N] [--filter TEXT] [--seed N]\n"
+                 "                    [--rows M] [--validation]\n\n"
+                 "Runs every kernel of the bundle (default out/default) once on fresh random\n"
+                 "weights against the CPU reference (float64 sums) and prints kernel, device,\n"
+                 "NMSE and pass/fail. Exit status 1 if any kernel fails.");
+            return QK_EXIT_OK;
+        }
+        if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
+            qk_opt(a, "--filter", &filter) || qk_opt_u64(a, "--seed", &seed) ||
+            qk_opt_u64(a, "--rows", &M))
+            continue;
+        if (qk_flag(a, "--validation")) {
+            validation = true;
+            continue;
+        }
+        return qk_bad_arg(a);
+    }
+    if (M < 1 || M > 65536) return qk_usage_error(a->cmd, "--rows: %llu is out of range 1..65536", (unsigned long long)M);
+    qkrt_context *ctx;
+    qkrt_bundle *b;
+    int rc = open_ctx(a->cmd, device, validation, &ctx);
+    if (rc) return rc;
+    if ((rc = open_bundle(a->cmd, ctx, bundle, &b))) {
+        qkrt_destroy(ctx);
+        return rc;
+    }
+    const qkrt_device_info *dev = qkrt_device(ctx);
+    printf("seed %llu, device %u: %s\n", (unsigned long long)seed, dev->index, dev->name);
+    printf("%-48s %-24.24s %10s  %s\n", "kernel", "device", "NMSE", "result");
+    uint32_t pass = 0, fail = 0, skip = 0;
+    uint64_t rng = seed;
+    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        if (filter && !strstr(k->name, filter)) continue;
+        if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) {
+            printf("%-48s %-24.24s %10s  skip: %s\n", k->name, dev->name, "-", qkrt_last_error(ctx));
+            skip++;
+            continue;
+        }
+        uint32_t K = verify_k(k->block_elements), T = k->nr1 > 1 ? k->nr1 + 1 : 1;
+        qk_weights w;
+        if (strcmp(k->family, "matvec") ||
+            !qk_random_weights(k->format, k->format_variant, (uint32_t)M, K, &rng, &w)) {
+            printf("%-48s %-24.24s %10s  skip: no CPU reference for this family or format\n",
+                   k->name, dev->name, "-");
+            skip++;
+            continue;
+        }
+        float *x = malloc(sizeof *x * T * K), *y = malloc(sizeof *y * T * M);
+        double *xd = malloc(sizeof *xd * T * K), *ref = malloc(sizeof *ref * T * M);
+        for (size_t j = 0; j < (size_t)T * K; j++) xd[j] = x[j] = (float)(2.0 * (double)(rng = rng * 6364136223846793005ull + 1442695040888963407ull) / 18446744073709551616.0 - 1.0);
+        char err[1024] = "";
+        qkrt_result r = qk_run_matvec(ctx, b, i, &w, x, (uint32_t)M, K, T, y, NULL, err, sizeof err);
+        qk_ref_matvec(&w, xd, (uint32_t)M, K, T, ref);
+        double nmse = r == QKRT_OK ? qk_nmse(y, ref, (size_t)T * M) : INFINITY;
+        bool ok = r == QKRT_OK && nmse <= 1e-6;
+        printf("%-48s %-24.24s %10.2e  %s%s%s\n", k->name, dev->name, nmse, ok ? "pass" : "FAIL",
+               r != QKRT_OK ? ": " : "", r != QKRT_OK ? err : "");
+        ok ? pass++ : fail++;
+        free(x), free(y), free(xd), free(ref);
+        qk_free_weights(&w);
+    }
+    if (qkrt_validation_errors(ctx)) {
+        printf("validation layer reported %u errors\n", qkrt_validation_errors(ctx));
+        fail++;
+    }
+    printf("%u passed, %u failed, %u skipped\n", pass, fail, skip);
+    qkrt_bundle_destroy(ctx, b);
+    qkrt_destroy(ctx);
+    return fail ? QK_EXIT_FAIL : QK_EXIT_OK;
+}
+
+/* The dtype of an MLX scales/biases array names the scale type. */
+static const char *scale_type_of(const qk_npy *a) {
+    if (!strcmp(a->dtype, "f4")) return "f32";
+    if (!strcmp(a->dtype, "f2")) return "f16";
+    if (!strcmp(a->dtype, "u2")) return "bf16";
+    return NULL;
+}
+
+typedef struct matmul_io {
+    const char *format, *wpath, *xpath, *ypath, *spath, *bpath;
+    qk_npy w, x, s, b;
+} matmul_io;
+
+/* Checks the arrays against the format (as the bundle describes it) and
+ * derives M, K, T; on failure prints the problem and returns false. */
+static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info *k, uint32_t *M,
+                          uint32_t *K, uint32_t *T) {
+    char d[128];
+    bool planar = !strcmp(k->weights_layout, "planar");
+    if (io->w.ndim != 2) {
+        qk_npy_describe(&io->w, d, sizeof d);
+        qk_usage_error(cmd, "%s: expected a 2-D array [M, row], got %s", io->wpath, d);
+        return false;
+    }
+    uint64_t rowlen = io->w.shape[1], k64;
+    if (!planar) {
+        if (strcmp(io->w.dtype, "u1")) {
+            qk_npy_describe(&io->w, d, sizeof d);
+            qk_usage_error(cmd, "%s: expected uint8 blocks of %s, got %s", io->wpath, io->format, d);
+            return false;
+        }
+        if (rowlen == 0 || rowlen % k->block_bytes) {
+            qk_usage_error(cmd, "%s: a row of %llu bytes is not a whole number of %s blocks (%u bytes)",
+                           io->wpath, (unsigned long long)rowlen, io->format, k->block_bytes);
+            return false;
+        }
+        k64 = rowlen / k->block_bytes * k->block_elements;
+    } else {
+        uint32_t bits = k->planes[0].per_group * 32 / k->block_elements;
+        if (strcmp(io->w.dtype, "u4")) {
+            qk_npy_describe(&io->w, d, sizeof d);
+            qk_usage_error(cmd, "%s: expected uint32 words of %s, got %s", io->wpath, io->format, d);
+            return false;
+        }
+        k64 = rowlen * 32 / bits;
+        if (rowlen * 32 % bits || k64 % k->block_elements) {
+            qk_usage_error(cmd, "%s: %llu words per row is not a whole number of groups of %u",
+                           io->wpath, (unsigned long long)rowlen, k->block_elements);
+            return false;
+        }
+        const qk_npy *sb[2] = {&io->s, &io->b};
+        const char *names[2] = {io->spath, io->bpath};
+        for (int i = 0; i < 2; i++)
+            if (sb[i]->ndim != 2 || sb[i]->shape[0] != io->w.shape[0] ||
+                sb[i]->shape[1] != k64 / k->block_elements) {
+                qk_npy_describe(sb[i], d, sizeof d);
+                qk_usage_error(cmd, "%s: expected [%llu, %llu], got %s", names[i],
+                               (unsigned long long)io->w.shape[0],
+                               (unsigned long long)(k64 / k->block_elements), d);
+                return false;
+            }
+        if (strcmp(io->s.dtype, io->b.dtype)) {
+            qk_usage_error(cmd, "%s and %s: scales and biases must have one dtype", io->spath,
+                           io->bpath);
+            return false;
+        }
+    }
+    if (strcmp(io->x.dtype, "f4") || io->x.ndim < 1 || io->x.ndim > 2) {
+        qk_npy_describe(&io->x, d, sizeof d);
+        qk_usage_error(cmd, "%s: expected float32 [K] or [T, K], got %s", io->xpath, d);
+        return false;
+    }
+    uint64_t xk = io->x.shape[io->x.ndim - 1];
+    if (xk != k64) {
+        qk_usage_error(cmd, "%s: K is %llu, but the weights have K = %llu", io->xpath,
+                       (unsigned long long)xk, (unsigned long long)k64);
+        return false;
+    }
+    *M = (uint32_t)io->w.shape[0];
+    *K = (uint32_t)k64;
+    *T = io->x.ndim == 2 ? (uint32_t)io->x.shape[0] : 1;
+    if (!*M || !*T) {
+        qk_usage_error(cmd, "empty arrays: M = %u, T = %u", *M, *T);
+        return false;
+    }
+    return true;
+}
+
+int cmd_matmul(qk_args *a) {
+    matmul_io io = {0};
+    const char *bundle = qk_default_bundle(), *device = NULL;
+    bool validation = false;
+    while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts("usage: qkgen matmul --format F --weights W.npy --x X.npy --out Y.npy\n"
+                 "                    [--scales S.npy --biases B.npy] [--bundle DIR] [--device N]\n\n"
+                 "Computes Y = X W^T on the device with the bundle's kernels.\n"
+                 "  W.npy  block formats: uint8 [M, K/QK*block_bytes], the raw GGUF blocks;\n"
+                 "         MLX formats (mlx<bits>_g<group>): uint32 [M, K*bits/32]\n"
+                 "  S.npy, B.npy  MLX scales and biases [M, K/group]: <f4 f32, <f2 f16, <u2 bf16 bits\n"
+                 "  X.npy  float32 [K] or [T, K]\n"
+                 "  Y.npy  float32 [M] for a 1-D X, else [T, M]\n"
+                 "exit status: 0 done, 1 device failure, 2 bad arguments or arrays");
+            return QK_EXIT_OK;
+        }
+        if (qk_opt(a, "--format", &io.format) || qk_opt(a, "--weights", &io.wpath) ||
+            qk_opt(a, "--x", &io.xpath) || qk_opt(a, "--out", &io.ypath) ||
+            qk_opt(a, "--scales", &io.spath) || qk_opt(a, "--biases", &io.bpath) ||
+            qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device))
+            continue;
+        if (qk_flag(a, "--validation")) {
+            validation = true;
+            continue;
+        }
+        return qk_bad_arg(a);
+    }
+    const char *need[][2] = {{"--format", io.format}, {"--weights", io.wpath}, {"--x", io.xpath},
+                             {"--out", io.ypath}};
+    for (int i = 0; i < 4; i++)
+        if (!need[i][1]) return qk_usage_error(a->cmd, "%s is required", need[i][0]);
+    bool mlx = !strncmp(io.format, "mlx", 3);
+    if (mlx && (!io.spath || !io.bpath))
+        return qk_usage_error(a->cmd, "%s is planar: --scales and --biases are required", io.format);
+    if (!mlx && (io.spath || io.bpath))
+        return qk_usage_error(a->cmd, "--scales and --biases are for MLX formats only");
+
+    qk_error e = {0};
+    if (!qk_npy_read(io.wpath, &io.w, &e) || !qk_npy_read(io.xpath, &io.x, &e) ||
+        (mlx && (!qk_npy_read(io.spath, &io.s, &e) || !qk_npy_read(io.bpath, &io.b, &e)))) {
+        fprintf(stderr, "qkgen matmul: %s\n", e.msg);
+        return QK_EXIT_USAGE;
+    }
+    qk_weights w = {.format = io.format, .variant = ""};
+    if (mlx && !(w.variant = scale_type_of(&io.s))) {
+        qk_usage_error(a->cmd, "%s: dtype %s is not a scale type (<f4, <f2 or <u2 for bf16)",
+                       io.spath, io.s.dtype);
+        return QK_EXIT_USAGE;
+    }
+    qkrt_context *ctx;
+    qkrt_bundle *b;
+    int rc = open_ctx(a->cmd, device, validation, &ctx);
+    if (rc) return rc;
+    if ((rc = open_bundle(a->cmd, ctx, bundle, &b))) {
+        qkrt_destroy(ctx);
+        return rc;
+    }
+    char err[1024] = "";
+    uint32_t M, K, T;
+    float *y = NULL;
+    /* Any kernel of the format tells its layout; the choice by shape follows. */
+    int ki = qk_pick_kernel(ctx, b, "matvec", &w, "f32", 1, err, sizeof err);
+    if (ki < 0) {
+        fprintf(stderr, "qkgen matmul: %s\n", err);
+        rc = QK_EXIT_USAGE;
+    } else if (!matmul_shapes(a->cmd, &io, qkrt_bundle_kernel(b, (uint32_t)ki), &M, &K, &T)) {
+        rc = QK_EXIT_USAGE;
+    } else {
+        w.plane_count = mlx ? 3 : 1;
+        w.plane[0] = io.w.data, w.bytes[0] = io.w.count * io.w.itemsize;
+        if (mlx) {
+            w.plane[1] = io.s.data, w.bytes[1] = io.s.count * io.s.itemsize;
+            w.plane[2] = io.b.data, w.bytes[2] = io.b.count * io.b.itemsize;
+        }
+        ki = qk_pick_kernel(ctx, b, "matvec", &w, "f32", T, err, sizeof err);
+        y = malloc(sizeof *y * (size_t)T * M);
+        if (qk_run_matvec(ctx, b, (uint32_t)ki, &w, io.x.data, M, K, T, y, NULL, err,
+                          sizeof err) != QKRT_OK) {
+            fprintf(stderr, "qkgen matmul: %s\n", err);
+            rc = QK_EXIT_FAIL;
+        } else {
+            uint64_t shape[2] = {T, M};
+            bool one = io.x.ndim == 1;
+            if (!qk_npy_write(io.ypath, "f4", one ? 1 : 2, one ? shape + 1 : shape, y, &e)) {
+                fprintf(stderr, "qkgen matmul: %s\n", e.msg);
+                rc = QK_EXIT_FAIL;
+            }
+        }
+    }
+    if (qkrt_validation_errors(ctx)) {
+        fprintf(stderr, "qkgen matmul: the validation layer reported %u errors\n",
+                qkrt_validation_errors(ctx));
+        rc = QK_EXIT_FAIL;
+    }
+    free(y);
+    qk_npy_free(&io.w), qk_npy_free(&io.x), qk_npy_free(&io.s), qk_npy_free(&io.b);
+    qkrt_bundle_destroy(ctx, b);
+    qkrt_destroy(ctx);
+    return rc;
+}

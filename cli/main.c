@@ -1,0 +1,139 @@
+/* qkgen's entry point: the command table, help, and the argument helpers
+ * every command shares. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef QKGEN_SOURCE_DIR
+#define QKGEN_SOURCE_DIR "."
+#endif
+
+static const struct {
+    const char *name;
+    int (*run)(qk_args *);
+    const char *summary;
+} commands[] = {
+    {"build", cmd_build, "generate, compile and validate a bundle from YAML specs"},
+    {"list", cmd_list, "list formats, kernels and variants of the specs (or dropped ones)"},
+    {"emit", cmd_emit, "print the generated GLSL of one variant"},
+    {"layout", cmd_layout, "print a C struct's layout as a format's YAML fields (libclang)"},
+    {"devices", cmd_devices, "list Vulkan devices and what kernels care about"},
+    {"verify", cmd_verify, "run every kernel of a bundle against the CPU reference"},
+    {"matmul", cmd_matmul, "multiply quantized weights (.npy) by activations (.npy) on the device"},
+};
+
+static void help(FILE *f) {
+    fputs("usage: qkgen COMMAND [OPTIONS]\n\n"
+          "qkgen compiles YAML kernel specs into validated SPIR-V bundles for quantized\n"
+          "LLM inference on Vulkan, and runs them.\n\ncommands:\n",
+          f);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n'qkgen COMMAND --help' describes a command.\n", f);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        help(stderr);
+        return QK_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        help(stdout);
+        return QK_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        puts("qkgen 0.1.0");
+        return QK_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) {
+            qk_args a = {argc, 2, argv, commands[i].name};
+            return commands[i].run(&a);
+        }
+    fprintf(stderr, "qkgen: unknown command '%s' (try 'qkgen --help')\n", argv[1]);
+    return QK_EXIT_USAGE;
+}
+
+bool qk_flag(qk_args *a, const char *name) {
+    if (a->i < a->argc && !strcmp(a->argv[a->i], name)) {
+        a->i++;
+        return true;
+    }
+    return false;
+}
+
+static const char *missing = "\x01";
+
+bool qk_opt(qk_args *a, const char *name, const char **value) {
+    if (a->i >= a->argc) return false;
+    const char *arg = a->argv[a->i];
+    size_t n = strlen(name);
+    if (strncmp(arg, name, n)) return false;
+    if (arg[n] == '=') {
+        *value = arg + n + 1;
+        a->i++;
+        return true;
+    }
+    if (arg[n]) return false;
+    *value = a->i + 1 < a->argc ? a->argv[a->i + 1] : missing;
+    a->i += 2;
+    if (*value == missing) {
+        qk_usage_error(a->cmd, "%s needs a value", name);
+        exit(QK_EXIT_USAGE); /* the CLI alone may exit; the libraries never do */
+    }
+    return true;
+}
+
+bool qk_opt_u64(qk_args *a, const char *name, uint64_t *value) {
+    const char *s;
+    if (!qk_opt(a, name, &s)) return false;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (!s[0] || *end || s[0] == '-') {
+        qk_usage_error(a->cmd, "%s: '%s' is not a non-negative integer", name, s);
+        exit(QK_EXIT_USAGE);
+    }
+    *value = v;
+    return true;
+}
+
+int qk_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "qkgen %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return QK_EXIT_USAGE;
+}
+
+int qk_bad_arg(qk_args *a) {
+    const char *arg = a->argv[a->i];
+    if (arg[0] == '-')
+        return qk_usage_error(a->cmd, "unknown option '%s' (see 'qkgen %s --help')", arg, a->cmd);
+    return qk_usage_error(a->cmd, "unexpected argument '%s' (see 'qkgen %s --help')", arg, a->cmd);
+}
+
+static const char *pick_dir(const char *env, const char *local, const char *source) {
+    const char *e = getenv(env);
+    if (e && e[0]) return e;
+    struct stat st;
+    if (stat(local, &st) == 0 && S_ISDIR(st.st_mode)) return local;
+    return source;
+}
+
+const char *qk_default_specs(void) {
+    return pick_dir("QKGEN_SPECS", "specs", QKGEN_SOURCE_DIR "/specs");
+}
+
+const char *qk_default_templates(void) {
+    return pick_dir("QKGEN_TEMPLATES", "templates", QKGEN_SOURCE_DIR "/templates");
+}
+
+const char *qk_default_bundle(void) {
+    return "out/default";
+}

@@ -1,0 +1,171 @@
+/* Kernel choice, dispatch and reference for the quantized products. The
+ * format model here is the manifest's (rows of blocks or planar groups), so
+ * every format a bundle holds runs without code for it. */
+#include "ops.h"
+#include "qkref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool parse_format(const char *format, uint32_t *bits, uint32_t *group) {
+    return sscanf(format, "mlx%u_g%u", bits, group) == 2;
+}
+
+int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
+                   const qk_weights *w, const char *activation, uint32_t tokens, char *err,
+                   size_t err_size) {
+    int best = -1;
+    uint32_t best_score = 0;
+    uint32_t n = qkrt_bundle_kernel_count(b);
+    char why[512] = "";
+    for (uint32_t i = 0; i < n; i++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        if (strcmp(k->family, family) || strcmp(k->format, w->format) ||
+            strcmp(k->activation, activation))
+            continue;
+        if (w->variant && w->variant[0] && !strstr(k->name, w->variant)) continue;
+        if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) {
+            snprintf(why, sizeof why, "%s", qkrt_last_error(ctx));
+            continue;
+        }
+        /* Without tuning data: enough token columns for the tokens, then the
+         * most rows per workgroup, then the widest workgroup. */
+        uint32_t score = (k->nr1 >= tokens ? 1u << 24 : k->nr1 << 16) | k->nr0 << 8 |
+                         (k->workgroup_size[0] >> 2);
+        if (best < 0 || score > best_score) best = (int)i, best_score = score;
+    }
+    if (best < 0)
+        snprintf(err, err_size, "the bundle has no %s kernel for %s%s%s with %s activations%s%s",
+                 family, w->format, w->variant && w->variant[0] ? " " : "",
+                 w->variant ? w->variant : "", activation, why[0] ? " that this device runs: " : "",
+                 why);
+    return best;
+}
+
+qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                          const qk_weights *w, const float *x, uint32_t M, uint32_t K, uint32_t T,
+                          float *y, double *ns, char *err, size_t err_size) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    qkrt_buffer *bufs[QKRT_MAX_BINDINGS] = {0};
+    uint32_t nb = 0, wp = 0;
+    qkrt_result r = QKRT_OK;
+    qkrt_buffer *ybuf = NULL;
+    for (uint32_t i = 0; i < k->binding_count && r == QKRT_OK; i++) {
+        const qkrt_binding_info *bi = &k->bindings[i];
+        size_t bytes = 0;
+        const void *src = NULL;
+        if (!strcmp(bi->role, "weights")) {
+            src = w->plane[wp], bytes = w->bytes[wp];
+            wp++;
+        } else if (!strcmp(bi->role, "activations")) {
+            src = x, bytes = (size_t)T * K * 4;
+        } else if (!strcmp(bi->role, "output")) {
+            bytes = (size_t)T * M * 4;
+        } else {
+            snprintf(err, err_size, "%s: binding %s has role %s, which matvec does not fill",
+                     k->name, bi->name, bi->role);
+            r = QKRT_ERROR_ARGUMENT;
+            break;
+        }
+        r = qkrt_buffer_create(ctx, bytes, &bufs[nb]);
+        if (r == QKRT_OK && src) r = qkrt_buffer_upload(ctx, bufs[nb], 0, src, bytes);
+        if (r == QKRT_OK && !src) {
+            ybuf = bufs[nb];
+            r = qkrt_buffer_fill(ctx, ybuf, 0x7fc00000u); /* NaN: unwritten outputs fail */
+        }
+        nb++;
+    }
+    if (r == QKRT_OK) {
+        qkrt_dispatch d = {.bundle = b, .kernel = ki};
+        memcpy(d.buffers, bufs, sizeof bufs);
+        const char *names[] = {"M", "K", "T"};
+        int64_t vals[] = {M, K, T};
+        for (int i = 0; i < 3; i++) d.shape.names[i] = names[i], d.shape.values[i] = vals[i];
+        d.shape.count = 3;
+        r = qkrt_run(ctx, &d, 1, ns);
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, ybuf, 0, y, (size_t)T * M * 4);
+    }
+    if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+    for (uint32_t i = 0; i < nb; i++) qkrt_buffer_destroy(ctx, bufs[i]);
+    return r;
+}
+
+/* Dequantizes row r of w into out[K] with the independent references. */
+static bool ref_row(const qk_weights *w, uint32_t r, uint32_t K, double *out) {
+    uint32_t bits, group;
+    if (parse_format(w->format, &bits, &group)) {
+        const char *st = w->variant && w->variant[0] ? w->variant : "bf16";
+        size_t ss = strcmp(st, "f32") ? 2 : 4;
+        const uint8_t *wp = w->plane[0], *sp = w->plane[1], *bp = w->plane[2];
+        qkref_mlx_dequant_row(bits, group, st, (const uint32_t *)(wp + (size_t)r * K * bits / 8),
+                              sp + (size_t)r * (K / group) * ss, bp + (size_t)r * (K / group) * ss,
+                              K, out);
+        return true;
+    }
+    const qkref_format *f = qkref_find(w->format);
+    if (!f) return false;
+    size_t row = (size_t)K / f->elements * f->block_bytes;
+    qkref_dequant_row(f, (const uint8_t *)w->plane[0] + row * r, K, out);
+    return true;
+}
+
+bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
+                   double *y) {
+    double *row = malloc(sizeof *row * K);
+    bool ok = true;
+    for (uint32_t r = 0; r < M && ok; r++) {
+        ok = ref_row(w, r, K, row);
+        for (uint32_t t = 0; t < T && ok; t++) {
+            double s = 0;
+            for (uint32_t i = 0; i < K; i++) s += row[i] * x[(size_t)t * K + i];
+            y[(size_t)t * M + r] = s;
+        }
+    }
+    free(row);
+    return ok;
+}
+
+bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
+                       uint64_t *rng, qk_weights *w) {
+    memset(w, 0, sizeof *w);
+    w->format = format;
+    w->variant = variant ? variant : "";
+    uint32_t bits, group;
+    if (parse_format(format, &bits, &group)) {
+        const char *st = w->variant[0] ? w->variant : "bf16";
+        size_t ss = strcmp(st, "f32") ? 2 : 4;
+        w->plane_count = 3;
+        w->bytes[0] = (size_t)M * K * bits / 8;
+        w->bytes[1] = w->bytes[2] = (size_t)M * (K / group) * ss;
+        for (int i = 0; i < 3; i++) w->plane[i] = malloc(w->bytes[i]);
+        qkref_mlx_random(bits, group, st, rng, M, K, (uint32_t *)w->plane[0], (void *)w->plane[1],
+                         (void *)w->plane[2]);
+        return true;
+    }
+    const qkref_format *f = qkref_find(format);
+    if (!f) return false;
+    w->plane_count = 1;
+    size_t nblocks = (size_t)M * (K / f->elements);
+    w->bytes[0] = nblocks * f->block_bytes;
+    w->plane[0] = malloc(w->bytes[0]);
+    qkref_random_blocks(f, rng, (uint8_t *)w->plane[0], nblocks);
+    return true;
+}
+
+void qk_free_weights(qk_weights *w) {
+    for (uint32_t i = 0; i < w->plane_count; i++) free((void *)w->plane[i]);
+    w->plane_count = 0;
+}
+
+double qk_nmse(const float *out, const double *ref, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(out[i])) return INFINITY;
+        double d = out[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}

@@ -1,0 +1,49 @@
+/* Host-side operations over libqkrt shared by the CLI, the benchmarks and the
+ * GPU tests: choosing a kernel of a bundle, running a quantized product, and
+ * computing its CPU reference. */
+#ifndef QK_OPS_H
+#define QK_OPS_H
+
+#include "qkrt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Quantized weights of one matrix (or E stacked ones): one plane for block
+ * formats, w / scales / biases for planar ones. */
+typedef struct qk_weights {
+    const char *format;  /* "q4_0", "mlx4_g64" */
+    const char *variant; /* "" or the scale type of MLX formats, "bf16" */
+    uint32_t plane_count;
+    const void *plane[4];
+    size_t bytes[4];
+} qk_weights;
+
+/* Index of the best kernel of family for (format, variant, activation) that
+ * the device can run, or -1 (why in err). */
+int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
+                   const qk_weights *w, const char *activation, uint32_t tokens, char *err,
+                   size_t err_size);
+
+/* y[T, M] = x[T, K] * W[M, K]^T on the device with kernel index ki. y is
+ * poisoned with NaN before the run. ns (optional) gets the GPU time. */
+qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                          const qk_weights *w, const float *x, uint32_t M, uint32_t K, uint32_t T,
+                          float *y, double *ns, char *err, size_t err_size);
+
+/* The CPU reference in float64 through the independent dequantizers of
+ * tests/ref; false if it has none for the format. */
+bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
+                   double *y);
+
+/* Random valid weights for M x K: fills planes (malloc'd, caller frees each
+ * plane) from the seed. false if the format is unknown to the references. */
+bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
+                       uint64_t *rng, qk_weights *w);
+void qk_free_weights(qk_weights *w);
+
+/* NMSE = sum((out - ref)^2) / sum(ref^2); NaN in out gives +inf. */
+double qk_nmse(const float *out, const double *ref, size_t n);
+
+#endif

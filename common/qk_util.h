@@ -1,0 +1,81 @@
+/* Small utilities shared by every part of qkgen: growable strings, a sticky
+ * error with a message, SHA-256, files and folders, integer expressions. */
+#ifndef QK_UTIL_H
+#define QK_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define QK_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define QK_PRINTF(a, b)
+#endif
+
+/* ---- errors: the first one set wins, later ones are ignored ---- */
+typedef struct qk_error {
+    bool set;
+    char msg[2048];
+} qk_error;
+
+void qk_error_set(qk_error *e, const char *fmt, ...) QK_PRINTF(2, 3);
+void qk_error_vset(qk_error *e, const char *fmt, va_list ap);
+
+/* ---- growable strings; an allocation failure aborts (host memory is not a
+ * recoverable condition for a code generator) ---- */
+typedef struct qk_str {
+    char *s;
+    size_t len, cap;
+} qk_str;
+
+void qk_str_add(qk_str *b, const char *s);
+void qk_str_addn(qk_str *b, const char *s, size_t n);
+void qk_str_addf(qk_str *b, const char *fmt, ...) QK_PRINTF(2, 3);
+void qk_str_free(qk_str *b);
+/* Returns the string (never NULL) and leaves b empty; the caller frees it. */
+char *qk_str_take(qk_str *b);
+
+void *qk_xmalloc(size_t n);
+void *qk_xcalloc(size_t n, size_t size);
+void *qk_xrealloc(void *p, size_t n);
+char *qk_xstrdup(const char *s);
+
+/* ---- SHA-256 ---- */
+typedef struct qk_sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    uint8_t buf[64];
+    size_t fill;
+} qk_sha256;
+
+void qk_sha256_init(qk_sha256 *c);
+void qk_sha256_update(qk_sha256 *c, const void *data, size_t n);
+void qk_sha256_final(qk_sha256 *c, uint8_t out[32]);
+/* 64 hex digits and a NUL */
+void qk_sha256_hex(const void *data, size_t n, char out[65]);
+void qk_sha256_final_hex(qk_sha256 *c, char out[65]);
+
+/* ---- files ---- */
+/* Reads a whole file (NUL-terminated, size in *n if n). NULL with e set on failure. */
+char *qk_read_file(const char *path, size_t *n, qk_error *e);
+/* Writes path atomically: a temporary file beside it, then rename. */
+bool qk_write_file(const char *path, const void *data, size_t n, qk_error *e);
+bool qk_mkdirs(const char *path, qk_error *e);
+/* Removes a folder and everything under it; true if it is gone. */
+bool qk_rmtree(const char *path);
+bool qk_is_dir(const char *path);
+bool qk_is_file(const char *path);
+/* dir + "/" + name (name returned as is when absolute); caller frees. */
+char *qk_path_join(const char *dir, const char *name);
+/* The folder part of a path ("." for a bare name); caller frees. */
+char *qk_path_dir(const char *path);
+
+/* ---- integer expressions: + - * / % ( ), comparisons, names ---- */
+typedef bool (*qk_lookup_fn)(void *user, const char *name, size_t len, int64_t *value);
+/* Evaluates expr; a comparison (== != < <= > >=) yields 0 or 1; && and || join them.
+ * Returns false with a message in e. */
+bool qk_expr_eval(const char *expr, qk_lookup_fn lookup, void *user, int64_t *value, qk_error *e);
+
+#endif

@@ -1,0 +1,38 @@
+/* bundle: turns a plan into a bundle folder (one .spv per variant and
+ * manifest.json), atomically, with a content-hash cache so that unchanged
+ * variants are never compiled twice. Knows nothing of GLSL itself. */
+#ifndef QK_BUNDLE_H
+#define QK_BUNDLE_H
+
+#include "../plan/plan.h"
+
+#define QK_BUNDLE_SCHEMA "qkgen-bundle/1"
+#define QK_VERSION "0.1.0"
+
+typedef struct qk_build_opts {
+    const char *templates_dir; /* GLSL templates and includes */
+    const char *out_dir;       /* the bundle goes to out_dir/name */
+    const char *name;          /* bundle name; default "default" */
+    const char *filter;        /* only variants whose name contains this; NULL: all */
+    bool force;                /* ignore the caches */
+    /* called before each variant is compiled (not for cache hits) */
+    void (*progress)(void *user, uint32_t done, uint32_t total, const char *variant);
+    void *user;
+} qk_build_opts;
+
+typedef struct qk_build_stats {
+    uint32_t variants, compiled, cached, dropped;
+    bool up_to_date; /* the bundle was current: nothing written */
+    char path[1024]; /* the bundle folder */
+} qk_build_stats;
+
+bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_build_opts *o,
+                     qk_build_stats *st, qk_error *e);
+
+/* SHA-256 of the running executable: the generator's identity in manifests and cache keys. */
+const char *qk_generator_hash(void);
+
+/* Appends s as a JSON string literal. */
+void qk_json_string(qk_str *o, const char *s);
+
+#endif

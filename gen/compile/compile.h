@@ -1,0 +1,30 @@
+/* compile: GLSL to SPIR-V in-process with glslang's C interface, then
+ * SPIRV-Tools: optimize (specialization constants kept) and validate for the
+ * target environment. Knows nothing of YAML. */
+#ifndef QK_COMPILE_H
+#define QK_COMPILE_H
+
+#include "../../common/qk_util.h"
+
+typedef struct qk_spirv {
+    uint32_t *words;
+    size_t count;
+} qk_spirv;
+
+/* Call once before and after any compilation (glslang's process state). */
+void qk_compile_init(void);
+void qk_compile_finish(void);
+
+/* Compiles a compute shader for Vulkan 1.2 / SPIR-V 1.5. name labels errors:
+ * "name: glslang: ERROR: 0:42: ...". */
+bool qk_compile_glsl(const char *name, const char *source, qk_spirv *out, qk_error *e);
+/* Performance passes of spirv-opt; keeps specialization constants. */
+bool qk_optimize(const char *name, qk_spirv *m, qk_error *e);
+/* spirv-val for the Vulkan 1.2 environment. */
+bool qk_validate(const char *name, const qk_spirv *m, qk_error *e);
+void qk_spirv_free(qk_spirv *m);
+
+/* The whole chain: compile, optimize, validate. */
+bool qk_compile_all(const char *name, const char *source, qk_spirv *out, qk_error *e);
+
+#endif

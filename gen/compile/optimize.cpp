@@ -1,0 +1,38 @@
+// The few lines of C++ around spvtools::Optimizer: SPIRV-Tools 2023.1 has no
+// C interface to its optimizer.
+#include <spirv-tools/optimizer.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "compile.h"
+}
+
+extern "C" bool qk_optimize(const char *name, qk_spirv *m, qk_error *e) {
+    spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
+    std::string log;
+    opt.SetMessageConsumer([&log](spv_message_level_t level, const char *, const spv_position_t &pos,
+                                  const char *msg) {
+        if (level <= SPV_MSG_ERROR)
+            log += "word " + std::to_string(pos.index) + ": " + msg + "\n";
+    });
+    // The performance recipe of spirv-opt -O. It folds only spec constants
+    // that no one can override, so OpSpecConstant* stay in the module.
+    opt.RegisterPerformancePasses();
+    std::vector<uint32_t> out;
+    spvtools::ValidatorOptions vopts;
+    spvtools::OptimizerOptions oopts;
+    oopts.set_run_validator(false);
+    oopts.set_validator_options(vopts);
+    if (!opt.Run(m->words, m->count, &out, oopts)) {
+        qk_error_set(e, "%s: spirv-opt: %s", name, log.empty() ? "failed" : log.c_str());
+        return false;
+    }
+    qk_spirv_free(m);
+    m->count = out.size();
+    m->words = static_cast<uint32_t *>(qk_xmalloc(out.size() * 4));
+    std::memcpy(m->words, out.data(), out.size() * 4);
+    return true;
+}

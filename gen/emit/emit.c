@@ -1,0 +1,189 @@
+/* GLSL composition. The generated header declares everything a template may
+ * use: tile defines, weight accessors, bindings and push constants, each taken
+ * from the spec so that the manifest and the shader cannot disagree. */
+#include "emit.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *feature;
+    const char *extensions;
+} feature_ext[] = {
+    {"subgroup_arithmetic",
+     "GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_arithmetic"},
+    {"subgroup_shuffle", "GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle"},
+    {"storage_16bit", "GL_EXT_shader_16bit_storage"},
+    {"storage_8bit", "GL_EXT_shader_8bit_storage"},
+    {"float16", "GL_EXT_shader_explicit_arithmetic_types_float16"},
+    {"int8", "GL_EXT_shader_explicit_arithmetic_types_int8"},
+    {"cooperative_matrix_nv",
+     "GL_NV_cooperative_matrix GL_KHR_memory_scope_semantics "
+     "GL_EXT_shader_explicit_arithmetic_types_float16"},
+};
+
+void qk_emit_extensions(const char *const *features, uint32_t n, qk_str *out) {
+    qk_str seen = {0};
+    qk_str_add(&seen, " ");
+    for (uint32_t i = 0; i < n; i++)
+        for (size_t j = 0; j < sizeof feature_ext / sizeof feature_ext[0]; j++) {
+            if (strcmp(features[i], feature_ext[j].feature)) continue;
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", feature_ext[j].extensions);
+            for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+                char key[128];
+                snprintf(key, sizeof key, " %s ", tok);
+                if (strstr(seen.s, key)) continue;
+                qk_str_addf(&seen, "%s ", tok);
+                qk_str_addf(out, "#extension %s : require\n", tok);
+            }
+        }
+    qk_str_free(&seen);
+}
+
+static const char *glsl_elem(qk_type t) {
+    switch (t) {
+    case QK_TYPE_F32: return "float";
+    case QK_TYPE_F16: return "float16_t";
+    case QK_TYPE_I32: return "int";
+    default: return "uint";
+    }
+}
+
+static void emit_interface(const qk_variant *v, qk_str *o) {
+    qk_binding_info b[QK_MAX_BINDINGS];
+    uint32_t n = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!strcmp(b[i].role, "weights")) continue; /* declared with the format */
+        qk_str_addf(o, "layout(std430, set = 0, binding = %u) %sbuffer Qk_%s { %s %s%s[]; }",
+                    b[i].binding, b[i].writable ? "" : "readonly ", b[i].name,
+                    glsl_elem(b[i].glsl_type), b[i].count > 1 ? "data" : "", b[i].count > 1 ? "" : b[i].name);
+        if (b[i].count > 1)
+            qk_str_addf(o, " %s[%u];\n", b[i].name, b[i].count);
+        else
+            qk_str_add(o, ";\n");
+        qk_str_addf(o, "#define BINDING_%s %u\n", b[i].name, b[i].binding);
+    }
+    const char *push[QK_MAX_LIST + 8];
+    uint32_t np = qk_variant_push(v, push, QK_MAX_LIST + 8);
+    qk_str_add(o, "layout(push_constant) uniform QkPush {");
+    for (uint32_t i = 0; i < np; i++) qk_str_addf(o, " uint %s;", push[i]);
+    qk_str_add(o, " } pc;\n");
+}
+
+typedef struct inliner {
+    const char *templates_dir;
+    qk_str seen; /* "\n"-separated resolved paths already inlined */
+    void (*on_file)(void *, const char *, const char *);
+    void *user;
+    qk_error *e;
+} inliner;
+
+static bool inline_text(inliner *in, const char *text, const char *from_dir, int depth, qk_str *o);
+
+static bool inline_file(inliner *in, const char *name, const char *from_dir, int depth,
+                        qk_str *o) {
+    char *path = qk_path_join(from_dir, name);
+    if (!qk_is_file(path)) {
+        free(path);
+        path = qk_path_join(in->templates_dir, name);
+    }
+    if (!qk_is_file(path)) {
+        qk_error_set(in->e, "%s: not found next to %s nor in %s", name, from_dir, in->templates_dir);
+        free(path);
+        return false;
+    }
+    char key[1100];
+    snprintf(key, sizeof key, "\n%s\n", path);
+    bool ok = true;
+    if (!in->seen.s || !strstr(in->seen.s, key)) { /* each file once, like #pragma once */
+        qk_str_addf(&in->seen, "\n%s\n", path);
+        char *text = qk_read_file(path, NULL, in->e);
+        if (!text) {
+            free(path);
+            return false;
+        }
+        if (in->on_file) in->on_file(in->user, path, text);
+        char *dir = qk_path_dir(path);
+        qk_str_addf(o, "// ---- %s\n", name);
+        ok = inline_text(in, text, dir, depth + 1, o);
+        free(dir);
+        free(text);
+    }
+    free(path);
+    return ok;
+}
+
+static bool inline_text(inliner *in, const char *text, const char *from_dir, int depth,
+                        qk_str *o) {
+    if (depth > 16) {
+        qk_error_set(in->e, "#include nested more than 16 deep (a cycle?)");
+        return false;
+    }
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        const char *p = line;
+        while (p < line + len && isspace((unsigned char)*p)) p++;
+        if (!strncmp(p, "#include", 8)) {
+            const char *q1 = memchr(p, '"', len - (size_t)(p - line));
+            const char *q2 = q1 ? memchr(q1 + 1, '"', len - (size_t)(q1 + 1 - line)) : NULL;
+            if (!q2) {
+                qk_error_set(in->e, "malformed #include: %.*s", (int)len, line);
+                return false;
+            }
+            char name[512];
+            snprintf(name, sizeof name, "%.*s", (int)(q2 - q1 - 1), q1 + 1);
+            if (!inline_file(in, name, from_dir, depth, o)) return false;
+        } else {
+            qk_str_addn(o, line, len);
+            qk_str_add(o, "\n");
+        }
+        line += len + (end ? 1 : 0);
+    }
+    return true;
+}
+
+bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out,
+                     void (*on_file)(void *, const char *, const char *), void *user, qk_error *e) {
+    const qk_kernel_spec *k = v->kernel;
+    const qk_format *f = v->format;
+    qk_str h = {0};
+    qk_str_add(&h, "#version 450\n");
+    const char *features[16];
+    uint32_t nf = qk_variant_features(v, features, 16);
+    qk_emit_extensions(features, nf, &h);
+    qk_str_addf(&h, "// %s: generated by qkgen from %s; do not edit\n", v->name, k->path);
+    qk_str_addf(&h, "#define NR0 %uu\n#define NR1 %uu\n#define NK %uu\n#define WG %uu\n", v->nr0,
+                v->nr1, v->nk, v->wg);
+    qk_str_addf(&h, "#define MIN_SG %uu\n#define ACT_%s 1\n", k->min_subgroup_size, v->activation);
+    if (v->mma[0]) qk_str_addf(&h, "#define MMA_%s 1\n", v->mma);
+    if (v->fusion) qk_str_addf(&h, "#define FUSION_%s 1\n", v->fusion->name);
+    qk_str_add(&h, "layout(local_size_x = WG, local_size_y = 1, local_size_z = 1) in;\n");
+    if (v->weights > 0) qk_format_emit_glsl(f, v->weights, 0, &h);
+    emit_interface(v, &h);
+
+    inliner in = {templates_dir, {0}, on_file, user, e};
+    char *fdir = qk_path_dir(f->spec->path), *kdir = qk_path_dir(k->path);
+    bool ok = inline_text(&in, h.s, templates_dir, 0, out);
+    if (ok && v->weights > 0) ok = inline_file(&in, f->spec->dequant, fdir, 0, out);
+    if (ok && v->fusion) {
+        char *udir = qk_path_dir(v->fusion->path);
+        ok = inline_file(&in, v->fusion->stage, udir, 0, out);
+        free(udir);
+    }
+    if (ok) ok = inline_file(&in, k->template_name, kdir, 0, out);
+    if (!ok && e->set && !strstr(e->msg, v->name)) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "%s", e->msg);
+        e->set = false;
+        qk_error_set(e, "%s: %s", v->name, msg);
+    }
+    free(fdir);
+    free(kdir);
+    qk_str_free(&in.seen);
+    qk_str_free(&h);
+    return ok;
+}

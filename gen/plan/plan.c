@@ -1,0 +1,304 @@
+/* Variant expansion. Every point of the search space is either a variant or a
+ * dropped point with the reason, so `qkgen list --dropped` can explain a
+ * missing kernel. */
+#include "plan.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const qk_format_spec none_spec = {.path = "(none)", .name = "none"};
+const qk_format qk_format_none = {.spec = &none_spec, .name = "none", .elements = 1,
+                                  .sub_elements = 1};
+
+bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value) {
+    const qk_variant *v = user;
+    const qk_format *f = v->format;
+    struct {
+        const char *name;
+        int64_t value;
+    } vars[] = {
+        {"NR0", v->nr0},          {"NR1", v->nr1},
+        {"NK", v->nk},            {"WG", v->wg},
+        {"MIN_SG", v->kernel->min_subgroup_size},
+        {"QK", f->elements},      {"QK_SUB_N", f->sub_elements},
+        {"QK_BYTES", f->block_bytes},
+        {"NW", v->weights},
+        {"COOPMAT", !strcmp(v->mma, "coopmat")},
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (strlen(vars[i].name) == len && !strncmp(vars[i].name, name, len)) {
+            *value = vars[i].value;
+            return true;
+        }
+    for (uint32_t i = 0; i < f->param_count; i++) {
+        if (strlen(f->param_names[i]) != len || strncmp(f->param_names[i], name, len)) continue;
+        char *end;
+        *value = strtoll(f->param_values[i], &end, 10);
+        return !*end;
+    }
+    return false;
+}
+
+/* Rewrites expr with the variant's constants in place of their names; the
+ * shape variables (M, K, T, ...) stay for the engine to fill in. */
+static void substitute(const qk_variant *v, const char *expr, char *out, size_t size) {
+    qk_str b = {0};
+    for (const char *p = expr; *p;) {
+        if (isalpha((unsigned char)*p) || *p == '_') {
+            const char *s = p;
+            while (isalnum((unsigned char)*p) || *p == '_') p++;
+            int64_t val;
+            if (qk_variant_lookup((void *)v, s, (size_t)(p - s), &val))
+                qk_str_addf(&b, "%lld", (long long)val);
+            else
+                qk_str_addn(&b, s, (size_t)(p - s));
+        } else {
+            qk_str_addn(&b, p++, 1);
+        }
+    }
+    snprintf(out, size, "%s", b.s ? b.s : "");
+    qk_str_free(&b);
+}
+
+static void add_dropped(qk_plan *p, const char *name, const char *fmt, const char *a,
+                        const char *b) {
+    p->dropped = qk_xrealloc(p->dropped, sizeof *p->dropped * (p->dropped_count + 1));
+    qk_dropped *d = &p->dropped[p->dropped_count++];
+    snprintf(d->name, sizeof d->name, "%s", name);
+    snprintf(d->reason, sizeof d->reason, fmt, a, b);
+}
+
+/* The rules every variant obeys whatever its spec says; NULL if legal. */
+static const char *builtin_rule(const qk_variant *v, char *buf, size_t n) {
+    if (v->shared_memory > QK_PLAN_MAX_SHARED) {
+        snprintf(buf, n, "needs %u bytes of shared memory; Vulkan devices commonly give 48 KiB",
+                 v->shared_memory);
+        return buf;
+    }
+    if (v->wg > QK_PLAN_MAX_WG) return "more than 1024 invocations per workgroup";
+    if (v->wg % v->kernel->min_subgroup_size)
+        return "the workgroup is not a whole number of the smallest subgroups it supports";
+    return NULL;
+}
+
+/* Evaluates the spec's rules and the built-in ones; false with e set on a
+ * rule that cannot be evaluated, *legal false with the reason when dropped. */
+static bool check_variant(qk_plan *p, qk_variant *v, bool *legal, qk_error *e) {
+    const qk_kernel_spec *k = v->kernel;
+    qk_error ee = {0};
+    *legal = false;
+    int64_t val;
+    if (!qk_expr_eval(k->shared_memory, qk_variant_lookup, v, &val, &ee)) {
+        qk_error_set(e, "%s: shared_memory: %s", k->path, ee.msg);
+        return false;
+    }
+    v->shared_memory = (uint32_t)val;
+    for (uint32_t i = 0; i < k->rule_count; i++) {
+        const qk_rule_spec *r = &k->rules[i];
+        if (!qk_expr_eval(r->check, qk_variant_lookup, v, &val, &ee)) {
+            qk_error_set(e, "%s:%d:%d: rules[%u].check: %s", k->path, r->mark.line, r->mark.col, i,
+                         ee.msg);
+            return false;
+        }
+        if (!val) {
+            add_dropped(p, v->name, "%s (rule '%s')", r->reason, r->check);
+            return true;
+        }
+    }
+    char buf[256];
+    const char *why = builtin_rule(v, buf, sizeof buf);
+    if (why) {
+        add_dropped(p, v->name, "%s%s", why, "");
+        return true;
+    }
+    for (int i = 0; i < 3; i++) substitute(v, k->grid[i], v->grid[i], sizeof v->grid[i]);
+    for (uint32_t i = 0; i < k->constraint_count; i++)
+        substitute(v, k->constraints[i], v->constraints[v->constraint_count++],
+                   sizeof v->constraints[0]);
+    *legal = true;
+    return true;
+}
+
+static const qk_fusion_spec *find_fusion(const qk_spec_set *specs, const char *name) {
+    for (uint32_t i = 0; i < specs->fusion_count; i++)
+        if (!strcmp(specs->fusions[i].name, name)) return &specs->fusions[i];
+    return NULL;
+}
+
+/* Adds every tile, activation, math path and fusion point of kernel k on format f. */
+static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_spec *k,
+                          const qk_format *f, qk_error *e) {
+    /* one flat index over activation x NR0 x NR1 x NK x WG x mma x fusion, last fastest */
+    uint32_t dims[7] = {k->activation_count, k->nr0_count, k->nr1_count, k->nk_count,
+                        k->wg_count, k->mma_count ? k->mma_count : 1,
+                        k->fusion_count ? k->fusion_count : 1};
+    uint32_t total = 1;
+    for (int d = 0; d < 7; d++) total *= dims[d];
+    for (uint32_t n = 0; n < total; n++) {
+        uint32_t ix[7], rest = n;
+        for (int d = 6; d >= 0; d--) ix[d] = rest % dims[d], rest /= dims[d];
+        qk_variant v = {.kernel = k, .format = f, .weights = k->weights};
+        snprintf(v.activation, sizeof v.activation, "%s", k->activations[ix[0]]);
+        v.nr0 = k->nr0[ix[1]], v.nr1 = k->nr1[ix[2]], v.nk = k->nk[ix[3]], v.wg = k->wg[ix[4]];
+        if (k->mma_count) snprintf(v.mma, sizeof v.mma, "%s", k->mma[ix[5]]);
+        const char *fusion = k->fusion_count ? k->fusions[ix[6]] : "none";
+        if (strcmp(fusion, "none")) {
+            v.fusion = find_fusion(specs, fusion);
+            if (!v.fusion) {
+                qk_error_set(e, "%s:%d:%d: fusions: unknown fusion '%s' (no fusions/%s.yaml)",
+                             k->path, k->fusions_mark.line, k->fusions_mark.col, fusion, fusion);
+                return false;
+            }
+            if (v.fusion->weights > v.weights) v.weights = v.fusion->weights;
+        }
+        qk_str name = {0};
+        qk_str_add(&name, k->name);
+        if (f != &qk_format_none) qk_str_addf(&name, "_%s", f->name);
+        if (f->variant[0]) qk_str_addf(&name, "_%s", f->variant);
+        qk_str_addf(&name, "_%s_nr%ux%ux%u_wg%u", v.activation, v.nr0, v.nr1, v.nk, v.wg);
+        if (v.mma[0]) qk_str_addf(&name, "_%s", v.mma);
+        if (v.fusion) qk_str_addf(&name, "_%s", v.fusion->name);
+        snprintf(v.name, sizeof v.name, "%s", name.s);
+        qk_str_free(&name);
+        bool legal;
+        if (!check_variant(p, &v, &legal, e)) return false;
+        if (!legal) continue;
+        p->variants = qk_xrealloc(p->variants, sizeof *p->variants * (p->variant_count + 1));
+        p->variants[p->variant_count++] = v;
+    }
+    return true;
+}
+
+static bool expand_kernel(qk_plan *p, const qk_spec_set *specs, const qk_kernel_spec *k,
+                          qk_error *e) {
+    for (uint32_t fi = 0; fi < k->format_count; fi++) {
+        if (!strcmp(k->formats[fi], "none")) {
+            if (!expand_points(p, specs, k, &qk_format_none, e)) return false;
+            continue;
+        }
+        /* a name matches a format, or every instance of a format family
+         * ("mlx" matches the spec whose pattern starts mlx{...}) */
+        bool any = false;
+        for (uint32_t i = 0; i < p->format_count; i++) {
+            const qk_format *f = &p->formats[i];
+            if (strcmp(f->name, k->formats[fi]) && strcmp(f->spec->name, k->formats[fi])) continue;
+            any = true;
+            if (!expand_points(p, specs, k, f, e)) return false;
+        }
+        if (!any) {
+            qk_error_set(e, "%s:%d:%d: formats: unknown format '%s'", k->path, k->formats_mark.line,
+                         k->formats_mark.col, k->formats[fi]);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e) {
+    memset(out, 0, sizeof *out);
+    for (uint32_t i = 0; i < specs->format_count; i++) {
+        qk_format *fs;
+        uint32_t n;
+        if (!qk_format_expand(&specs->formats[i], &fs, &n, e)) {
+            qk_plan_free(out);
+            return false;
+        }
+        out->formats = qk_xrealloc(out->formats, sizeof *out->formats * (out->format_count + n));
+        for (uint32_t j = 0; j < n; j++) {
+            if (qk_plan_find_format(out, fs[j].name) && !fs[j].variant[0]) {
+                qk_error_set(e, "%s: format '%s' is declared twice", fs[j].spec->path, fs[j].name);
+                free(fs);
+                qk_plan_free(out);
+                return false;
+            }
+            out->formats[out->format_count++] = fs[j];
+        }
+        free(fs);
+    }
+    for (uint32_t i = 0; i < specs->kernel_count; i++)
+        if (!expand_kernel(out, specs, &specs->kernels[i], e)) {
+            qk_plan_free(out);
+            return false;
+        }
+    for (uint32_t i = 0; i < out->variant_count; i++)
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(out->variants[i].name, out->variants[j].name)) {
+                qk_error_set(e, "%s: two variants are both named '%s'",
+                             out->variants[i].kernel->path, out->variants[i].name);
+                qk_plan_free(out);
+                return false;
+            }
+    return true;
+}
+
+void qk_plan_free(qk_plan *p) {
+    free(p->formats);
+    free(p->variants);
+    free(p->dropped);
+    memset(p, 0, sizeof *p);
+}
+
+const qk_format *qk_plan_find_format(const qk_plan *p, const char *name) {
+    for (uint32_t i = 0; i < p->format_count; i++)
+        if (!strcmp(p->formats[i].name, name)) return &p->formats[i];
+    return NULL;
+}
+
+uint32_t qk_variant_bindings(const qk_variant *v, qk_binding_info *out, uint32_t cap) {
+    const qk_format *f = v->format;
+    const qk_kernel_spec *k = v->kernel;
+    uint32_t n = 0, b = 0;
+    if (v->weights > 0) {
+        if (f->layout == QK_LAYOUT_BLOCK) {
+            out[n++] = (qk_binding_info){"w", "weights", "u32", QK_TYPE_U32, false, b++, v->weights};
+        } else {
+            for (uint32_t i = 0; i < f->plane_count && n < cap; i++) {
+                qk_binding_info *bi = &out[n++];
+                *bi = (qk_binding_info){.glsl_type = QK_TYPE_U32, .binding = b++,
+                                        .count = v->weights};
+                snprintf(bi->name, sizeof bi->name, "%s", f->planes[i].name);
+                snprintf(bi->role, sizeof bi->role, "weights");
+                snprintf(bi->type, sizeof bi->type, "%s", qk_type_name(f->planes[i].type));
+                if (f->planes[i].type == QK_TYPE_F32) bi->glsl_type = QK_TYPE_F32;
+            }
+        }
+    }
+    uint32_t nk = k->binding_count, nf = v->fusion ? v->fusion->binding_count : 0;
+    for (uint32_t i = 0; i < nk + nf && n < cap; i++) {
+        const qk_binding_spec *s = i < nk ? &k->bindings[i] : &v->fusion->bindings[i - nk];
+        qk_binding_info *bi = &out[n++];
+        *bi = (qk_binding_info){.writable = s->writable, .binding = b++, .count = s->count};
+        snprintf(bi->name, sizeof bi->name, "%s", s->name);
+        snprintf(bi->role, sizeof bi->role, "%s", s->role);
+        snprintf(bi->type, sizeof bi->type, "%s", strcmp(s->type, "act") ? s->type : v->activation);
+        bi->glsl_type = qk_type_parse(bi->type);
+    }
+    return n;
+}
+
+uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap) {
+    uint32_t n = 0;
+    const char *want[24];
+    uint32_t nw = 0;
+    for (uint32_t i = 0; i < v->kernel->feature_count; i++) want[nw++] = v->kernel->features[i];
+    for (uint32_t i = 0; v->fusion && i < v->fusion->feature_count; i++)
+        want[nw++] = v->fusion->features[i];
+    if (!strcmp(v->activation, "f16")) want[nw++] = "storage_16bit";
+    if (!strcmp(v->mma, "coopmat")) want[nw++] = "cooperative_matrix_nv";
+    for (uint32_t i = 0; i < nw; i++) { /* each once, in order of first mention */
+        bool seen = false;
+        for (uint32_t j = 0; j < n; j++) seen |= !strcmp(out[j], want[i]);
+        if (!seen && n < cap) out[n++] = want[i];
+    }
+    return n;
+}
+
+uint32_t qk_variant_push(const qk_variant *v, const char **out, uint32_t cap) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < v->kernel->push_count && n < cap; i++) out[n++] = v->kernel->push[i];
+    for (uint32_t i = 0; v->fusion && i < v->fusion->push_count && n < cap; i++)
+        out[n++] = v->fusion->push[i];
+    return n;
+}

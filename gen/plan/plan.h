@@ -1,0 +1,73 @@
+/* plan: expands kernel specs x formats x the tile search space into named
+ * variants, and drops illegal points with a stated reason. Knows nothing of
+ * GLSL text or Vulkan. */
+#ifndef QK_PLAN_H
+#define QK_PLAN_H
+
+#include "../format/format.h"
+
+/* Legality limits the plan applies to every variant, with their reasons. */
+enum { QK_PLAN_MAX_SHARED = 49152, QK_PLAN_MAX_WG = 1024 };
+
+typedef struct qk_variant {
+    char name[256];
+    const qk_kernel_spec *kernel;
+    const qk_format *format;
+    char activation[8];
+    uint32_t nr0, nr1, nk, wg;
+    char mma[16];                  /* "" when the kernel has no mma axis */
+    const qk_fusion_spec *fusion;  /* NULL: not fused */
+    uint32_t weights;              /* weight matrices bound */
+    uint32_t shared_memory; /* bytes */
+    char grid[3][256];      /* in shape variables only: tile constants substituted */
+    uint32_t constraint_count;
+    char constraints[QK_MAX_RULES][256];
+} qk_variant;
+
+typedef struct qk_dropped {
+    char name[256];
+    char reason[320];
+} qk_dropped;
+
+typedef struct qk_plan {
+    uint32_t format_count;
+    qk_format *formats; /* every concrete format of the spec set */
+    uint32_t variant_count, dropped_count;
+    qk_variant *variants;
+    qk_dropped *dropped;
+} qk_plan;
+
+/* Builds the plan of a loaded spec set. Errors (a kernel naming an unknown
+ * format, a rule that does not evaluate) carry the spec's file:line:col. */
+bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e);
+void qk_plan_free(qk_plan *p);
+const qk_format *qk_plan_find_format(const qk_plan *p, const char *name);
+
+/* The format of kernels that take no quantized weights ("formats: [none]"). */
+extern const qk_format qk_format_none;
+
+/* Looks a tile or format variable (NR0, NR1, NK, WG, MIN_SG, QK, QK_SUB_N,
+ * QK_BYTES, format parameters) up for v; for expressions. */
+bool qk_variant_lookup(void *variant, const char *name, size_t len, int64_t *value);
+
+
+/* The variant's interface, derived once here for both the GLSL declarations
+ * and the manifest: weights first (one binding, or one per plane), then the
+ * kernel's own bindings in spec order. */
+typedef struct qk_binding_info {
+    char name[QK_MAX_NAME], role[QK_MAX_NAME];
+    char type[16];          /* element type an engine stores: "u32", "bf16", "f32", ... */
+    qk_type glsl_type;      /* what the shader declares */
+    bool writable;
+    uint32_t binding, count;
+} qk_binding_info;
+
+uint32_t qk_variant_bindings(const qk_variant *v, qk_binding_info *out, uint32_t cap);
+
+/* Features the variant needs from the device (names of docs/manifest.md). */
+uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap);
+
+/* Push-constant names in order: the kernel's, then the fusion's. */
+uint32_t qk_variant_push(const qk_variant *v, const char **out, uint32_t cap);
+
+#endif

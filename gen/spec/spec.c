@@ -1,0 +1,478 @@
+/* The schemas of format and kernel specs, read with the strict YAML reader.
+ * Checks here are those a single file can answer; cross-file checks (a
+ * kernel naming an unknown format) belong to plan. */
+#include "yamlw.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    qk_type t;
+    const char *name;
+    uint32_t size;
+} types[] = {
+    {QK_TYPE_U8, "u8", 1},   {QK_TYPE_I8, "i8", 1},     {QK_TYPE_U16, "u16", 2},
+    {QK_TYPE_I16, "i16", 2}, {QK_TYPE_F16, "f16", 2},   {QK_TYPE_BF16, "bf16", 2},
+    {QK_TYPE_U32, "u32", 4}, {QK_TYPE_I32, "i32", 4},   {QK_TYPE_F32, "f32", 4},
+};
+
+const char *qk_type_name(qk_type t) {
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (types[i].t == t) return types[i].name;
+    return "none";
+}
+
+uint32_t qk_type_size(qk_type t) {
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (types[i].t == t) return types[i].size;
+    return 0;
+}
+
+qk_type qk_type_parse(const char *s) {
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(types[i].name, s)) return types[i].t;
+    return QK_TYPE_NONE;
+}
+
+/* Names that become parts of GLSL identifiers and file names. */
+static bool ident_ok(const char *s, bool braces) {
+    if (!s[0]) return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && !(braces && (*s == '{' || *s == '}')))
+            return false;
+    return true;
+}
+
+static bool name_field(yw *w, ynode *n, const char *where, char *out, size_t size, bool braces) {
+    if (!yw_str(w, n, where, out, size)) return false;
+    if (!ident_ok(out, braces))
+        return yw_fail(w, n, where, "'%s' is not a name (letters, digits and '_' only)", out);
+    return true;
+}
+
+static bool type_field(yw *w, ynode *n, const char *where, qk_type *out) {
+    char s[16];
+    if (!yw_str(w, n, where, s, sizeof s)) return false;
+    *out = qk_type_parse(s);
+    if (*out == QK_TYPE_NONE)
+        return yw_fail(w, n, where, "unknown type '%s' (u8, i8, u16, i16, f16, bf16, u32, i32, f32)", s);
+    return true;
+}
+
+/* ---------------------------------------------------------------- formats */
+
+static bool load_fields(yw *w, ynode *seq, qk_format_spec *f) {
+    if (!yw_is_seq(seq)) return yw_fail(w, seq, "fields", "expected a list of fields");
+    if (yw_seq_len(seq) == 0) return yw_fail(w, seq, "fields", "the list is empty");
+    if (yw_seq_len(seq) > QK_MAX_FIELDS) return yw_fail(w, seq, "fields", "too many fields");
+    static const char *const keys[] = {"name", "type", "count", NULL};
+    static const char *const req[] = {"name", "type", NULL};
+    for (size_t i = 0; i < yw_seq_len(seq); i++) {
+        ynode *m = yw_seq_at(w, seq, i);
+        char where[64];
+        snprintf(where, sizeof where, "fields[%zu]", i);
+        qk_field_spec *fs = &f->fields[f->field_count++];
+        fs->mark = yw_mark(m);
+        fs->count = 1;
+        if (!yw_check_map(w, m, where, keys, req)) return false;
+        if (!name_field(w, yw_get(w, m, "name"), where, fs->name, sizeof fs->name, false))
+            return false;
+        if (!type_field(w, yw_get(w, m, "type"), where, &fs->type)) return false;
+        ynode *c = yw_get(w, m, "count");
+        if (c && !yw_uint(w, c, where, 1, 4096, &fs->count)) return false;
+        for (uint32_t j = 0; j + 1 < f->field_count; j++)
+            if (!strcmp(f->fields[j].name, fs->name))
+                return yw_fail(w, m, where, "duplicate field '%s'", fs->name);
+    }
+    return true;
+}
+
+static bool load_params(yw *w, ynode *m, qk_format_spec *f) {
+    if (!yw_is_map(m)) return yw_fail(w, m, "params", "expected a mapping of parameter lists");
+    if (yw_map_len(m) > QK_MAX_PARAMS) return yw_fail(w, m, "params", "too many parameters");
+    for (size_t i = 0; i < yw_map_len(m); i++) {
+        qk_param_spec *p = &f->params[f->param_count++];
+        if (!name_field(w, yw_map_key(w, m, i), "params", p->name, sizeof p->name, false))
+            return false;
+        char where[96];
+        snprintf(where, sizeof where, "params.%s", p->name);
+        if (!yw_str_list(w, yw_map_value(w, m, i), where, p->values[0], sizeof p->values[0],
+                         QK_MAX_LIST, &p->count))
+            return false;
+    }
+    return true;
+}
+
+static bool load_planes(yw *w, ynode *seq, qk_format_spec *f) {
+    if (!yw_is_seq(seq) || yw_seq_len(seq) == 0 || yw_seq_len(seq) > 4)
+        return yw_fail(w, seq, "planes", "expected a list of 1 to 4 planes");
+    static const char *const keys[] = {"name", "type", "per_group", NULL};
+    for (size_t i = 0; i < yw_seq_len(seq); i++) {
+        ynode *m = yw_seq_at(w, seq, i);
+        char where[64];
+        snprintf(where, sizeof where, "planes[%zu]", i);
+        qk_plane_spec *p = &f->planes[f->plane_count++];
+        if (!yw_check_map(w, m, where, keys, keys)) return false;
+        if (!name_field(w, yw_get(w, m, "name"), where, p->name, sizeof p->name, false) ||
+            !yw_str(w, yw_get(w, m, "type"), where, p->type, sizeof p->type) ||
+            !yw_intexpr(w, yw_get(w, m, "per_group"), where, &p->per_group))
+            return false;
+    }
+    return true;
+}
+
+static bool load_format(yw *w, qk_format_spec *f) {
+    ynode *root = yw_root(w);
+    static const char *const keys[] = {"format", "description", "layout", "params",  "block",
+                                       "fields", "planes",      "sub",    "dequant", "c_struct",
+                                       NULL};
+    static const char *const req[] = {"format", "block", "sub", "dequant", NULL};
+    if (!yw_check_map(w, root, "", keys, req)) return false;
+    ynode *n;
+    if (!name_field(w, yw_get(w, root, "format"), "format", f->name, sizeof f->name, true))
+        return false;
+    if ((n = yw_get(w, root, "description")) &&
+        !yw_str(w, n, "description", f->description, sizeof f->description))
+        return false;
+    f->layout = QK_LAYOUT_BLOCK;
+    if ((n = yw_get(w, root, "layout"))) {
+        char s[16];
+        if (!yw_str(w, n, "layout", s, sizeof s)) return false;
+        if (!strcmp(s, "planar"))
+            f->layout = QK_LAYOUT_PLANAR;
+        else if (strcmp(s, "block"))
+            return yw_fail(w, n, "layout", "'%s' is not a layout (block or planar)", s);
+    }
+    if ((n = yw_get(w, root, "params")) && !load_params(w, n, f)) return false;
+    if (strchr(f->name, '{') && !f->param_count)
+        return yw_fail(w, yw_get(w, root, "format"), "format",
+                       "the name is a pattern but the format has no params");
+
+    ynode *blk = yw_get(w, root, "block");
+    static const char *const bkeys[] = {"elements", "bytes", NULL};
+    static const char *const breq_block[] = {"elements", "bytes", NULL};
+    static const char *const breq_planar[] = {"elements", NULL};
+    if (!yw_check_map(w, blk, "block", bkeys,
+                      f->layout == QK_LAYOUT_BLOCK ? breq_block : breq_planar))
+        return false;
+    if (!yw_intexpr(w, yw_get(w, blk, "elements"), "block.elements", &f->elements)) return false;
+    if ((n = yw_get(w, blk, "bytes")) && !yw_intexpr(w, n, "block.bytes", &f->bytes)) return false;
+
+    ynode *fields = yw_get(w, root, "fields"), *planes = yw_get(w, root, "planes");
+    if (f->layout == QK_LAYOUT_BLOCK) {
+        if (!fields) return yw_fail(w, root, "", "missing required key 'fields' (block layout)");
+        if (planes) return yw_fail(w, planes, "planes", "only planar formats have planes");
+        if (!load_fields(w, fields, f)) return false;
+        uint32_t sum = 0;
+        for (uint32_t i = 0; i < f->field_count; i++)
+            sum += qk_type_size(f->fields[i].type) * f->fields[i].count;
+        char *end;
+        long bytes = strtol(f->bytes.text, &end, 10);
+        if (!*end && bytes != (long)sum)
+            return yw_fail(w, yw_get(w, blk, "bytes"), "block.bytes",
+                           "%ld does not match the fields, which add up to %u bytes", bytes, sum);
+    } else {
+        if (!planes) return yw_fail(w, root, "", "missing required key 'planes' (planar layout)");
+        if (fields) return yw_fail(w, fields, "fields", "planar formats have planes, not fields");
+        if (!load_planes(w, planes, f)) return false;
+    }
+
+    ynode *sub = yw_get(w, root, "sub");
+    static const char *const skeys[] = {"elements", NULL};
+    if (!yw_check_map(w, sub, "sub", skeys, skeys) ||
+        !yw_intexpr(w, yw_get(w, sub, "elements"), "sub.elements", &f->sub_elements))
+        return false;
+    if (!yw_str(w, yw_get(w, root, "dequant"), "dequant", f->dequant, sizeof f->dequant))
+        return false;
+    if ((n = yw_get(w, root, "c_struct"))) {
+        static const char *const ckeys[] = {"header", "name", NULL};
+        if (!yw_check_map(w, n, "c_struct", ckeys, ckeys) ||
+            !yw_str(w, yw_get(w, n, "header"), "c_struct.header", f->c_header, sizeof f->c_header) ||
+            !name_field(w, yw_get(w, n, "name"), "c_struct.name", f->c_struct, sizeof f->c_struct,
+                        false))
+            return false;
+        f->c_struct_mark = yw_mark(n);
+        if (f->layout != QK_LAYOUT_BLOCK)
+            return yw_fail(w, n, "c_struct", "only block formats can be checked against a C struct");
+    }
+    return true;
+}
+
+bool qk_format_spec_load(const char *path, qk_format_spec *out, qk_error *e) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    yw w;
+    if (!yw_open(&w, path, e)) return false;
+    bool ok = load_format(&w, out);
+    yw_close(&w);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- kernels */
+
+static bool load_bindings(yw *w, ynode *seq, qk_binding_spec *out, uint32_t *count,
+                          uint32_t cap) {
+    if (!yw_is_seq(seq)) return yw_fail(w, seq, "bindings", "expected a list of bindings");
+    if (yw_seq_len(seq) > cap) return yw_fail(w, seq, "bindings", "more than %u bindings", cap);
+    static const char *const keys[] = {"name", "role", "type", "access", "count", NULL};
+    static const char *const req[] = {"name", "role", "type", "access", NULL};
+    for (size_t i = 0; i < yw_seq_len(seq); i++) {
+        ynode *m = yw_seq_at(w, seq, i);
+        char where[64];
+        snprintf(where, sizeof where, "bindings[%zu]", i);
+        qk_binding_spec *b = &out[(*count)++];
+        b->count = 1;
+        if (!yw_check_map(w, m, where, keys, req)) return false;
+        if (!name_field(w, yw_get(w, m, "name"), where, b->name, sizeof b->name, false) ||
+            !name_field(w, yw_get(w, m, "role"), where, b->role, sizeof b->role, false) ||
+            !yw_str(w, yw_get(w, m, "type"), where, b->type, sizeof b->type))
+            return false;
+        if (strcmp(b->type, "act") && qk_type_parse(b->type) != QK_TYPE_F32 &&
+            qk_type_parse(b->type) != QK_TYPE_U32 && qk_type_parse(b->type) != QK_TYPE_I32)
+            return yw_fail(w, yw_get(w, m, "type"), where,
+                           "binding type '%s' must be act, f32, u32 or i32", b->type);
+        char acc[16];
+        ynode *a = yw_get(w, m, "access");
+        if (!yw_str(w, a, where, acc, sizeof acc)) return false;
+        if (!strcmp(acc, "read"))
+            b->writable = false;
+        else if (!strcmp(acc, "write") || !strcmp(acc, "readwrite"))
+            b->writable = true;
+        else
+            return yw_fail(w, a, where, "access '%s' must be read, write or readwrite", acc);
+        ynode *c = yw_get(w, m, "count");
+        if (c && !yw_uint(w, c, where, 1, 8, &b->count)) return false;
+    }
+    return true;
+}
+
+static bool load_rules(yw *w, ynode *seq, qk_kernel_spec *k) {
+    if (!yw_is_seq(seq)) return yw_fail(w, seq, "rules", "expected a list of rules");
+    if (yw_seq_len(seq) > QK_MAX_RULES) return yw_fail(w, seq, "rules", "too many rules");
+    static const char *const keys[] = {"check", "reason", NULL};
+    for (size_t i = 0; i < yw_seq_len(seq); i++) {
+        ynode *m = yw_seq_at(w, seq, i);
+        char where[64];
+        snprintf(where, sizeof where, "rules[%zu]", i);
+        qk_rule_spec *r = &k->rules[k->rule_count++];
+        r->mark = yw_mark(m);
+        if (!yw_check_map(w, m, where, keys, keys) ||
+            !yw_str(w, yw_get(w, m, "check"), where, r->check, sizeof r->check) ||
+            !yw_str(w, yw_get(w, m, "reason"), where, r->reason, sizeof r->reason))
+            return false;
+    }
+    return true;
+}
+
+static bool load_tile(yw *w, ynode *t, qk_kernel_spec *k) {
+    static const char *const keys[] = {"NR0", "NR1", "NK", "WG", NULL};
+    if (!yw_check_map(w, t, "tile", keys, keys)) return false;
+    return yw_uint_list(w, yw_get(w, t, "NR0"), "tile.NR0", 1, 256, k->nr0, QK_MAX_LIST,
+                        &k->nr0_count) &&
+           yw_uint_list(w, yw_get(w, t, "NR1"), "tile.NR1", 1, 256, k->nr1, QK_MAX_LIST,
+                        &k->nr1_count) &&
+           yw_uint_list(w, yw_get(w, t, "NK"), "tile.NK", 1, 4096, k->nk, QK_MAX_LIST,
+                        &k->nk_count) &&
+           yw_uint_list(w, yw_get(w, t, "WG"), "tile.WG", 1, 1024, k->wg, QK_MAX_LIST,
+                        &k->wg_count);
+}
+
+static bool load_kernel(yw *w, qk_kernel_spec *k) {
+    ynode *root = yw_root(w);
+    static const char *const keys[] = {
+        "kernel", "family", "description", "template",    "formats",           "activations",
+        "tile",   "weights", "bindings",   "push_constants", "grid",           "shared_memory",
+        "constraints", "rules", "features", "min_subgroup_size", "mma", "fusions", NULL};
+    static const char *const req[] = {"kernel",   "family",         "template", "formats",
+                                      "activations", "tile",        "bindings", "push_constants",
+                                      "grid",     NULL};
+    if (!yw_check_map(w, root, "", keys, req)) return false;
+    ynode *n;
+    if (!name_field(w, yw_get(w, root, "kernel"), "kernel", k->name, sizeof k->name, false) ||
+        !name_field(w, yw_get(w, root, "family"), "family", k->family, sizeof k->family, false) ||
+        !yw_str(w, yw_get(w, root, "template"), "template", k->template_name,
+                sizeof k->template_name))
+        return false;
+    if ((n = yw_get(w, root, "description")) &&
+        !yw_str(w, n, "description", k->description, sizeof k->description))
+        return false;
+    n = yw_get(w, root, "formats");
+    k->formats_mark = yw_mark(n);
+    if (!yw_str_list(w, n, "formats", k->formats[0], sizeof k->formats[0], QK_MAX_LIST,
+                     &k->format_count))
+        return false;
+    n = yw_get(w, root, "activations");
+    if (!yw_str_list(w, n, "activations", k->activations[0], sizeof k->activations[0], 4,
+                     &k->activation_count))
+        return false;
+    for (uint32_t i = 0; i < k->activation_count; i++)
+        if (strcmp(k->activations[i], "f32") && strcmp(k->activations[i], "f16"))
+            return yw_fail(w, n, "activations", "'%s' is not an activation type (f32 or f16)",
+                           k->activations[i]);
+    if (!load_tile(w, yw_get(w, root, "tile"), k)) return false;
+    k->weights = 1;
+    if ((n = yw_get(w, root, "weights")) && !yw_uint(w, n, "weights", 0, 8, &k->weights))
+        return false;
+    k->min_subgroup_size = 1;
+    if ((n = yw_get(w, root, "min_subgroup_size")) &&
+        !yw_uint(w, n, "min_subgroup_size", 1, 128, &k->min_subgroup_size))
+        return false;
+    if (!load_bindings(w, yw_get(w, root, "bindings"), k->bindings, &k->binding_count,
+                       QK_MAX_BINDINGS - 8))
+        return false;
+    if (!yw_str_list(w, yw_get(w, root, "push_constants"), "push_constants", k->push[0],
+                     sizeof k->push[0], QK_MAX_LIST, &k->push_count))
+        return false;
+    n = yw_get(w, root, "grid");
+    if (!yw_is_seq(n) || yw_seq_len(n) != 3)
+        return yw_fail(w, n, "grid", "expected a list of three expressions (x, y, z)");
+    for (int i = 0; i < 3; i++)
+        if (!yw_str(w, yw_seq_at(w, n, (size_t)i), "grid", k->grid[i], sizeof k->grid[i]))
+            return false;
+    snprintf(k->shared_memory, sizeof k->shared_memory, "0");
+    if ((n = yw_get(w, root, "shared_memory")) &&
+        !yw_str(w, n, "shared_memory", k->shared_memory, sizeof k->shared_memory))
+        return false;
+    if ((n = yw_get(w, root, "constraints")) &&
+        !yw_str_list(w, n, "constraints", k->constraints[0], sizeof k->constraints[0],
+                     QK_MAX_RULES, &k->constraint_count))
+        return false;
+    if ((n = yw_get(w, root, "rules")) && !load_rules(w, n, k)) return false;
+    if ((n = yw_get(w, root, "features")) &&
+        !yw_str_list(w, n, "features", k->features[0], sizeof k->features[0], 8,
+                     &k->feature_count))
+        return false;
+    if ((n = yw_get(w, root, "mma"))) {
+        if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count))
+            return false;
+        for (uint32_t i = 0; i < k->mma_count; i++)
+            if (strcmp(k->mma[i], "scalar") && strcmp(k->mma[i], "coopmat"))
+                return yw_fail(w, n, "mma", "'%s' is not a math path (scalar or coopmat)",
+                               k->mma[i]);
+    }
+    if ((n = yw_get(w, root, "fusions"))) {
+        k->fusions_mark = yw_mark(n);
+        if (!yw_str_list(w, n, "fusions", k->fusions[0], sizeof k->fusions[0], 8,
+                         &k->fusion_count))
+            return false;
+    }
+    return true;
+}
+
+static bool load_fusion(yw *w, qk_fusion_spec *f) {
+    ynode *root = yw_root(w), *n;
+    static const char *const keys[] = {"fusion",         "description", "stage", "weights",
+                                       "bindings",       "push_constants", "features", NULL};
+    static const char *const req[] = {"fusion", "stage", NULL};
+    if (!yw_check_map(w, root, "", keys, req) ||
+        !name_field(w, yw_get(w, root, "fusion"), "fusion", f->name, sizeof f->name, false) ||
+        !yw_str(w, yw_get(w, root, "stage"), "stage", f->stage, sizeof f->stage))
+        return false;
+    if (!strcmp(f->name, "none"))
+        return yw_fail(w, yw_get(w, root, "fusion"), "fusion", "'none' is reserved");
+    if ((n = yw_get(w, root, "description")) &&
+        !yw_str(w, n, "description", f->description, sizeof f->description))
+        return false;
+    if ((n = yw_get(w, root, "weights")) && !yw_uint(w, n, "weights", 0, 8, &f->weights))
+        return false;
+    if ((n = yw_get(w, root, "bindings")) &&
+        !load_bindings(w, n, f->bindings, &f->binding_count, 8))
+        return false;
+    if ((n = yw_get(w, root, "push_constants")) &&
+        !yw_str_list(w, n, "push_constants", f->push[0], sizeof f->push[0], 8, &f->push_count))
+        return false;
+    if ((n = yw_get(w, root, "features")) &&
+        !yw_str_list(w, n, "features", f->features[0], sizeof f->features[0], 8,
+                     &f->feature_count))
+        return false;
+    return true;
+}
+
+bool qk_fusion_spec_load(const char *path, qk_fusion_spec *out, qk_error *e) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    yw w;
+    if (!yw_open(&w, path, e)) return false;
+    bool ok = load_fusion(&w, out);
+    yw_close(&w);
+    return ok;
+}
+
+bool qk_kernel_spec_load(const char *path, qk_kernel_spec *out, qk_error *e) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    yw w;
+    if (!yw_open(&w, path, e)) return false;
+    bool ok = load_kernel(&w, out);
+    yw_close(&w);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- folders */
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted *.yaml names in dir; a missing folder is an empty list. */
+static char **yaml_files(const char *dir, uint32_t *n) {
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    char **names = NULL;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        size_t len = strlen(ent->d_name);
+        if (len < 6 || strcmp(ent->d_name + len - 5, ".yaml")) continue;
+        names = qk_xrealloc(names, sizeof *names * (*n + 1));
+        names[(*n)++] = qk_path_join(dir, ent->d_name);
+    }
+    closedir(d);
+    if (*n) qsort(names, *n, sizeof *names, cmp_str);
+    return names;
+}
+
+static void free_names(char **names, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+bool qk_spec_set_load(const char *dir, qk_spec_set *out, qk_error *e) {
+    memset(out, 0, sizeof *out);
+    if (!qk_is_dir(dir)) {
+        qk_error_set(e, "%s: no such spec folder", dir);
+        return false;
+    }
+    char *fdir = qk_path_join(dir, "formats"), *kdir = qk_path_join(dir, "kernels");
+    char *udir = qk_path_join(dir, "fusions");
+    uint32_t nf, nk, nu;
+    char **fnames = yaml_files(fdir, &nf), **knames = yaml_files(kdir, &nk);
+    char **unames = yaml_files(udir, &nu);
+    bool ok = true;
+    out->formats = qk_xcalloc(nf, sizeof *out->formats);
+    out->kernels = qk_xcalloc(nk, sizeof *out->kernels);
+    out->fusions = qk_xcalloc(nu, sizeof *out->fusions);
+    for (uint32_t i = 0; ok && i < nf; i++)
+        ok = qk_format_spec_load(fnames[i], &out->formats[out->format_count++], e);
+    for (uint32_t i = 0; ok && i < nu; i++)
+        ok = qk_fusion_spec_load(unames[i], &out->fusions[out->fusion_count++], e);
+    for (uint32_t i = 0; ok && i < nk; i++)
+        ok = qk_kernel_spec_load(knames[i], &out->kernels[out->kernel_count++], e);
+    free_names(fnames, nf);
+    free_names(knames, nk);
+    free_names(unames, nu);
+    free(fdir);
+    free(kdir);
+    free(udir);
+    if (!ok) qk_spec_set_free(out);
+    return ok;
+}
+
+void qk_spec_set_free(qk_spec_set *s) {
+    free(s->formats);
+    free(s->kernels);
+    free(s->fusions);
+    memset(s, 0, sizeof *s);
+}

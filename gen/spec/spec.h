@@ -1,0 +1,173 @@
+/* spec: YAML specs (through libyaml) to typed structs. Every error names
+ * file:line:col and the key path, like libyaml's problem marks. Knows nothing
+ * of GLSL or Vulkan. */
+#ifndef QK_SPEC_H
+#define QK_SPEC_H
+
+#include "../../common/qk_util.h"
+
+enum {
+    QK_MAX_NAME = 64,
+    QK_MAX_PATH = 512,
+    QK_MAX_LIST = 32,
+    QK_MAX_FIELDS = 32,
+    QK_MAX_PARAMS = 8,
+    QK_MAX_BINDINGS = 24,
+    QK_MAX_RULES = 16,
+};
+
+/* Scalar element types of block fields, planes and bindings. */
+typedef enum qk_type {
+    QK_TYPE_NONE = 0,
+    QK_TYPE_U8,
+    QK_TYPE_I8,
+    QK_TYPE_U16,
+    QK_TYPE_I16,
+    QK_TYPE_F16,
+    QK_TYPE_BF16,
+    QK_TYPE_U32,
+    QK_TYPE_I32,
+    QK_TYPE_F32,
+} qk_type;
+
+const char *qk_type_name(qk_type t);
+uint32_t qk_type_size(qk_type t);
+qk_type qk_type_parse(const char *s);
+
+/* A value written in a spec with where it was written, for later messages. */
+typedef struct qk_mark {
+    int line, col; /* 1-based */
+} qk_mark;
+
+/* An integer, or an expression over the format's parameters ("group * bits / 32"). */
+typedef struct qk_intexpr {
+    char text[128];
+    qk_mark mark;
+} qk_intexpr;
+
+typedef struct qk_field_spec {
+    char name[QK_MAX_NAME];
+    qk_type type;
+    uint32_t count;
+    qk_mark mark;
+} qk_field_spec;
+
+/* A parameter of a format family: its values are integers or type names. */
+typedef struct qk_param_spec {
+    char name[QK_MAX_NAME];
+    uint32_t count;
+    char values[QK_MAX_LIST][16];
+} qk_param_spec;
+
+typedef enum qk_layout_kind { QK_LAYOUT_BLOCK, QK_LAYOUT_PLANAR } qk_layout_kind;
+
+/* A plane of a planar format: one buffer per matrix. type may be a parameter name. */
+typedef struct qk_plane_spec {
+    char name[QK_MAX_NAME];
+    char type[QK_MAX_NAME];
+    qk_intexpr per_group; /* elements of this plane per group of the format */
+} qk_plane_spec;
+
+typedef struct qk_format_spec {
+    char path[QK_MAX_PATH];
+    char name[QK_MAX_NAME]; /* a name, or a pattern with {param} for families */
+    qk_layout_kind layout;
+    qk_intexpr elements;    /* elements per block (group for planar) */
+    qk_intexpr bytes;       /* block bytes (block layout) */
+    uint32_t field_count;
+    qk_field_spec fields[QK_MAX_FIELDS];
+    uint32_t plane_count;
+    qk_plane_spec planes[4];
+    uint32_t param_count;
+    qk_param_spec params[QK_MAX_PARAMS];
+    qk_intexpr sub_elements; /* elements one call of the dequant hook yields */
+    char dequant[QK_MAX_PATH]; /* resolved path of the GLSL dequant code */
+    char c_header[QK_MAX_PATH];  /* optional layout check; resolved path */
+    char c_struct[QK_MAX_NAME];
+    qk_mark c_struct_mark;
+    char description[256];
+} qk_format_spec;
+
+typedef struct qk_binding_spec {
+    char name[QK_MAX_NAME];
+    char role[QK_MAX_NAME];
+    char type[16]; /* a qk_type name, or "act" for the activation type */
+    bool writable;
+    uint32_t count;
+} qk_binding_spec;
+
+typedef struct qk_rule_spec {
+    char check[256];
+    char reason[256];
+    qk_mark mark;
+} qk_rule_spec;
+
+typedef struct qk_kernel_spec {
+    char path[QK_MAX_PATH];
+    char name[QK_MAX_NAME];
+    char family[QK_MAX_NAME];
+    char template_name[QK_MAX_PATH]; /* relative to the templates folder */
+    uint32_t format_count;
+    char formats[QK_MAX_LIST][QK_MAX_NAME];
+    qk_mark formats_mark;
+    uint32_t activation_count;
+    char activations[4][8];
+    /* the search space: NR0 weight rows, NR1 token columns, NK depth per step,
+     * WG invocations per workgroup */
+    uint32_t nr0_count, nr1_count, nk_count, wg_count;
+    uint32_t nr0[QK_MAX_LIST], nr1[QK_MAX_LIST], nk[QK_MAX_LIST], wg[QK_MAX_LIST];
+    uint32_t weights;           /* weight matrices bound (array count) */
+    uint32_t min_subgroup_size; /* the smallest subgroup the reduction is sized for */
+    uint32_t binding_count;
+    qk_binding_spec bindings[QK_MAX_BINDINGS];
+    uint32_t push_count;
+    char push[QK_MAX_LIST][QK_MAX_NAME];
+    char grid[3][128];
+    char shared_memory[256]; /* bytes, an expression over the tile */
+    uint32_t constraint_count;
+    char constraints[QK_MAX_RULES][128];
+    uint32_t rule_count;
+    qk_rule_spec rules[QK_MAX_RULES];
+    uint32_t feature_count;
+    char features[8][32];
+    uint32_t mma_count;      /* math paths: "scalar", "coopmat"; 0: the axis is absent */
+    char mma[4][16];
+    uint32_t fusion_count;   /* fusions: "none" or the name of a fusion spec */
+    char fusions[8][QK_MAX_NAME];
+    qk_mark fusions_mark;
+    char description[256];
+} qk_kernel_spec;
+
+/* A fusion: a GLSL stage written once, composed into the kernels that list
+ * it, with the weights, bindings and push constants it adds. */
+typedef struct qk_fusion_spec {
+    char path[QK_MAX_PATH];
+    char name[QK_MAX_NAME];
+    char stage[QK_MAX_PATH]; /* GLSL, next to the YAML or in the templates folder */
+    uint32_t weights;        /* weight matrices the fused kernel binds (0: as the kernel) */
+    uint32_t binding_count;
+    qk_binding_spec bindings[8];
+    uint32_t push_count;
+    char push[8][QK_MAX_NAME];
+    uint32_t feature_count;
+    char features[8][32];
+    char description[256];
+} qk_fusion_spec;
+
+/* Each returns false with "file:line:col: key.path: message" in e. */
+bool qk_format_spec_load(const char *path, qk_format_spec *out, qk_error *e);
+bool qk_kernel_spec_load(const char *path, qk_kernel_spec *out, qk_error *e);
+bool qk_fusion_spec_load(const char *path, qk_fusion_spec *out, qk_error *e);
+
+/* Loads every *.yaml under dir/formats, dir/kernels and dir/fusions (sorted by name). */
+typedef struct qk_spec_set {
+    uint32_t format_count, kernel_count, fusion_count;
+    qk_format_spec *formats;
+    qk_kernel_spec *kernels;
+    qk_fusion_spec *fusions;
+} qk_spec_set;
+
+bool qk_spec_set_load(const char *dir, qk_spec_set *out, qk_error *e);
+void qk_spec_set_free(qk_spec_set *s);
+
+#endif

@@ -1,0 +1,51 @@
+/* A strict reader over libyaml's document tree: typed getters that report
+ * file:line:col and the key path of every problem (private to spec). */
+#ifndef QK_YAMLW_H
+#define QK_YAMLW_H
+
+#include "spec.h"
+
+#include <yaml.h>
+
+typedef struct yw {
+    const char *path;
+    yaml_document_t doc;
+    qk_error *e;
+} yw;
+
+typedef yaml_node_t ynode;
+
+bool yw_open(yw *w, const char *path, qk_error *e);
+void yw_close(yw *w);
+ynode *yw_root(yw *w);
+qk_mark yw_mark(const ynode *n);
+/* Sets the error at node n: "file:line:col: where: message". */
+bool yw_fail(yw *w, const ynode *n, const char *where, const char *fmt, ...) QK_PRINTF(4, 5);
+
+bool yw_is_map(const ynode *n);
+bool yw_is_seq(const ynode *n);
+/* Fails unless n is a mapping whose keys are all in allowed (NULL-terminated)
+ * and which has every key in required. */
+bool yw_check_map(yw *w, ynode *n, const char *where, const char *const *allowed,
+                  const char *const *required);
+ynode *yw_get(yw *w, ynode *map, const char *key);
+/* Items of a sequence: count and the i-th. */
+size_t yw_seq_len(const ynode *n);
+ynode *yw_seq_at(yw *w, ynode *n, size_t i);
+/* i-th pair of a mapping */
+size_t yw_map_len(const ynode *n);
+ynode *yw_map_key(yw *w, ynode *n, size_t i);
+ynode *yw_map_value(yw *w, ynode *n, size_t i);
+
+bool yw_str(yw *w, ynode *n, const char *where, char *out, size_t size);
+bool yw_uint(yw *w, ynode *n, const char *where, uint32_t min, uint32_t max, uint32_t *out);
+bool yw_bool(yw *w, ynode *n, const char *where, bool *out);
+/* A scalar or a sequence of scalars. */
+bool yw_uint_list(yw *w, ynode *n, const char *where, uint32_t min, uint32_t max, uint32_t *out,
+                  uint32_t cap, uint32_t *count);
+bool yw_str_list(yw *w, ynode *n, const char *where, char *out, size_t stride, uint32_t cap,
+                 uint32_t *count);
+/* An integer or an expression string (checked later against parameters). */
+bool yw_intexpr(yw *w, ynode *n, const char *where, qk_intexpr *out);
+
+#endif

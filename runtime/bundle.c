@@ -1,0 +1,613 @@
+/* Bundles: reads manifest.json (schema qkgen-bundle/1) into qkrt_kernel_info,
+ * loads and hash-checks every .spv, and checks a kernel's needs against the device. */
+#include "internal.h"
+#include "json.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *SCHEMA = "qkgen-bundle/1";
+
+typedef struct loader {
+    qkrt_context *ctx;
+    const char *path; /* of manifest.json, for messages */
+    char where[160];  /* "kernels[3] (name)" */
+} loader;
+
+static qkrt_result bad(loader *ld, const qkrt_json *node, const char *fmt, ...) QKRT_PRINTF(3, 4);
+
+static qkrt_result bad(loader *ld, const qkrt_json *node, const char *fmt, ...) {
+    char *e = ld->ctx->error;
+    size_t size = sizeof ld->ctx->error;
+    int n = node
+                ? snprintf(e, size, "%s:%u:%u: %s: ", ld->path, node->line, node->column, ld->where)
+                : snprintf(e, size, "%s: %s: ", ld->path, ld->where);
+    if (n >= 0 && (size_t)n < size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e + n, size - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return QKRT_ERROR_MANIFEST;
+}
+
+static qkrt_result read_file(qkrt_context *ctx, const char *path, char **data, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return qkrt_fail(ctx, QKRT_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *buf = len >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)len + 1) : NULL;
+    if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        int err = errno;
+        free(buf);
+        fclose(f);
+        return qkrt_fail(ctx, QKRT_ERROR_IO, "cannot read %s: %s", path,
+                         err ? strerror(err) : "short read");
+    }
+    fclose(f);
+    buf[len] = '\0';
+    *data = buf;
+    *size = (size_t)len;
+    return QKRT_OK;
+}
+
+/* ---- typed field readers: each names the field and what was found ---- */
+
+static qkrt_result get_string(loader *ld, const qkrt_json *obj, const char *key, bool required,
+                              const char **out) {
+    const qkrt_json *v = qkrt_json_get(obj, key);
+    if (!v) {
+        if (required) return bad(ld, obj, "missing \"%s\"", key);
+        return QKRT_OK;
+    }
+    if (v->type != QKRT_JSON_STRING)
+        return bad(ld, v, "\"%s\": expected a string, found %s", key, qkrt_json_type_name(v->type));
+    *out = v->string;
+    return QKRT_OK;
+}
+
+static qkrt_result as_u32(loader *ld, const qkrt_json *v, const char *what, uint32_t *out) {
+    if (v->type != QKRT_JSON_NUMBER || !v->integral || v->integer < 0 || v->integer > UINT32_MAX)
+        return bad(ld, v, "%s: expected an integer in 0..4294967295", what);
+    *out = (uint32_t)v->integer;
+    return QKRT_OK;
+}
+
+static qkrt_result get_u32(loader *ld, const qkrt_json *obj, const char *key, bool required,
+                           uint32_t *out) {
+    const qkrt_json *v = qkrt_json_get(obj, key);
+    if (!v) return required ? bad(ld, obj, "missing \"%s\"", key) : QKRT_OK;
+    char what[64];
+    snprintf(what, sizeof what, "\"%s\"", key);
+    return as_u32(ld, v, what, out);
+}
+
+static qkrt_result get_array(loader *ld, const qkrt_json *obj, const char *key, bool required,
+                             const qkrt_json **out) {
+    const qkrt_json *v = qkrt_json_get(obj, key);
+    *out = NULL;
+    if (!v) return required ? bad(ld, obj, "missing \"%s\"", key) : QKRT_OK;
+    if (v->type != QKRT_JSON_ARRAY)
+        return bad(ld, v, "\"%s\": expected an array, found %s", key, qkrt_json_type_name(v->type));
+    *out = v;
+    return QKRT_OK;
+}
+
+/* ---- one kernel ---- */
+
+static uint32_t feature_bit(const char *name) {
+    static const struct {
+        const char *name;
+        uint32_t bit;
+    } table[] = {
+        {"subgroup_arithmetic", QKRT_FEATURE_SUBGROUP_ARITHMETIC},
+        {"storage_8bit", QKRT_FEATURE_STORAGE_8BIT},
+        {"storage_16bit", QKRT_FEATURE_STORAGE_16BIT},
+        {"float16", QKRT_FEATURE_FLOAT16},
+        {"int8", QKRT_FEATURE_INT8},
+        {"int64", QKRT_FEATURE_INT64},
+        {"cooperative_matrix_nv", QKRT_FEATURE_COOPERATIVE_MATRIX_NV},
+        {"dynamic_indexing", QKRT_FEATURE_DYNAMIC_INDEXING},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].name, name) == 0) return table[i].bit;
+    return 0;
+}
+
+static qkrt_result read_lists(loader *ld, const qkrt_json *k, qkrt_kernel *kernel) {
+    const qkrt_json *list;
+    qkrt_result r = get_array(ld, k, "features", false, &list);
+    for (uint32_t i = 0; r == QKRT_OK && list && i < list->count; i++) {
+        const qkrt_json *f = &list->items[i];
+        if (f->type != QKRT_JSON_STRING) return bad(ld, f, "features[%u]: expected a string", i);
+        uint32_t bit = feature_bit(f->string);
+        if (!bit && !kernel->unknown_feature) kernel->unknown_feature = f->string;
+        kernel->features |= bit;
+    }
+    if (r == QKRT_OK) r = get_array(ld, k, "constraints", false, &list);
+    if (r == QKRT_OK && list && list->count) {
+        const char **constraints = calloc(list->count, sizeof *constraints);
+        if (!constraints) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+        kernel->info.constraints = constraints;
+        for (uint32_t i = 0; i < list->count; i++) {
+            const qkrt_json *c = &list->items[i];
+            if (c->type != QKRT_JSON_STRING)
+                return bad(ld, c, "constraints[%u]: expected a string", i);
+            constraints[kernel->info.constraint_count++] = c->string;
+        }
+    }
+    if (r == QKRT_OK) r = get_array(ld, k, "extensions", false, &list);
+    if (r == QKRT_OK && list && list->count) {
+        kernel->extensions = calloc(list->count, sizeof *kernel->extensions);
+        if (!kernel->extensions) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+        for (uint32_t i = 0; i < list->count; i++) {
+            const qkrt_json *e = &list->items[i];
+            if (e->type != QKRT_JSON_STRING)
+                return bad(ld, e, "extensions[%u]: expected a string", i);
+            kernel->extensions[kernel->extension_count++] = e->string;
+        }
+    }
+    return r;
+}
+
+static qkrt_result read_bindings(loader *ld, const qkrt_json *k, qkrt_kernel *kernel) {
+    qkrt_kernel_info *info = &kernel->info;
+    const qkrt_json *list;
+    qkrt_result r = get_array(ld, k, "bindings", true, &list);
+    if (r != QKRT_OK) return r;
+    if (list->count > QKRT_MAX_BINDINGS)
+        return bad(ld, list, "\"bindings\": %u bindings, qkrt handles at most %d", list->count,
+                   QKRT_MAX_BINDINGS);
+    for (uint32_t i = 0; i < list->count; i++) {
+        const qkrt_json *b = &list->items[i];
+        qkrt_binding_info *bi = &info->bindings[i];
+        const char *access = "read";
+        if (b->type != QKRT_JSON_OBJECT) return bad(ld, b, "bindings[%u]: expected an object", i);
+        bi->count = 1;
+        bi->name = bi->role = bi->type = "";
+        r = get_u32(ld, b, "set", false, &bi->set);
+        if (r == QKRT_OK) r = get_u32(ld, b, "binding", true, &bi->binding);
+        if (r == QKRT_OK) r = get_u32(ld, b, "count", false, &bi->count);
+        if (r == QKRT_OK) r = get_string(ld, b, "name", true, &bi->name);
+        if (r == QKRT_OK) r = get_string(ld, b, "role", false, &bi->role);
+        if (r == QKRT_OK) r = get_string(ld, b, "type", false, &bi->type);
+        if (r == QKRT_OK) r = get_string(ld, b, "access", false, &access);
+        if (r != QKRT_OK) return r;
+        if (bi->set != 0)
+            return bad(ld, b, "binding '%s': set %u, only set 0 is used", bi->name, bi->set);
+        if (bi->count == 0) return bad(ld, b, "binding '%s': count 0", bi->name);
+        if (strcmp(access, "read") && strcmp(access, "write") && strcmp(access, "read_write"))
+            return bad(ld, b, "binding '%s': access '%s', expected read, write or read_write",
+                       bi->name, access);
+        bi->writable = strcmp(access, "read") != 0;
+        for (uint32_t j = 0; j < i; j++)
+            if (info->bindings[j].binding == bi->binding)
+                return bad(ld, b, "binding '%s': binding %u is also '%s'", bi->name, bi->binding,
+                           info->bindings[j].name);
+        kernel->descriptor_count += bi->count;
+        if (kernel->descriptor_count > QKRT_MAX_BINDINGS)
+            return bad(ld, b, "more than %d buffers in all", QKRT_MAX_BINDINGS);
+        info->binding_count++;
+    }
+    return QKRT_OK;
+}
+
+static qkrt_result read_push(loader *ld, const qkrt_json *k, qkrt_kernel_info *info) {
+    const qkrt_json *list;
+    qkrt_result r = get_array(ld, k, "push_constants", false, &list);
+    if (r == QKRT_OK) r = get_u32(ld, k, "push_constant_size", list != NULL, &info->push_size);
+    if (r != QKRT_OK || !list) return r;
+    if (list->count > QKRT_MAX_PUSH)
+        return bad(ld, list, "\"push_constants\": %u entries, qkrt handles at most %d", list->count,
+                   QKRT_MAX_PUSH);
+    /* 256 bytes is the largest maxPushConstantsSize of current drivers */
+    if (info->push_size > 256 || info->push_size % 4)
+        return bad(ld, k, "\"push_constant_size\": %u is not a multiple of 4 up to 256",
+                   info->push_size);
+    for (uint32_t i = 0; i < list->count; i++) {
+        const qkrt_json *p = &list->items[i];
+        qkrt_push_info *pi = &info->push[i];
+        if (p->type != QKRT_JSON_OBJECT)
+            return bad(ld, p, "push_constants[%u]: expected an object", i);
+        r = get_string(ld, p, "name", true, &pi->name);
+        if (r == QKRT_OK) r = get_u32(ld, p, "offset", true, &pi->offset);
+        if (r == QKRT_OK) r = get_string(ld, p, "type", true, &pi->type);
+        if (r != QKRT_OK) return r;
+        if (strcmp(pi->type, "u32") && strcmp(pi->type, "i32") && strcmp(pi->type, "f32"))
+            return bad(ld, p, "push constant '%s': type '%s', expected u32, i32 or f32", pi->name,
+                       pi->type);
+        if (pi->offset % 4 || pi->offset > info->push_size || info->push_size - pi->offset < 4)
+            return bad(ld, p, "push constant '%s': offset %u does not fit 4 aligned bytes in %u",
+                       pi->name, pi->offset, info->push_size);
+        info->push_count++;
+    }
+    return QKRT_OK;
+}
+
+static qkrt_result read_shape(loader *ld, const qkrt_json *k, qkrt_kernel *kernel) {
+    qkrt_kernel_info *info = &kernel->info;
+    const qkrt_json *wg, *tile = qkrt_json_get(k, "tile"), *dispatch = qkrt_json_get(k, "dispatch");
+    qkrt_result r = get_array(ld, k, "workgroup_size", true, &wg);
+    if (r != QKRT_OK) return r;
+    if (wg->count != 3) return bad(ld, wg, "\"workgroup_size\": expected 3 integers");
+    for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++) {
+        r = as_u32(ld, &wg->items[i], "\"workgroup_size\"", &info->workgroup_size[i]);
+        if (r == QKRT_OK && info->workgroup_size[i] == 0)
+            return bad(ld, &wg->items[i], "\"workgroup_size\": 0");
+    }
+    if (r == QKRT_OK && tile) {
+        if (tile->type != QKRT_JSON_OBJECT) return bad(ld, tile, "\"tile\": expected an object");
+        r = get_u32(ld, tile, "NR0", false, &info->nr0);
+        if (r == QKRT_OK) r = get_u32(ld, tile, "NR1", false, &info->nr1);
+        if (r == QKRT_OK) r = get_u32(ld, tile, "NK", false, &info->nk);
+    }
+    if (r != QKRT_OK) return r;
+    if (!dispatch || dispatch->type != QKRT_JSON_OBJECT)
+        return bad(ld, dispatch ? dispatch : k, "\"dispatch\": expected an object with \"grid\"");
+    const qkrt_json *grid;
+    r = get_array(ld, dispatch, "grid", true, &grid);
+    if (r != QKRT_OK) return r;
+    if (grid->count != 3) return bad(ld, grid, "\"dispatch.grid\": expected 3 expressions");
+    for (uint32_t i = 0; i < 3; i++) {
+        if (grid->items[i].type != QKRT_JSON_STRING)
+            return bad(ld, &grid->items[i], "\"dispatch.grid\"[%u]: expected a string", i);
+        info->grid[i] = grid->items[i].string;
+    }
+    return QKRT_OK;
+}
+
+/* The manifest's "weights": what callers need to size and check weight arrays. */
+static qkrt_result read_weights(loader *ld, const qkrt_json *k, qkrt_kernel_info *info) {
+    const qkrt_json *w = qkrt_json_get(k, "weights");
+    if (!w || w->type != QKRT_JSON_OBJECT) return QKRT_OK; /* null: no weights */
+    qkrt_result r = get_string(ld, w, "layout", true, &info->weights_layout);
+    if (r != QKRT_OK) return r;
+    if (!strcmp(info->weights_layout, "block")) {
+        r = get_u32(ld, w, "block_elements", true, &info->block_elements);
+        if (r == QKRT_OK) r = get_u32(ld, w, "block_bytes", true, &info->block_bytes);
+        return r;
+    }
+    r = get_u32(ld, w, "group", true, &info->block_elements);
+    const qkrt_json *planes;
+    if (r == QKRT_OK) r = get_array(ld, w, "planes", true, &planes);
+    if (r != QKRT_OK) return r;
+    if (planes->count > 4) return bad(ld, planes, "\"weights.planes\": more than 4");
+    for (uint32_t i = 0; i < planes->count && r == QKRT_OK; i++) {
+        const qkrt_json *p = &planes->items[i];
+        r = get_string(ld, p, "name", true, &info->planes[i].name);
+        if (r == QKRT_OK) r = get_string(ld, p, "type", true, &info->planes[i].type);
+        if (r == QKRT_OK) r = get_u32(ld, p, "per_group", true, &info->planes[i].per_group);
+        info->plane_count = i + 1;
+    }
+    return r;
+}
+
+static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kernel) {
+    qkrt_kernel_info *info = &kernel->info;
+    info->family = info->format = info->activation = info->format_variant = "";
+    info->mma = "scalar";
+    info->fusion = "none";
+    info->weights_layout = "";
+    kernel->entry = "main";
+    kernel->vulkan_version = "1.2";
+    qkrt_result r = get_string(ld, k, "name", true, &info->name);
+    if (r == QKRT_OK) snprintf(ld->where + strlen(ld->where), 80, " (%s)", info->name);
+    if (r == QKRT_OK) r = get_string(ld, k, "family", false, &info->family);
+    if (r == QKRT_OK) r = get_string(ld, k, "format", false, &info->format);
+    if (r == QKRT_OK) r = get_string(ld, k, "activation", false, &info->activation);
+    if (r == QKRT_OK) r = get_string(ld, k, "format_variant", false, &info->format_variant);
+    if (r == QKRT_OK) r = get_string(ld, k, "mma", false, &info->mma);
+    if (r == QKRT_OK) r = get_string(ld, k, "fusion", false, &info->fusion);
+    if (r == QKRT_OK) r = read_weights(ld, k, info);
+    if (r == QKRT_OK) r = get_string(ld, k, "spv", true, &kernel->spv);
+    if (r == QKRT_OK) r = get_string(ld, k, "spv_sha256", true, &kernel->sha256);
+    if (r == QKRT_OK) r = get_string(ld, k, "entry_point", false, &kernel->entry);
+    if (r == QKRT_OK) r = get_string(ld, k, "vulkan_version", false, &kernel->vulkan_version);
+    if (r == QKRT_OK)
+        r = get_u32(ld, k, "required_subgroup_size", false, &info->required_subgroup_size);
+    if (r == QKRT_OK) r = get_u32(ld, k, "min_subgroup_size", false, &info->min_subgroup_size);
+    if (r == QKRT_OK) r = get_u32(ld, k, "shared_memory_bytes", false, &info->shared_memory_bytes);
+    if (r == QKRT_OK) r = read_shape(ld, k, kernel);
+    if (r == QKRT_OK) r = read_lists(ld, k, kernel);
+    if (r == QKRT_OK) r = read_bindings(ld, k, kernel);
+    if (r == QKRT_OK) r = read_push(ld, k, info);
+    if (r != QKRT_OK) return r;
+    if (kernel->spv[0] == '/' || strstr(kernel->spv, ".."))
+        return bad(ld, qkrt_json_get(k, "spv"), "\"spv\": '%s' is not a path inside the bundle",
+                   kernel->spv);
+    return QKRT_OK;
+}
+
+/* Reads dir/spv and checks it is SPIR-V with the manifest's hash. */
+static qkrt_result load_code(loader *ld, const char *dir, qkrt_kernel *kernel) {
+    char *path = malloc(strlen(dir) + strlen(kernel->spv) + 2);
+    if (!path) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    sprintf(path, "%s/%s", dir, kernel->spv);
+    char *data = NULL;
+    size_t size = 0;
+    qkrt_result r = read_file(ld->ctx, path, &data, &size);
+    if (r == QKRT_OK) {
+        char hex[65];
+        qkrt_sha256_hex(data, size, hex);
+        uint32_t magic = 0;
+        if (size >= 4) memcpy(&magic, data, 4);
+        if (size < 20 || size % 4 || magic != 0x07230203)
+            r = qkrt_fail(ld->ctx, QKRT_ERROR_MANIFEST, "%s: kernel '%s': not a SPIR-V module",
+                          path, kernel->info.name);
+        else if (strcmp(hex, kernel->sha256) != 0)
+            r = qkrt_fail(ld->ctx, QKRT_ERROR_MANIFEST,
+                          "%s: kernel '%s': sha256 is %s but the manifest says %s (stale bundle? "
+                          "rebuild it)",
+                          path, kernel->info.name, hex, kernel->sha256);
+    }
+    free(path);
+    if (r != QKRT_OK) {
+        free(data);
+        return r;
+    }
+    kernel->code = (uint32_t *)(void *)data; /* malloc'ed: aligned for words */
+    kernel->code_size = size;
+    return QKRT_OK;
+}
+
+static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *root,
+                                 qkrt_bundle *bundle) {
+    snprintf(ld->where, sizeof ld->where, "manifest");
+    if (root->type != QKRT_JSON_OBJECT) return bad(ld, root, "expected an object");
+    const char *schema = NULL;
+    qkrt_result r = get_string(ld, root, "schema", true, &schema);
+    if (r != QKRT_OK) return r;
+    if (strcmp(schema, SCHEMA) != 0)
+        return bad(ld, qkrt_json_get(root, "schema"),
+                   "schema '%s' is not supported (this runtime reads '%s')", schema, SCHEMA);
+    const qkrt_json *kernels;
+    r = get_array(ld, root, "kernels", true, &kernels);
+    if (r != QKRT_OK) return r;
+    bundle->kernels = calloc(kernels->count ? kernels->count : 1, sizeof *bundle->kernels);
+    if (!bundle->kernels) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    for (uint32_t i = 0; i < kernels->count; i++) {
+        const qkrt_json *k = &kernels->items[i];
+        qkrt_kernel *kernel = &bundle->kernels[i];
+        bundle->count = i + 1;
+        snprintf(ld->where, sizeof ld->where, "kernels[%u]", i);
+        if (k->type != QKRT_JSON_OBJECT) return bad(ld, k, "expected an object");
+        r = read_kernel(ld, k, kernel);
+        for (uint32_t j = 0; r == QKRT_OK && j < i; j++)
+            if (strcmp(bundle->kernels[j].info.name, kernel->info.name) == 0)
+                r = bad(ld, k, "name also used by kernels[%u]", j);
+        if (r == QKRT_OK) r = load_code(ld, dir, kernel);
+        if (r != QKRT_OK) return r;
+    }
+    return QKRT_OK;
+}
+
+qkrt_result qkrt_bundle_load(qkrt_context *ctx, const char *dir, qkrt_bundle **out) {
+    if (!dir || !out)
+        return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_bundle_load: dir and out needed");
+    *out = NULL;
+    char *path = malloc(strlen(dir) + sizeof "/manifest.json");
+    qkrt_bundle *bundle = calloc(1, sizeof *bundle);
+    if (!path || !bundle) {
+        free(path);
+        free(bundle);
+        return qkrt_fail(ctx, QKRT_ERROR_MEMORY, "qkrt_bundle_load: out of memory");
+    }
+    sprintf(path, "%s/manifest.json", dir);
+    bundle->ctx = ctx;
+    char *text = NULL;
+    size_t size = 0;
+    qkrt_result r = read_file(ctx, path, &text, &size);
+    if (r == QKRT_OK) {
+        char error[256];
+        bundle->doc = qkrt_json_parse(text, size, error, sizeof error);
+        if (!bundle->doc) r = qkrt_fail(ctx, QKRT_ERROR_MANIFEST, "%s:%s", path, error);
+        free(text);
+    }
+    if (r == QKRT_OK) {
+        loader ld = {ctx, path, ""};
+        r = read_manifest(&ld, dir, bundle->doc, bundle);
+    }
+    free(path);
+    if (r != QKRT_OK) {
+        qkrt_bundle_destroy(ctx, bundle);
+        return r;
+    }
+    *out = bundle;
+    return QKRT_OK;
+}
+
+void qkrt_bundle_destroy(qkrt_context *ctx, qkrt_bundle *bundle) {
+    if (!bundle) return;
+    for (uint32_t i = 0; i < bundle->count; i++) {
+        qkrt_kernel_release(ctx, &bundle->kernels[i]);
+        free(bundle->kernels[i].code);
+        free(bundle->kernels[i].extensions);
+        free((void *)bundle->kernels[i].info.constraints);
+    }
+    free(bundle->kernels);
+    qkrt_json_free(bundle->doc);
+    free(bundle);
+}
+
+uint32_t qkrt_bundle_kernel_count(const qkrt_bundle *bundle) {
+    return bundle ? bundle->count : 0;
+}
+
+const qkrt_kernel_info *qkrt_bundle_kernel(const qkrt_bundle *bundle, uint32_t index) {
+    return bundle && index < bundle->count ? &bundle->kernels[index].info : NULL;
+}
+
+int qkrt_bundle_find(const qkrt_bundle *bundle, const char *name) {
+    for (uint32_t i = 0; bundle && name && i < bundle->count; i++)
+        if (strcmp(bundle->kernels[i].info.name, name) == 0) return (int)i;
+    return -1;
+}
+
+/* ---- can this device run it? ---- */
+
+static bool has_feature(const qkrt_device_caps *c, uint32_t bit) {
+    const qkrt_device_info *d = &c->info;
+    switch (bit) {
+    case QKRT_FEATURE_SUBGROUP_ARITHMETIC:
+        return d->subgroup_arithmetic;
+    case QKRT_FEATURE_STORAGE_8BIT:
+        return d->storage_8bit;
+    case QKRT_FEATURE_STORAGE_16BIT:
+        return d->storage_16bit;
+    case QKRT_FEATURE_FLOAT16:
+        return d->float16;
+    case QKRT_FEATURE_INT8:
+        return d->int8;
+    case QKRT_FEATURE_INT64:
+        return d->int64;
+    case QKRT_FEATURE_COOPERATIVE_MATRIX_NV:
+        return d->cooperative_matrix_nv;
+    case QKRT_FEATURE_DYNAMIC_INDEXING:
+        return c->dynamic_indexing;
+    }
+    return false;
+}
+
+static const char *feature_name(uint32_t bit) {
+    switch (bit) {
+    case QKRT_FEATURE_SUBGROUP_ARITHMETIC:
+        return "subgroup_arithmetic";
+    case QKRT_FEATURE_STORAGE_8BIT:
+        return "storage_8bit";
+    case QKRT_FEATURE_STORAGE_16BIT:
+        return "storage_16bit";
+    case QKRT_FEATURE_FLOAT16:
+        return "float16";
+    case QKRT_FEATURE_INT8:
+        return "int8";
+    case QKRT_FEATURE_INT64:
+        return "int64";
+    case QKRT_FEATURE_COOPERATIVE_MATRIX_NV:
+        return "cooperative_matrix_nv";
+    case QKRT_FEATURE_DYNAMIC_INDEXING:
+        return "dynamic_indexing";
+    }
+    return "?";
+}
+
+static qkrt_result lacks(qkrt_context *ctx, const qkrt_kernel *k, const char *fmt, ...)
+    QKRT_PRINTF(3, 4);
+
+static qkrt_result lacks(qkrt_context *ctx, const qkrt_kernel *k, const char *fmt, ...) {
+    char need[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(need, sizeof need, fmt, ap);
+    va_end(ap);
+    return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED, "kernel %s needs %s, which device '%s' lacks",
+                     k->info.name, need, ctx->caps.info.name);
+}
+
+static qkrt_result check_limits(qkrt_context *ctx, const qkrt_kernel *k) {
+    const qkrt_device_caps *c = &ctx->caps;
+    const VkPhysicalDeviceLimits *lim = &c->limits;
+    const qkrt_kernel_info *info = &k->info;
+    const uint32_t *wg = info->workgroup_size;
+    uint64_t invocations = (uint64_t)wg[0] * wg[1] * wg[2];
+    for (int i = 0; i < 3; i++)
+        if (wg[i] > lim->maxComputeWorkGroupSize[i])
+            return lacks(ctx, k, "workgroup size %u in dimension %d (maxComputeWorkGroupSize %u)",
+                         wg[i], i, lim->maxComputeWorkGroupSize[i]);
+    if (invocations > lim->maxComputeWorkGroupInvocations)
+        return lacks(ctx, k, "%llu invocations per workgroup (maxComputeWorkGroupInvocations %u)",
+                     (unsigned long long)invocations, lim->maxComputeWorkGroupInvocations);
+    if (info->shared_memory_bytes > lim->maxComputeSharedMemorySize)
+        return lacks(ctx, k, "%u bytes of shared memory (maxComputeSharedMemorySize %u)",
+                     info->shared_memory_bytes, lim->maxComputeSharedMemorySize);
+    if (info->push_size > lim->maxPushConstantsSize)
+        return lacks(ctx, k, "%u bytes of push constants (maxPushConstantsSize %u)",
+                     info->push_size, lim->maxPushConstantsSize);
+    if (k->descriptor_count > lim->maxPerStageDescriptorStorageBuffers)
+        return lacks(ctx, k, "%u storage buffers (maxPerStageDescriptorStorageBuffers %u)",
+                     k->descriptor_count, lim->maxPerStageDescriptorStorageBuffers);
+    return QKRT_OK;
+}
+
+static qkrt_result check_subgroups(qkrt_context *ctx, const qkrt_kernel *k) {
+    const qkrt_device_caps *c = &ctx->caps;
+    const qkrt_kernel_info *info = &k->info;
+    uint32_t required = info->required_subgroup_size;
+    if (required) {
+        if (!c->size_control || !(c->required_size_stages & VK_SHADER_STAGE_COMPUTE_BIT))
+            return lacks(ctx, k, "subgroup size %u (subgroup size control)", required);
+        if (required < c->info.min_subgroup_size || required > c->info.max_subgroup_size)
+            return lacks(ctx, k, "subgroup size %u (supported: %u..%u)", required,
+                         c->info.min_subgroup_size, c->info.max_subgroup_size);
+        const uint32_t *wg = info->workgroup_size;
+        uint64_t invocations = (uint64_t)wg[0] * wg[1] * wg[2];
+        if (invocations > (uint64_t)c->max_workgroup_subgroups * required)
+            return lacks(ctx, k,
+                         "%llu invocations in subgroups of %u (maxComputeWorkgroupSubgroups %u)",
+                         (unsigned long long)invocations, required, c->max_workgroup_subgroups);
+    }
+    /* without a required size, SPIR-V 1.5 shaders run at the default size */
+    uint32_t actual = required ? required : c->info.subgroup_size;
+    if (info->min_subgroup_size > actual)
+        return lacks(ctx, k, "subgroups of at least %u invocations (it has %u)",
+                     info->min_subgroup_size, actual);
+    return QKRT_OK;
+}
+
+/* A device extension is there if enabled, or if it was promoted to a core
+ * version this device has and its feature is on. */
+static bool extension_ok(const qkrt_context *ctx, const char *name) {
+    const qkrt_device_caps *c = &ctx->caps;
+    /* GLSL and SPIR-V extension names are covered by "features" */
+    if (strncmp(name, "VK_", 3) != 0) return true;
+    for (uint32_t j = 0; j < ctx->extension_count; j++)
+        if (strcmp(ctx->extensions[j], name) == 0) return true;
+    static const char *const promoted[] = {
+        "VK_EXT_subgroup_size_control",
+        "VK_KHR_maintenance4",
+        "VK_KHR_8bit_storage",
+        "VK_KHR_16bit_storage",
+        "VK_KHR_shader_float16_int8",
+        "VK_KHR_vulkan_memory_model",
+        "VK_KHR_shader_subgroup_extended_types",
+        "VK_KHR_storage_buffer_storage_class",
+    };
+    bool on[] = {
+        c->size_control,
+        c->maintenance4,
+        c->info.storage_8bit,
+        c->info.storage_16bit,
+        c->info.float16 || c->info.int8,
+        c->memory_model,
+        c->subgroup_extended_types,
+        true,
+    };
+    for (size_t i = 0; i < sizeof promoted / sizeof promoted[0]; i++)
+        if (strcmp(promoted[i], name) == 0) return on[i];
+    return false;
+}
+
+qkrt_result qkrt_kernel_check(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index) {
+    if (!bundle || index >= bundle->count)
+        return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_kernel_check: no kernel %u in the bundle",
+                         index);
+    const qkrt_kernel *k = &bundle->kernels[index];
+    unsigned major = 0, minor = 0;
+    if (sscanf(k->vulkan_version, "%u.%u", &major, &minor) != 2)
+        return qkrt_fail(ctx, QKRT_ERROR_MANIFEST, "kernel %s: vulkan_version '%s' is not M.m",
+                         k->info.name, k->vulkan_version);
+    if (VK_MAKE_API_VERSION(0, major, minor, 0) > ctx->caps.api)
+        return lacks(ctx, k, "Vulkan %u.%u", major, minor);
+    if (k->unknown_feature)
+        return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED,
+                         "kernel %s needs feature '%s', which this runtime does not know",
+                         k->info.name, k->unknown_feature);
+    for (uint32_t bit = 1; bit && bit <= k->features; bit <<= 1)
+        if ((k->features & bit) && !has_feature(&ctx->caps, bit))
+            return lacks(ctx, k, "%s", feature_name(bit));
+    for (uint32_t i = 0; i < k->extension_count; i++)
+        if (!extension_ok(ctx, k->extensions[i])) return lacks(ctx, k, "%s", k->extensions[i]);
+    qkrt_result r = check_limits(ctx, k);
+    if (r == QKRT_OK) r = check_subgroups(ctx, k);
+    return r;
+}

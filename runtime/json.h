@@ -1,0 +1,39 @@
+/* A small private JSON reader for manifest.json: parses a whole document into
+ * a tree whose nodes keep their line:column, so manifest errors can point there. */
+#ifndef QKRT_JSON_H
+#define QKRT_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum qkrt_json_type {
+    QKRT_JSON_NULL,
+    QKRT_JSON_BOOL,
+    QKRT_JSON_NUMBER,
+    QKRT_JSON_STRING,
+    QKRT_JSON_ARRAY,
+    QKRT_JSON_OBJECT,
+} qkrt_json_type;
+
+typedef struct qkrt_json {
+    qkrt_json_type type;
+    uint32_t line, column;
+    bool boolean;
+    double number;
+    bool integral;           /* a number without fraction or exponent that fits int64 */
+    int64_t integer;         /* exact when integral */
+    char *string;            /* STRING: nul-terminated, escapes decoded */
+    uint32_t count;          /* ARRAY, OBJECT: number of children */
+    struct qkrt_json *items; /* ARRAY, OBJECT: the children */
+    char **keys;             /* OBJECT: key of each child */
+} qkrt_json;
+
+/* Parses text[0..length); on failure returns NULL with "line:col: problem" in error. */
+qkrt_json *qkrt_json_parse(const char *text, size_t length, char *error, size_t error_size);
+void qkrt_json_free(qkrt_json *root);
+/* The member called key of an object, or NULL (also when v is not an object). */
+const qkrt_json *qkrt_json_get(const qkrt_json *object, const char *key);
+const char *qkrt_json_type_name(qkrt_json_type type);
+
+#endif

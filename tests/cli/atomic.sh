@@ -1,0 +1,33 @@
+# An interrupted build never leaves half a bundle: kill builds at several
+# moments and check that the bundle is absent or whole (every module listed
+# in the manifest present with its hash) and no temporary folder is taken for it.
+. "$(dirname "$0")/lib.sh"
+qkgen=$1
+check_whole() {
+  local b=$1/default
+  [ -e "$b" ] || return 0
+  [ -f "$b/manifest.json" ] || fail "bundle without manifest"
+  for spv in $(grep -o '"spv": "[^"]*"' "$b/manifest.json" | cut -d'"' -f4); do
+    [ -f "$b/$spv" ] || fail "manifest lists $spv, which is missing"
+  done
+}
+for delay in 0.05 0.2 0.5 1.0; do
+  rm -rf "$scratch/out"
+  "$qkgen" build --out "$scratch/out" --force -q &
+  pid=$!
+  sleep $delay
+  kill -9 $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  check_whole "$scratch/out"
+  echo "killed after $delay s: $( [ -e "$scratch/out/default" ] && echo 'whole bundle' || echo 'no bundle')"
+done
+# an old bundle survives an interrupted rebuild
+"$qkgen" build --out "$scratch/out" -q || fail "build"
+"$qkgen" build --out "$scratch/out" --force -q &
+pid=$!
+sleep 0.3
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+check_whole "$scratch/out"
+[ -f "$scratch/out/default/manifest.json" ] || fail "the old bundle was lost"
+echo "5 passed, 0 failed"

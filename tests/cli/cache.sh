@@ -1,0 +1,24 @@
+# A second build with nothing changed compiles nothing and rewrites nothing;
+# a changed template recompiles only what uses it.
+. "$(dirname "$0")/lib.sh"
+qkgen=$1 out=$2
+cp -r specs templates "$scratch/"
+"$qkgen" build "$scratch/specs" --templates "$scratch/templates" --out "$scratch/out" -q || fail "first build"
+stamp=$(stat -c %Y.%i "$scratch/out/default/manifest.json")
+start=$(date +%s.%N)
+msg=$("$qkgen" build "$scratch/specs" --templates "$scratch/templates" --out "$scratch/out") || fail "second build"
+end=$(date +%s.%N)
+echo "$msg"
+echo "$msg" | grep -q "is up to date" || fail "second build was not up to date"
+[ "$(stat -c %Y.%i "$scratch/out/default/manifest.json")" = "$stamp" ] || fail "bundle rewritten"
+echo "second build took $(echo "$end - $start" | bc) s"
+# a change in one format's GLSL: its variants recompile, the others come from the cache
+echo "// changed" >> "$scratch/templates/formats/q8_0.glsl"
+msg=$("$qkgen" build "$scratch/specs" --templates "$scratch/templates" --out "$scratch/out") || fail "third build"
+echo "$msg"
+total=$(echo "$msg" | sed -n 's/.*: \([0-9]*\) variants.*/\1/p')
+compiled=$(echo "$msg" | sed -n 's/.*(\([0-9]*\) compiled.*/\1/p')
+q8=$(grep -c '"format": "q8_0"' "$scratch/out/default/manifest.json")
+[ "$compiled" = "$q8" ] || fail "compiled $compiled variants, expected the $q8 of q8_0"
+[ "$compiled" -lt "$total" ] || fail "everything was recompiled"
+echo "2 passed, 0 failed"

@@ -1,0 +1,36 @@
+# The CLI names the bad argument, exits 2, and writes nothing.
+. "$(dirname "$0")/lib.sh"
+qkgen=$1 out=$2
+n=0
+expect() { # expect STATUS PATTERN -- command...
+  local want=$1 pat=$2; shift 3
+  "$@" >"$scratch/o" 2>"$scratch/e"; local rc=$?
+  [ $rc -eq "$want" ] || { cat "$scratch/e"; fail "$* exited $rc, expected $want"; }
+  grep -q -- "$pat" "$scratch/e" || { cat "$scratch/e"; fail "$*: no '$pat' in stderr"; }
+  n=$((n + 1))
+}
+expect 2 "unknown command 'frobnicate'" -- "$qkgen" frobnicate
+expect 2 "unknown option '--bogus'" -- "$qkgen" build --bogus
+expect 2 "\-\-out needs a value" -- "$qkgen" build --out
+expect 2 "no such spec folder" -- "$qkgen" build /nonexistent/specs --out "$scratch/o1"
+[ ! -e "$scratch/o1" ] || fail "output written for a missing spec folder"
+expect 2 "\-\-format is required" -- "$qkgen" matmul --weights a --x b --out c
+python3 -c 'import numpy' 2>/dev/null || fail "python3-numpy is needed"
+python3 - "$scratch" <<'PY'
+import numpy as np, sys
+d = sys.argv[1]
+np.save(f"{d}/w_bad_dtype.npy", np.zeros((4, 18), np.float32))
+np.save(f"{d}/w_bad_row.npy", np.zeros((4, 19), np.uint8))
+np.save(f"{d}/w.npy", np.zeros((4, 36), np.uint8))
+np.save(f"{d}/x.npy", np.zeros((64,), np.float32))
+np.save(f"{d}/x_bad_k.npy", np.zeros((96,), np.float32))
+np.save(f"{d}/x_f64.npy", np.zeros((64,), np.float64))
+PY
+b="--bundle $out/default"
+expect 2 "w_bad_dtype.npy: expected uint8 blocks of q4_0, got float32 \[4, 18\]" -- "$qkgen" matmul --format q4_0 --weights "$scratch/w_bad_dtype.npy" --x "$scratch/x.npy" --out "$scratch/y.npy" $b
+expect 2 "a row of 19 bytes is not a whole number of q4_0 blocks (18 bytes)" -- "$qkgen" matmul --format q4_0 --weights "$scratch/w_bad_row.npy" --x "$scratch/x.npy" --out "$scratch/y.npy" $b
+expect 2 "x_bad_k.npy: K is 96, but the weights have K = 64" -- "$qkgen" matmul --format q4_0 --weights "$scratch/w.npy" --x "$scratch/x_bad_k.npy" --out "$scratch/y.npy" $b
+expect 2 "x_f64.npy: expected float32" -- "$qkgen" matmul --format q4_0 --weights "$scratch/w.npy" --x "$scratch/x_f64.npy" --out "$scratch/y.npy" $b
+expect 2 "no matvec kernel for q9_9" -- "$qkgen" matmul --format q9_9 --weights "$scratch/w.npy" --x "$scratch/x.npy" --out "$scratch/y.npy" $b
+[ ! -e "$scratch/y.npy" ] || fail "y.npy written despite errors"
+echo "$n passed, 0 failed"

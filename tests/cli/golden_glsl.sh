@@ -1,0 +1,16 @@
+# Golden tests of the generated GLSL and of the SPIR-V disassembly, with FileCheck.
+. "$(dirname "$0")/lib.sh"
+qkgen=$1 out=$2
+FILECHECK=${FILECHECK:-/usr/lib/llvm-14/bin/FileCheck}
+[ -x "$FILECHECK" ] || fail "FileCheck not found (Debian: llvm-14-tools)"
+n=0
+for check in tests/golden/*.check; do
+  name=$(basename "$check" .check)
+  case "$name" in
+    *.spv) "$qkgen" emit "${name%.spv}" >/dev/null || fail "no variant ${name%.spv}"
+           spirv-dis "$out/default/${name%.spv}.spv" | "$FILECHECK" "$check" || fail "$check" ;;
+    *)     "$qkgen" emit "$name" | "$FILECHECK" "$check" || fail "$check" ;;
+  esac
+  n=$((n + 1))
+done
+echo "$n passed, 0 failed"
