@@ -38,7 +38,7 @@ qk_type qk_type_parse(const char *s) {
 
 /* Names that become parts of GLSL identifiers and file names. */
 static bool ident_ok(const char *s, bool braces) {
-    if (!s[0]) return false;
+    if (!s[0] || isdigit((unsigned char)s[0])) return false;
     for (; *s; s++)
         if (!isalnum((unsigned char)*s) && *s != '_' && !(braces && (*s == '{' || *s == '}')))
             return false;
@@ -48,7 +48,16 @@ static bool ident_ok(const char *s, bool braces) {
 static bool name_field(yw *w, ynode *n, const char *where, char *out, size_t size, bool braces) {
     if (!yw_str(w, n, where, out, size)) return false;
     if (!ident_ok(out, braces))
-        return yw_fail(w, n, where, "'%s' is not a name (letters, digits and '_' only)", out);
+        return yw_fail(w, n, where, "'%s' is not a name (letters, digits and '_', not starting with a digit)", out);
+    if (braces) { /* a pattern: every { closes before the next opens */
+        int depth = 0;
+        for (const char *c = out; *c; c++) {
+            depth += *c == '{' ? 1 : *c == '}' ? -1 : 0;
+            if (depth < 0 || depth > 1)
+                return yw_fail(w, n, where, "'%s': unbalanced braces in the name pattern", out);
+        }
+        if (depth) return yw_fail(w, n, where, "'%s': unbalanced braces in the name pattern", out);
+    }
     return true;
 }
 
@@ -71,17 +80,20 @@ static bool load_fields(yw *w, ynode *seq, qk_format_spec *f) {
     static const char *const req[] = {"name", "type", NULL};
     for (size_t i = 0; i < yw_seq_len(seq); i++) {
         ynode *m = yw_seq_at(w, seq, i);
-        char where[64];
+        char where[64], wn[80], wt[80], wc[80];
         snprintf(where, sizeof where, "fields[%zu]", i);
+        snprintf(wn, sizeof wn, "%s.name", where);
+        snprintf(wt, sizeof wt, "%s.type", where);
+        snprintf(wc, sizeof wc, "%s.count", where);
         qk_field_spec *fs = &f->fields[f->field_count++];
         fs->mark = yw_mark(m);
         fs->count = 1;
         if (!yw_check_map(w, m, where, keys, req)) return false;
-        if (!name_field(w, yw_get(w, m, "name"), where, fs->name, sizeof fs->name, false))
+        if (!name_field(w, yw_get(w, m, "name"), wn, fs->name, sizeof fs->name, false))
             return false;
-        if (!type_field(w, yw_get(w, m, "type"), where, &fs->type)) return false;
+        if (!type_field(w, yw_get(w, m, "type"), wt, &fs->type)) return false;
         ynode *c = yw_get(w, m, "count");
-        if (c && !yw_uint(w, c, where, 1, 4096, &fs->count)) return false;
+        if (c && !yw_uint(w, c, wc, 1, 4096, &fs->count)) return false;
         for (uint32_t j = 0; j + 1 < f->field_count; j++)
             if (!strcmp(f->fields[j].name, fs->name))
                 return yw_fail(w, m, where, "duplicate field '%s'", fs->name);
@@ -96,6 +108,9 @@ static bool load_params(yw *w, ynode *m, qk_format_spec *f) {
         qk_param_spec *p = &f->params[f->param_count++];
         if (!name_field(w, yw_map_key(w, m, i), "params", p->name, sizeof p->name, false))
             return false;
+        for (uint32_t j = 0; j + 1 < f->param_count; j++)
+            if (!strcmp(f->params[j].name, p->name))
+                return yw_fail(w, yw_map_key(w, m, i), "params", "duplicate parameter '%s'", p->name);
         char where[96];
         snprintf(where, sizeof where, "params.%s", p->name);
         if (!yw_str_list(w, yw_map_value(w, m, i), where, p->values[0], sizeof p->values[0],
@@ -119,6 +134,15 @@ static bool load_planes(yw *w, ynode *seq, qk_format_spec *f) {
             !yw_str(w, yw_get(w, m, "type"), where, p->type, sizeof p->type) ||
             !yw_intexpr(w, yw_get(w, m, "per_group"), where, &p->per_group))
             return false;
+        for (uint32_t j = 0; j + 1 < f->plane_count; j++)
+            if (!strcmp(f->planes[j].name, p->name))
+                return yw_fail(w, m, where, "duplicate plane '%s'", p->name);
+        qk_type t = qk_type_parse(p->type);
+        bool is_param = false;
+        for (uint32_t j = 0; j < f->param_count; j++) is_param |= !strcmp(f->params[j].name, p->type);
+        if (!is_param && t != QK_TYPE_U32 && t != QK_TYPE_F32 && t != QK_TYPE_F16 && t != QK_TYPE_BF16)
+            return yw_fail(w, yw_get(w, m, "type"), where,
+                           "plane type '%s' must be u32, f32, f16, bf16 or a parameter", p->type);
     }
     return true;
 }
@@ -149,6 +173,17 @@ static bool load_format(yw *w, qk_format_spec *f) {
     if (strchr(f->name, '{') && !f->param_count)
         return yw_fail(w, yw_get(w, root, "format"), "format",
                        "the name is a pattern but the format has no params");
+    for (const char *c = strchr(f->name, '{'); c; c = strchr(c + 1, '{')) {
+        const char *end = strchr(c, '}');
+        bool known = false;
+        for (uint32_t i = 0; i < f->param_count && !known; i++)
+            known = strlen(f->params[i].name) == (size_t)(end - c - 1) &&
+                    !strncmp(f->params[i].name, c + 1, (size_t)(end - c - 1));
+        if (!known)
+            return yw_fail(w, yw_get(w, root, "format"), "format",
+                           "the pattern uses {%.*s}, which is not a parameter", (int)(end - c - 1),
+                           c + 1);
+    }
 
     ynode *blk = yw_get(w, root, "block");
     static const char *const bkeys[] = {"elements", "bytes", NULL};
@@ -163,7 +198,9 @@ static bool load_format(yw *w, qk_format_spec *f) {
     ynode *fields = yw_get(w, root, "fields"), *planes = yw_get(w, root, "planes");
     if (f->layout == QK_LAYOUT_BLOCK) {
         if (!fields) return yw_fail(w, root, "", "missing required key 'fields' (block layout)");
-        if (planes) return yw_fail(w, planes, "planes", "only planar formats have planes");
+        if (planes)
+            return yw_fail(w, yw_get_key(w, root, "planes"), "planes",
+                           "only planar formats have planes");
         if (!load_fields(w, fields, f)) return false;
         uint32_t sum = 0;
         for (uint32_t i = 0; i < f->field_count; i++)
@@ -175,7 +212,12 @@ static bool load_format(yw *w, qk_format_spec *f) {
                            "%ld does not match the fields, which add up to %u bytes", bytes, sum);
     } else {
         if (!planes) return yw_fail(w, root, "", "missing required key 'planes' (planar layout)");
-        if (fields) return yw_fail(w, fields, "fields", "planar formats have planes, not fields");
+        if (fields)
+            return yw_fail(w, yw_get_key(w, root, "fields"), "fields",
+                           "planar formats have planes, not fields");
+        if (yw_get(w, blk, "bytes"))
+            return yw_fail(w, yw_get_key(w, blk, "bytes"), "block.bytes",
+                           "planar formats have no block bytes (the planes give the sizes)");
         if (!load_planes(w, planes, f)) return false;
     }
 
@@ -244,6 +286,26 @@ static bool load_bindings(yw *w, ynode *seq, qk_binding_spec *out, uint32_t *cou
             return yw_fail(w, a, where, "access '%s' must be read, write or readwrite", acc);
         ynode *c = yw_get(w, m, "count");
         if (c && !yw_uint(w, c, where, 1, 8, &b->count)) return false;
+        for (uint32_t j = 0; j + 1 < *count; j++)
+            if (!strcmp(out[j].name, b->name))
+                return yw_fail(w, yw_get(w, m, "name"), where, "duplicate binding '%s'", b->name);
+    }
+    return true;
+}
+
+/* Features a spec may ask for: those docs/manifest.md defines. */
+static bool load_features(yw *w, ynode *n, char (*out)[32], uint32_t *count) {
+    static const char *const known[] = {"subgroup_arithmetic", "subgroup_shuffle", "storage_8bit",
+                                        "storage_16bit",       "float16",          "int8",
+                                        "int64",               "cooperative_matrix_nv",
+                                        "dynamic_indexing",    NULL};
+    if (!yw_str_list(w, n, "features", out[0], sizeof out[0], 8, count)) return false;
+    for (uint32_t i = 0; i < *count; i++) {
+        bool ok = false;
+        for (const char *const *k = known; *k && !ok; k++) ok = !strcmp(*k, out[i]);
+        if (!ok)
+            return yw_fail(w, yw_list_item(w, n, i), "features",
+                           "unknown feature '%s' (see docs/manifest.md)", out[i]);
     }
     return true;
 }
@@ -309,8 +371,8 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
         return false;
     for (uint32_t i = 0; i < k->activation_count; i++)
         if (strcmp(k->activations[i], "f32") && strcmp(k->activations[i], "f16"))
-            return yw_fail(w, n, "activations", "'%s' is not an activation type (f32 or f16)",
-                           k->activations[i]);
+            return yw_fail(w, yw_list_item(w, n, i), "activations",
+                           "'%s' is not an activation type (f32 or f16)", k->activations[i]);
     if (!load_tile(w, yw_get(w, root, "tile"), k)) return false;
     k->weights = 1;
     if ((n = yw_get(w, root, "weights")) && !yw_uint(w, n, "weights", 0, 8, &k->weights))
@@ -319,12 +381,19 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
     if ((n = yw_get(w, root, "min_subgroup_size")) &&
         !yw_uint(w, n, "min_subgroup_size", 1, 128, &k->min_subgroup_size))
         return false;
+    if (k->min_subgroup_size & (k->min_subgroup_size - 1))
+        return yw_fail(w, n, "min_subgroup_size", "%u is not a power of two", k->min_subgroup_size);
     if (!load_bindings(w, yw_get(w, root, "bindings"), k->bindings, &k->binding_count,
                        QK_MAX_BINDINGS - 8))
         return false;
-    if (!yw_str_list(w, yw_get(w, root, "push_constants"), "push_constants", k->push[0],
-                     sizeof k->push[0], QK_MAX_LIST, &k->push_count))
+    n = yw_get(w, root, "push_constants");
+    if (!yw_str_list(w, n, "push_constants", k->push[0], sizeof k->push[0], QK_MAX_LIST,
+                     &k->push_count))
         return false;
+    for (uint32_t i = 0; i < k->push_count; i++)
+        if (!ident_ok(k->push[i], false))
+            return yw_fail(w, yw_list_item(w, n, i), "push_constants",
+                           "'%s' is not a name (it becomes a GLSL identifier)", k->push[i]);
     n = yw_get(w, root, "grid");
     if (!yw_is_seq(n) || yw_seq_len(n) != 3)
         return yw_fail(w, n, "grid", "expected a list of three expressions (x, y, z)");
@@ -340,9 +409,7 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
                      QK_MAX_RULES, &k->constraint_count))
         return false;
     if ((n = yw_get(w, root, "rules")) && !load_rules(w, n, k)) return false;
-    if ((n = yw_get(w, root, "features")) &&
-        !yw_str_list(w, n, "features", k->features[0], sizeof k->features[0], 8,
-                     &k->feature_count))
+    if ((n = yw_get(w, root, "features")) && !load_features(w, n, k->features, &k->feature_count))
         return false;
     if ((n = yw_get(w, root, "mma"))) {
         if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count))
@@ -383,9 +450,7 @@ static bool load_fusion(yw *w, qk_fusion_spec *f) {
     if ((n = yw_get(w, root, "push_constants")) &&
         !yw_str_list(w, n, "push_constants", f->push[0], sizeof f->push[0], 8, &f->push_count))
         return false;
-    if ((n = yw_get(w, root, "features")) &&
-        !yw_str_list(w, n, "features", f->features[0], sizeof f->features[0], 8,
-                     &f->feature_count))
+    if ((n = yw_get(w, root, "features")) && !load_features(w, n, f->features, &f->feature_count))
         return false;
     return true;
 }

@@ -7,6 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* libyaml's reader errors (bad UTF-8) carry a byte offset, not a mark. */
+static yaml_mark_t mark_of_offset(FILE *f, size_t offset) {
+    yaml_mark_t m = {0};
+    rewind(f);
+    for (size_t i = 0; i < offset; i++) {
+        int c = fgetc(f);
+        if (c == EOF) break;
+        if (c == '\n')
+            m.line++, m.column = 0;
+        else if ((c & 0xc0) != 0x80)
+            m.column++;
+    }
+    return m;
+}
+
 bool yw_open(yw *w, const char *path, qk_error *e) {
     memset(w, 0, sizeof *w);
     w->path = path;
@@ -22,13 +37,35 @@ bool yw_open(yw *w, const char *path, qk_error *e) {
     bool ok = yaml_parser_load(&p, &w->doc);
     if (!ok) {
         yaml_mark_t m = p.problem_mark;
-        qk_error_set(e, "%s:%zu:%zu: YAML syntax error: %s%s%s", path, m.line + 1, m.column + 1,
+        if (p.error == YAML_READER_ERROR) m = mark_of_offset(f, p.problem_offset);
+        char opened[64] = "";
+        if (p.context && p.context_mark.line != m.line)
+            snprintf(opened, sizeof opened, " (opened at %zu:%zu)", p.context_mark.line + 1,
+                     p.context_mark.column + 1);
+        qk_error_set(e, "%s:%zu:%zu: YAML syntax error: %s%s%s%s", path, m.line + 1, m.column + 1,
                      p.problem ? p.problem : "unknown", p.context ? " " : "",
-                     p.context ? p.context : "");
+                     p.context ? p.context : "", opened);
     } else if (!yaml_document_get_root_node(&w->doc)) {
         qk_error_set(e, "%s:1:1: the file is empty", path);
         yaml_document_delete(&w->doc);
         ok = false;
+    } else {
+        /* a spec is one document: a second one would be silently ignored */
+        yaml_document_t next;
+        if (yaml_parser_load(&p, &next)) {
+            yaml_node_t *root = yaml_document_get_root_node(&next);
+            if (root) {
+                qk_error_set(e, "%s:%zu:%zu: a second YAML document; a spec is one document",
+                             path, next.start_mark.line + 1, next.start_mark.column + 1);
+                ok = false;
+            }
+            yaml_document_delete(&next);
+        } else {
+            qk_error_set(e, "%s:%zu:%zu: YAML syntax error: %s", path, p.problem_mark.line + 1,
+                         p.problem_mark.column + 1, p.problem ? p.problem : "unknown");
+            ok = false;
+        }
+        if (!ok) yaml_document_delete(&w->doc);
     }
     yaml_parser_delete(&p);
     fclose(f);
@@ -126,6 +163,14 @@ bool yw_check_map(yw *w, ynode *n, const char *where, const char *const *allowed
     return true;
 }
 
+ynode *yw_get_key(yw *w, ynode *map, const char *key) {
+    for (size_t i = 0; i < yw_map_len(map); i++) {
+        const char *ks = scalar(yw_map_key(w, map, i));
+        if (ks && !strcmp(ks, key)) return yw_map_key(w, map, i);
+    }
+    return NULL;
+}
+
 ynode *yw_get(yw *w, ynode *map, const char *key) {
     for (size_t i = 0; i < yw_map_len(map); i++) {
         const char *ks = scalar(yw_map_key(w, map, i));
@@ -176,8 +221,13 @@ bool yw_uint_list(yw *w, ynode *n, const char *where, uint32_t min, uint32_t max
     }
     if (yw_seq_len(n) == 0) return yw_fail(w, n, where, "the list is empty");
     if (yw_seq_len(n) > cap) return yw_fail(w, n, where, "more than %u values", cap);
-    for (size_t i = 0; i < yw_seq_len(n); i++)
-        if (!yw_uint(w, yw_seq_at(w, n, i), where, min, max, &out[(*count)++])) return false;
+    for (size_t i = 0; i < yw_seq_len(n); i++) {
+        ynode *item = yw_seq_at(w, n, i);
+        if (!yw_uint(w, item, where, min, max, &out[*count])) return false;
+        for (uint32_t j = 0; j < *count; j++)
+            if (out[j] == out[*count]) return yw_fail(w, item, where, "%u is listed twice", out[j]);
+        (*count)++;
+    }
     return true;
 }
 
@@ -190,9 +240,19 @@ bool yw_str_list(yw *w, ynode *n, const char *where, char *out, size_t stride, u
     }
     if (yw_seq_len(n) == 0) return yw_fail(w, n, where, "the list is empty");
     if (yw_seq_len(n) > cap) return yw_fail(w, n, where, "more than %u values", cap);
-    for (size_t i = 0; i < yw_seq_len(n); i++)
-        if (!yw_str(w, yw_seq_at(w, n, i), where, out + stride * (*count)++, stride)) return false;
+    for (size_t i = 0; i < yw_seq_len(n); i++) {
+        ynode *item = yw_seq_at(w, n, i);
+        char *dst = out + stride * *count;
+        if (!yw_str(w, item, where, dst, stride)) return false;
+        for (uint32_t j = 0; j < *count; j++)
+            if (!strcmp(out + stride * j, dst)) return yw_fail(w, item, where, "'%s' is listed twice", dst);
+        (*count)++;
+    }
     return true;
+}
+
+ynode *yw_list_item(yw *w, ynode *n, size_t i) {
+    return yw_is_seq(n) ? yw_seq_at(w, n, i) : n;
 }
 
 bool yw_intexpr(yw *w, ynode *n, const char *where, qk_intexpr *out) {

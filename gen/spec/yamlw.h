@@ -29,6 +29,10 @@ bool yw_is_seq(const ynode *n);
 bool yw_check_map(yw *w, ynode *n, const char *where, const char *const *allowed,
                   const char *const *required);
 ynode *yw_get(yw *w, ynode *map, const char *key);
+/* The key node itself, for messages about the key rather than its value. */
+ynode *yw_get_key(yw *w, ynode *map, const char *key);
+/* Item i of a list read with yw_*_list (n itself when it was a scalar). */
+ynode *yw_list_item(yw *w, ynode *n, size_t i);
 /* Items of a sequence: count and the i-th. */
 size_t yw_seq_len(const ynode *n);
 ynode *yw_seq_at(yw *w, ynode *n, size_t i);
@@ -40,7 +44,7 @@ ynode *yw_map_value(yw *w, ynode *n, size_t i);
 bool yw_str(yw *w, ynode *n, const char *where, char *out, size_t size);
 bool yw_uint(yw *w, ynode *n, const char *where, uint32_t min, uint32_t max, uint32_t *out);
 bool yw_bool(yw *w, ynode *n, const char *where, bool *out);
-/* A scalar or a sequence of scalars. */
+/* A scalar or a sequence of scalars; a value listed twice is an error. */
 bool yw_uint_list(yw *w, ynode *n, const char *where, uint32_t min, uint32_t max, uint32_t *out,
                   uint32_t cap, uint32_t *count);
 bool yw_str_list(yw *w, ynode *n, const char *where, char *out, size_t stride, uint32_t cap,
