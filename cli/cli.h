@@ -36,5 +36,6 @@ int cmd_layout(qk_args *a);
 int cmd_devices(qk_args *a);
 int cmd_verify(qk_args *a);
 int cmd_matmul(qk_args *a);
+int cmd_bench(qk_args *a);
 
 #endif

@@ -24,6 +24,7 @@ static const struct {
     {"devices", cmd_devices, "list Vulkan devices and what kernels care about"},
     {"verify", cmd_verify, "run every kernel of a bundle against the CPU reference"},
     {"matmul", cmd_matmul, "multiply quantized weights (.npy) by activations (.npy) on the device"},
+    {"bench", cmd_bench, "time kernels on the device against its copy bandwidth"},
 };
 
 static void help(FILE *f) {

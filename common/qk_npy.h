@@ -6,7 +6,7 @@
 #include "qk_util.h"
 
 typedef struct qk_npy {
-    char dtype[8];   /* normalized: "u1" "i1" "u2" "i2" "f2" "u4" "i4" "f4" "f8" "i8" "u8" */
+    char dtype[16];  /* normalized: "u1" "i1" "u2" "i2" "f2" "u4" "i4" "f4" "f8" "i8" "u8" */
     uint32_t ndim;
     uint64_t shape[8];
     uint64_t count;  /* product of the shape */

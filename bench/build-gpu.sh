@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds what a GPU machine without compilers needs, on this machine: qkgen
+# linked statically against glslang, SPIRV-Tools and libstdc++, and a bundle,
+# into build-gpu/pkg (carried to the GPU machine with .gpu from
+# ../shared/gpu/fetch-loader.sh). Usage: bench/build-gpu.sh [SPEC_DIR [TEMPLATES]]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+specs=${1:-specs} templates=${2:-templates}
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQKGEN_STATIC_TOOLCHAIN=ON -DBUILD_TESTING=OFF >/dev/null
+cmake --build build-gpu -j"$(nproc)" --target qkgen
+rm -rf build-gpu/pkg && mkdir -p build-gpu/pkg
+cp build-gpu/qkgen build-gpu/pkg/
+./build-gpu/qkgen build "$specs" --templates "$templates" --out build-gpu/out ${QKGEN_FILTER:+--filter "$QKGEN_FILTER"}
+cp -r build-gpu/out/default build-gpu/pkg/bundle
+cp bench/run-gpu.sh build-gpu/pkg/
+du -sh build-gpu/pkg

@@ -1,0 +1,231 @@
+/* Benchmark runs. Timing is Vulkan timestamps around each dispatch of one
+ * command buffer that cycles through copies of the weights, so every run
+ * reads its weights from DRAM, not from L2. */
+#define _POSIX_C_SOURCE 200809L
+#include "bench.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, uint32_t n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+qkrt_result qk_bench_copy(qkrt_context *ctx, const qk_bench_opts *o, double *gbps, double *us) {
+    qkrt_buffer *src = NULL, *dst = NULL;
+    uint32_t n = o->runs < 20 ? 20 : o->runs;
+    double *ns = calloc(n, sizeof *ns);
+    qkrt_result r = qkrt_buffer_create(ctx, o->copy_bytes, &src);
+    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, o->copy_bytes, &dst);
+    if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
+    /* warm-up in time, then the timed copies */
+    for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < o->warmup_s;)
+        r = qkrt_copy(ctx, dst, src, o->copy_bytes, 4, NULL);
+    if (r == QKRT_OK) r = qkrt_copy(ctx, dst, src, o->copy_bytes, n, ns);
+    if (r == QKRT_OK) {
+        double med = median(ns, n);
+        *us = med / 1e3;
+        *gbps = 2.0 * (double)o->copy_bytes / med;
+    }
+    qkrt_buffer_destroy(ctx, src);
+    qkrt_buffer_destroy(ctx, dst);
+    free(ns);
+    return r;
+}
+
+/* Kernels of the case: its family and format, and unless all_variants, the
+ * token tile that fits T best (the smallest NR1 >= T, else the largest). */
+static uint32_t eligible(const qkrt_bundle *b, const qk_bench_case *c, const qk_bench_opts *o,
+                         uint32_t *idx, uint32_t cap) {
+    uint32_t n = 0, fit = 0, largest = 0;
+    for (uint32_t pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
+            const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+            if (strcmp(k->family, c->family) || strcmp(k->format, c->format) ||
+                strcmp(k->activation, "f32") || strcmp(k->format_variant, c->variant) ||
+                strcmp(k->fusion, "none") || (o->filter && !strstr(k->name, o->filter)))
+                continue;
+            if (pass == 0) {
+                if (k->nr1 >= c->T && (!fit || k->nr1 < fit)) fit = k->nr1;
+                if (k->nr1 > largest) largest = k->nr1;
+                continue;
+            }
+            uint32_t want = fit ? fit : largest;
+            if ((o->all_variants || k->nr1 == want) && n < cap) idx[n++] = i;
+        }
+    return n;
+}
+
+/* Buffers of one case: nw copies of the weight planes, x and y. */
+typedef struct case_buffers {
+    uint32_t copies, planes;
+    qkrt_buffer **w; /* copies x planes */
+    qkrt_buffer *x, *y;
+} case_buffers;
+
+static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
+    for (uint32_t i = 0; cb->w && i < cb->copies * cb->planes; i++)
+        qkrt_buffer_destroy(ctx, cb->w[i]);
+    free(cb->w);
+    qkrt_buffer_destroy(ctx, cb->x);
+    qkrt_buffer_destroy(ctx, cb->y);
+    memset(cb, 0, sizeof *cb);
+}
+
+static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const float *x,
+                                const qk_bench_case *c, uint64_t rotate, case_buffers *cb) {
+    size_t wbytes = 0;
+    for (uint32_t p = 0; p < w->plane_count; p++) wbytes += w->bytes[p];
+    cb->planes = w->plane_count;
+    cb->copies = (uint32_t)(rotate / wbytes + 1);
+    if (cb->copies < 2) cb->copies = 2;
+    cb->w = calloc((size_t)cb->copies * cb->planes, sizeof *cb->w);
+    qkrt_result r = QKRT_OK;
+    for (uint32_t i = 0; i < cb->copies && r == QKRT_OK; i++)
+        for (uint32_t p = 0; p < cb->planes && r == QKRT_OK; p++) {
+            r = qkrt_buffer_create(ctx, w->bytes[p], &cb->w[i * cb->planes + p]);
+            if (r == QKRT_OK)
+                r = qkrt_buffer_upload(ctx, cb->w[i * cb->planes + p], 0, w->plane[p], w->bytes[p]);
+        }
+    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->T * c->K * 4, &cb->x);
+    if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->x, 0, x, (size_t)c->T * c->K * 4);
+    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->T * c->M * 4, &cb->y);
+    return r;
+}
+
+/* One dispatch of kernel ki on weight copy `copy`. */
+static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case *c,
+                          const case_buffers *cb, uint32_t copy, qkrt_dispatch *d) {
+    memset(d, 0, sizeof *d);
+    d->bundle = b;
+    d->kernel = ki;
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    uint32_t slot = 0, plane = 0;
+    for (uint32_t i = 0; i < k->binding_count; i++) {
+        const char *role = k->bindings[i].role;
+        qkrt_buffer *buf = !strcmp(role, "weights")       ? cb->w[copy * cb->planes + plane++]
+                           : !strcmp(role, "activations") ? cb->x
+                                                          : cb->y;
+        for (uint32_t j = 0; j < k->bindings[i].count; j++) d->buffers[slot++] = buf;
+    }
+    const char *names[] = {"M", "K", "T"};
+    int64_t vals[] = {c->M, c->K, c->T};
+    for (int i = 0; i < 3; i++) d->shape.names[i] = names[i], d->shape.values[i] = vals[i];
+    d->shape.count = 3;
+}
+
+/* Keeps the GPU busy for `seconds` with kernel ki, so the clock is up. */
+static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                        const qk_bench_case *c, const case_buffers *cb, double seconds) {
+    enum { BATCH = 64 };
+    qkrt_dispatch *d = malloc(sizeof *d * BATCH);
+    for (uint32_t i = 0; i < BATCH; i++) make_dispatch(b, ki, c, cb, i % cb->copies, &d[i]);
+    qkrt_result r = QKRT_OK;
+    for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < seconds;) r = qkrt_run(ctx, d, BATCH, NULL);
+    free(d);
+    return r;
+}
+
+static void progress(const qk_bench_opts *o, const qk_bench_case *c, const char *kernel) {
+    if (!o->progress) return;
+    fprintf(o->progress, "\r\033[K%s %s m=%u k=%u t=%u: %s", c->family, c->format, c->M, c->K,
+            c->T, kernel);
+    fflush(o->progress);
+}
+
+qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c,
+                              const qk_bench_opts *o, double copy_gbps, qk_bench_result **res,
+                              uint32_t *count, char *err, size_t err_size) {
+    uint32_t idx[256];
+    uint32_t n = eligible(b, c, o, idx, 256);
+    if (!n) {
+        snprintf(err, err_size, "no %s kernel for %s%s%s in the bundle", c->family, c->format,
+                 c->variant[0] ? " " : "", c->variant);
+        return QKRT_ERROR_ARGUMENT;
+    }
+    uint64_t rng = o->seed ^ ((uint64_t)c->M << 40) ^ ((uint64_t)c->K << 16) ^ c->T;
+    qk_weights w;
+    if (!qk_random_weights(c->format, c->variant, c->M, c->K, &rng, &w)) {
+        snprintf(err, err_size, "no CPU reference for format %s", c->format);
+        return QKRT_ERROR_ARGUMENT;
+    }
+    size_t nx = (size_t)c->T * c->K, ny = (size_t)c->T * c->M;
+    float *x = malloc(nx * 4), *y = malloc(ny * 4);
+    double *xd = malloc(nx * 8), *ref = malloc(ny * 8);
+    for (size_t i = 0; i < nx; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        xd[i] = x[i] = (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
+    }
+    qk_ref_matvec(&w, xd, c->M, c->K, c->T, ref);
+    double wbytes = 0;
+    for (uint32_t p = 0; p < w.plane_count; p++) wbytes += (double)w.bytes[p];
+    case_buffers cb = {0};
+    qkrt_result r = make_buffers(ctx, &w, x, c, o->rotate_bytes, &cb);
+    uint32_t runs = o->runs < 20 ? 20 : o->runs;
+    if (runs < cb.copies) runs = cb.copies;
+    qkrt_dispatch *d = malloc(sizeof *d * runs);
+    double *ns = malloc(sizeof *ns * runs);
+    double best_us = INFINITY;
+    int best = -1;
+    for (uint32_t v = 0; v < n && r == QKRT_OK; v++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, idx[v]);
+        qk_bench_result *out;
+        *res = realloc(*res, sizeof **res * (*count + 1));
+        out = &(*res)[(*count)++];
+        memset(out, 0, sizeof *out);
+        snprintf(out->kernel, sizeof out->kernel, "%s", k->name);
+        out->c = *c;
+        out->bytes = wbytes + 4.0 * (double)(nx + ny);
+        out->flops = 2.0 * c->M * (double)c->K * c->T;
+        progress(o, c, k->name);
+        if (qkrt_kernel_check(ctx, b, idx[v]) != QKRT_OK) {
+            snprintf(out->error, sizeof out->error, "%s", qkrt_last_error(ctx));
+            continue;
+        }
+        /* correctness first, on this device, with a poisoned output */
+        r = qkrt_buffer_fill(ctx, cb.y, 0x7fc00000u);
+        qkrt_dispatch one;
+        make_dispatch(b, idx[v], c, &cb, 0, &one);
+        if (r == QKRT_OK) r = qkrt_run(ctx, &one, 1, NULL);
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, cb.y, 0, y, ny * 4);
+        if (r != QKRT_OK) break;
+        out->nmse = qk_nmse(y, ref, ny);
+        out->ok = out->nmse <= 1e-6;
+        if (!out->ok) {
+            snprintf(out->error, sizeof out->error, "wrong result: NMSE %.3g", out->nmse);
+            continue;
+        }
+        r = warm(ctx, b, idx[v], c, &cb, v == 0 ? o->warmup_s : o->rewarm_s);
+        for (uint32_t i = 0; i < runs; i++) make_dispatch(b, idx[v], c, &cb, i % cb.copies, &d[i]);
+        if (r == QKRT_OK) r = qkrt_run(ctx, d, runs, ns);
+        if (r != QKRT_OK) break;
+        double lo = INFINITY, hi = 0;
+        for (uint32_t i = 0; i < runs; i++) lo = fmin(lo, ns[i]), hi = fmax(hi, ns[i]);
+        out->us = median(ns, runs) / 1e3;
+        out->us_min = lo / 1e3, out->us_max = hi / 1e3;
+        out->gbps = out->bytes / (out->us * 1e3);
+        out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;
+        out->tflops = out->flops / (out->us * 1e6);
+        if (out->us < best_us) best_us = out->us, best = (int)(*count - 1);
+    }
+    if (best >= 0) (*res)[best].best = true;
+    if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+    free_buffers(ctx, &cb);
+    qk_free_weights(&w);
+    free(x), free(y), free(xd), free(ref), free(d), free(ns);
+    return r;
+}

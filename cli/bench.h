@@ -1,0 +1,52 @@
+/* The benchmark harness: times kernels of a bundle on a device with weights
+ * rotating past the L2 cache, a time-based warm-up, Vulkan timestamps and the
+ * median of many runs, after checking each result against the CPU reference.
+ * `qkgen bench` and the autotuner are built on it. */
+#ifndef QK_BENCH_H
+#define QK_BENCH_H
+
+#include "ops.h"
+
+#include <stdio.h>
+
+typedef struct qk_bench_case {
+    const char *family; /* "matvec" */
+    const char *format; /* "q4_0", "mlx4_g64" */
+    const char *variant; /* format option: MLX scale type, else "" */
+    uint32_t M, K, T;
+} qk_bench_case;
+
+typedef struct qk_bench_opts {
+    uint32_t runs;           /* timed runs per variant (median), at least 20 */
+    double warmup_s;         /* GPU busy time right before each case's timed sets */
+    double rewarm_s;         /* between variants of one case */
+    uint64_t rotate_bytes;   /* weight copies until they exceed this (4 x L2) */
+    uint64_t copy_bytes;     /* copy-bandwidth buffer */
+    const char *filter;      /* only variants whose name contains this */
+    bool all_variants;       /* also variants whose NR1 does not fit the tokens */
+    uint64_t seed;
+    FILE *progress;          /* a progress line, or NULL */
+} qk_bench_opts;
+
+typedef struct qk_bench_result {
+    char kernel[256];
+    qk_bench_case c;
+    double us;       /* median */
+    double us_min, us_max;
+    double bytes, flops;
+    double gbps, pct_copy, tflops;
+    double nmse;
+    bool ok;         /* the result matched the reference */
+    bool best;       /* fastest correct variant of its case */
+    char error[256];
+} qk_bench_result;
+
+/* Device copy bandwidth in GB/s (bytes read plus written), median of runs copies. */
+qkrt_result qk_bench_copy(qkrt_context *ctx, const qk_bench_opts *o, double *gbps, double *us);
+
+/* Benchmarks every eligible variant of the case; appends to *res (realloc'd). */
+qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c,
+                              const qk_bench_opts *o, double copy_gbps, qk_bench_result **res,
+                              uint32_t *count, char *err, size_t err_size);
+
+#endif

@@ -1,0 +1,173 @@
+/* qkgen bench: the standard benchmark set (or chosen cases) on the chosen
+ * device, printed as a table and optionally written as JSON. */
+#define _POSIX_C_SOURCE 200809L
+#include "bench.h"
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The standard shapes of dense mat-vec: m x k for 1, 2, 4 and 8 tokens. */
+static const uint32_t std_matvec[][2] = {{4096, 14336}, {14336, 4096}};
+static const uint32_t std_tokens[] = {1, 2, 4, 8};
+static const char *std_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
+
+static void json_result(FILE *f, const qk_bench_result *r, bool first) {
+    fprintf(f,
+            "%s\n    { \"kernel\": \"%s\", \"family\": \"%s\", \"format\": \"%s\", \"M\": %u, "
+            "\"K\": %u, \"T\": %u, \"us\": %.3f, \"us_min\": %.3f, \"us_max\": %.3f, "
+            "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
+            "\"nmse\": %.3g, \"ok\": %s, \"best\": %s, \"error\": \"%s\" }",
+            first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->us,
+            r->us_min, r->us_max, r->bytes, r->gbps, r->pct_copy, r->tflops, r->nmse,
+            r->ok ? "true" : "false", r->best ? "true" : "false", r->error);
+}
+
+static void print_row(const qk_bench_result *r) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "m=%u k=%u t=%u", r->c.M, r->c.K, r->c.T);
+    if (!r->ok)
+        printf("%-46s %-22s %s\n", r->kernel, shape, r->error[0] ? r->error : "failed");
+    else
+        printf("%-46s %-22s %9.2f %8.1f %6.1f%% %7.3f%s\n", r->kernel, shape, r->us, r->gbps,
+               r->pct_copy, r->tflops, r->best ? "  *" : "");
+}
+
+int cmd_bench(qk_args *a) {
+    const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
+    const char *filter = NULL, *family = "matvec";
+    uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
+    uint64_t warm_ms = 1000, rotate_mb = 200;
+    bool all = false, best_only = false;
+    while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts("usage: qkgen bench [--bundle DIR] [--device N] [--family F] [--formats A,B]\n"
+                 "                   [--m M --k K --tokens T] [--filter TEXT] [--all-variants]\n"
+                 "                   [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--copy-mb MB]\n"
+                 "                   [--best] [--json FILE] [--seed N]\n\n"
+                 "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
+                 "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens) for the\n"
+                 "formats q4_0 q8_0 q4_K q5_K q6_K iq4_nl mlx4_g64 that the bundle holds.\n"
+                 "Each variant is first checked against the CPU reference (a wrong result is\n"
+                 "reported and not timed); weights rotate among copies larger than --rotate-mb\n"
+                 "(default 200 MB, four times the H100's L2); the GPU is kept busy for\n"
+                 "--warmup-ms (default 1000) before each case; times are the median of --runs\n"
+                 "(default 50, at least 20) Vulkan timestamp intervals. The device's copy\n"
+                 "bandwidth is measured first over --copy-mb (default 1024) and every row\n"
+                 "gives its percentage. '*' marks the fastest variant of each case.");
+            return QK_EXIT_OK;
+        }
+        if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
+            qk_opt(a, "--json", &json) || qk_opt(a, "--formats", &formats) ||
+            qk_opt(a, "--filter", &filter) || qk_opt(a, "--family", &family) ||
+            qk_opt_u64(a, "--m", &m) || qk_opt_u64(a, "--k", &k) ||
+            qk_opt_u64(a, "--tokens", &t) || qk_opt_u64(a, "--runs", &runs) ||
+            qk_opt_u64(a, "--seed", &seed) || qk_opt_u64(a, "--copy-mb", &copy_mb) ||
+            qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb))
+            continue;
+        if (qk_flag(a, "--all-variants")) {
+            all = true;
+            continue;
+        }
+        if (qk_flag(a, "--best")) {
+            best_only = true;
+            continue;
+        }
+        return qk_bad_arg(a);
+    }
+    if ((m || k || t) && !(m && k && t))
+        return qk_usage_error(a->cmd, "--m, --k and --tokens go together");
+    if (runs < 20) return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
+    if (copy_mb < 1) return qk_usage_error(a->cmd, "--copy-mb must be at least 1");
+    if (strcmp(family, "matvec"))
+        return qk_usage_error(a->cmd, "--family: '%s' is not benchmarked yet (matvec)", family);
+
+    qkrt_context *ctx;
+    qkrt_bundle *b;
+    if (qkrt_create(&(qkrt_desc){.device = device}, &ctx) != QKRT_OK) {
+        fprintf(stderr, "qkgen bench: %s\n", qkrt_create_error());
+        return QK_EXIT_FAIL;
+    }
+    if (qkrt_bundle_load(ctx, bundle, &b) != QKRT_OK) {
+        fprintf(stderr, "qkgen bench: %s\n", qkrt_last_error(ctx));
+        qkrt_destroy(ctx);
+        return QK_EXIT_FAIL;
+    }
+    qk_bench_opts o = {.runs = (uint32_t)runs, .warmup_s = warm_ms / 1e3,
+                       .rewarm_s = warm_ms / 4e3, .rotate_bytes = rotate_mb << 20,
+                       .copy_bytes = copy_mb << 20, .filter = filter, .all_variants = all,
+                       .seed = seed, .progress = isatty(2) ? stderr : NULL};
+    const qkrt_device_info *dev = qkrt_device(ctx);
+    printf("device %u: %s, driver %s, seed %llu\n", dev->index, dev->name, dev->driver,
+           (unsigned long long)seed);
+    double copy_gbps = 0, copy_us = 0;
+    int rc = QK_EXIT_OK;
+    if (qk_bench_copy(ctx, &o, &copy_gbps, &copy_us) != QKRT_OK) {
+        fprintf(stderr, "qkgen bench: copy: %s\n", qkrt_last_error(ctx));
+        rc = QK_EXIT_FAIL;
+    }
+    printf("copy bandwidth: %.1f GB/s (%llu MiB copied in %.1f us, read + write)\n", copy_gbps,
+           (unsigned long long)copy_mb, copy_us);
+
+    /* the cases: formats the bundle holds x shapes */
+    char fmts[512];
+    snprintf(fmts, sizeof fmts, "%s", formats ? formats : std_formats);
+    qk_bench_result *res = NULL;
+    uint32_t nres = 0;
+    printf("%-46s %-22s %9s %8s %7s %7s\n", "kernel", "shape", "us", "GB/s", "copy", "TFLOP/s");
+    for (char *fmt = strtok(fmts, ","); fmt && rc == QK_EXIT_OK; fmt = strtok(NULL, ",")) {
+        qk_weights probe = {.format = fmt, .variant = ""};
+        char variant[16] = "";
+        if (!strncmp(fmt, "mlx", 3)) snprintf(variant, sizeof variant, "bf16");
+        probe.variant = variant;
+        char err[512] = "";
+        if (qk_pick_kernel(ctx, b, family, &probe, "f32", 1, err, sizeof err) < 0) {
+            if (formats) {
+                fprintf(stderr, "qkgen bench: %s\n", err);
+                rc = QK_EXIT_USAGE;
+            }
+            continue; /* the standard set skips formats the bundle lacks */
+        }
+        uint32_t nshapes = m ? 1 : 2, ntok = m ? 1 : 4;
+        for (uint32_t s = 0; s < nshapes && rc == QK_EXIT_OK; s++)
+            for (uint32_t ti = 0; ti < ntok && rc == QK_EXIT_OK; ti++) {
+                qk_bench_case c = {family, fmt, variant, m ? (uint32_t)m : std_matvec[s][0],
+                                   m ? (uint32_t)k : std_matvec[s][1],
+                                   m ? (uint32_t)t : std_tokens[ti]};
+                uint32_t first = nres;
+                err[0] = 0;
+                if (qk_bench_case_run(ctx, b, &c, &o, copy_gbps, &res, &nres, err, sizeof err) !=
+                    QKRT_OK) {
+                    if (o.progress) fputs("\r\033[K", stderr);
+                    fprintf(stderr, "qkgen bench: %s\n", err);
+                    rc = QK_EXIT_FAIL;
+                }
+                if (o.progress) fputs("\r\033[K", stderr);
+                for (uint32_t i = first; i < nres; i++)
+                    if (!best_only || res[i].best || !res[i].ok) print_row(&res[i]);
+                fflush(stdout);
+            }
+    }
+    for (uint32_t i = 0; i < nres; i++)
+        if (!res[i].ok && !strstr(res[i].error, "lacks") && !strstr(res[i].error, "needs")) rc = QK_EXIT_FAIL;
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) {
+            fprintf(stderr, "qkgen bench: %s: cannot write\n", json);
+            rc = QK_EXIT_FAIL;
+        } else {
+            fprintf(f, "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, \"seed\": %llu,\n  \"results\": [",
+                    dev->name, dev->driver, copy_gbps, (unsigned long long)seed);
+            for (uint32_t i = 0; i < nres; i++) json_result(f, &res[i], i == 0);
+            fputs("\n  ]\n}\n", f);
+            fclose(f);
+        }
+    }
+    free(res);
+    qkrt_bundle_destroy(ctx, b);
+    qkrt_destroy(ctx);
+    return rc;
+}
