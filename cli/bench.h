@@ -36,13 +36,17 @@ typedef struct qk_bench_result {
     double bytes, flops;
     double gbps, pct_copy, tflops;
     double nmse;
+    double prepare_ms; /* the first run: pipeline creation (driver compile) and one dispatch */
     bool ok;         /* the result matched the reference */
     bool best;       /* fastest correct variant of its case */
     char error[256];
 } qk_bench_result;
 
-/* Device copy bandwidth in GB/s (bytes read plus written), median of runs copies. */
-qkrt_result qk_bench_copy(qkrt_context *ctx, const qk_bench_opts *o, double *gbps, double *us);
+/* Device copy bandwidth in GB/s (bytes read plus written): the median of runs
+ * copies of copy_bytes by the bundle's fastest copy kernel (family "copy"),
+ * or by vkCmdCopyBuffer when the bundle has none. */
+qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
+                          double *gbps, double *us);
 
 /* Benchmarks every eligible variant of the case; appends to *res (realloc'd). */
 qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c,

@@ -20,9 +20,9 @@ static void json_result(FILE *f, const qk_bench_result *r, bool first) {
             "%s\n    { \"kernel\": \"%s\", \"family\": \"%s\", \"format\": \"%s\", \"M\": %u, "
             "\"K\": %u, \"T\": %u, \"us\": %.3f, \"us_min\": %.3f, \"us_max\": %.3f, "
             "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
-            "\"nmse\": %.3g, \"ok\": %s, \"best\": %s, \"error\": \"%s\" }",
+            "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"ok\": %s, \"best\": %s, \"error\": \"%s\" }",
             first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->us,
-            r->us_min, r->us_max, r->bytes, r->gbps, r->pct_copy, r->tflops, r->nmse,
+            r->us_min, r->us_max, r->bytes, r->gbps, r->pct_copy, r->tflops, r->nmse, r->prepare_ms,
             r->ok ? "true" : "false", r->best ? "true" : "false", r->error);
 }
 
@@ -32,8 +32,8 @@ static void print_row(const qk_bench_result *r) {
     if (!r->ok)
         printf("%-46s %-22s %s\n", r->kernel, shape, r->error[0] ? r->error : "failed");
     else
-        printf("%-46s %-22s %9.2f %8.1f %6.1f%% %7.3f%s\n", r->kernel, shape, r->us, r->gbps,
-               r->pct_copy, r->tflops, r->best ? "  *" : "");
+        printf("%-46s %-22s %9.2f %8.1f %6.1f%% %7.3f %8.0f%s\n", r->kernel, shape, r->us, r->gbps,
+               r->pct_copy, r->tflops, r->prepare_ms, r->best ? "  *" : "");
 }
 
 int cmd_bench(qk_args *a) {
@@ -105,19 +105,20 @@ int cmd_bench(qk_args *a) {
            (unsigned long long)seed);
     double copy_gbps = 0, copy_us = 0;
     int rc = QK_EXIT_OK;
-    if (qk_bench_copy(ctx, &o, &copy_gbps, &copy_us) != QKRT_OK) {
+    if (qk_bench_copy(ctx, b, &o, &copy_gbps, &copy_us) != QKRT_OK) {
         fprintf(stderr, "qkgen bench: copy: %s\n", qkrt_last_error(ctx));
         rc = QK_EXIT_FAIL;
     }
-    printf("copy bandwidth: %.1f GB/s (%llu MiB copied in %.1f us, read + write)\n", copy_gbps,
-           (unsigned long long)copy_mb, copy_us);
+    printf("copy bandwidth: %.1f GB/s (%llu MiB copied in %.1f us; bytes read + written)\n",
+           copy_gbps, (unsigned long long)copy_mb, copy_us);
 
     /* the cases: formats the bundle holds x shapes */
     char fmts[512];
     snprintf(fmts, sizeof fmts, "%s", formats ? formats : std_formats);
     qk_bench_result *res = NULL;
     uint32_t nres = 0;
-    printf("%-46s %-22s %9s %8s %7s %7s\n", "kernel", "shape", "us", "GB/s", "copy", "TFLOP/s");
+    printf("%-46s %-22s %9s %8s %7s %7s %8s\n", "kernel", "shape", "us", "GB/s", "copy", "TFLOP/s",
+           "prep ms");
     for (char *fmt = strtok(fmts, ","); fmt && rc == QK_EXIT_OK; fmt = strtok(NULL, ",")) {
         qk_weights probe = {.format = fmt, .variant = ""};
         char variant[16] = "";

@@ -2,6 +2,8 @@
  * chosen device, load a bundle and run kernels through the host operations. */
 #include "cli.h"
 #include "ops.h"
+#include "ops_matmul.h"
+#include "ops_moe.h"
 #include "qk_npy.h"
 
 #include <math.h>
@@ -64,7 +66,8 @@ int cmd_devices(qk_args *a) {
             printf("   cooperative matrix: NV (f16 %ux%ux%u)%s\n", d[i].coopmat_m, d[i].coopmat_n,
                    d[i].coopmat_k, d[i].cooperative_matrix_khr ? ", KHR" : "");
         else
-            printf("   cooperative matrix: %s\n", d[i].cooperative_matrix_khr ? "KHR only" : "none");
+            printf("   cooperative matrix: %s\n",
+                   d[i].cooperative_matrix_khr ? "KHR only" : "none");
         printf("   device-local memory %.1f GiB\n", d[i].device_local_bytes / 1073741824.0);
     }
     if (!n) puts("no Vulkan device (Debian: mesa-vulkan-drivers provides lavapipe)");
@@ -100,7 +103,9 @@ int cmd_verify(qk_args *a) {
         }
         return qk_bad_arg(a);
     }
-    if (M < 1 || M > 65536) return qk_usage_error(a->cmd, "--rows: %llu is out of range 1..65536", (unsigned long long)M);
+    if (M < 1 || M > 65536)
+        return qk_usage_error(a->cmd, "--rows: %llu is out of range 1..65536",
+                              (unsigned long long)M);
     qkrt_context *ctx;
     qkrt_bundle *b;
     int rc = open_ctx(a->cmd, device, validation, &ctx);
@@ -118,13 +123,14 @@ int cmd_verify(qk_args *a) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (filter && !strstr(k->name, filter)) continue;
         if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) {
-            printf("%-48s %-24.24s %10s  skip: %s\n", k->name, dev->name, "-", qkrt_last_error(ctx));
+            printf("%-48s %-24.24s %10s  skip: %s\n", k->name, dev->name, "-",
+                   qkrt_last_error(ctx));
             skip++;
             continue;
         }
         uint32_t K = verify_k(k->block_elements), T = k->nr1 > 1 ? k->nr1 + 1 : 1;
         qk_weights w;
-        if (strcmp(k->family, "matvec") ||
+        if (strcmp(k->family, "matvec") || strcmp(k->fusion, "none") ||
             !qk_random_weights(k->format, k->format_variant, (uint32_t)M, K, &rng, &w)) {
             printf("%-48s %-24.24s %10s  skip: no CPU reference for this family or format\n",
                    k->name, dev->name, "-");
@@ -133,9 +139,15 @@ int cmd_verify(qk_args *a) {
         }
         float *x = malloc(sizeof *x * T * K), *y = malloc(sizeof *y * T * M);
         double *xd = malloc(sizeof *xd * T * K), *ref = malloc(sizeof *ref * T * M);
-        for (size_t j = 0; j < (size_t)T * K; j++) xd[j] = x[j] = (float)(2.0 * (double)(rng = rng * 6364136223846793005ull + 1442695040888963407ull) / 18446744073709551616.0 - 1.0);
+        for (size_t j = 0; j < (size_t)T * K; j++)
+            xd[j] = x[j] =
+                (float)(2.0 *
+                            (double)(rng = rng * 6364136223846793005ull + 1442695040888963407ull) /
+                            18446744073709551616.0 -
+                        1.0);
         char err[1024] = "";
-        qkrt_result r = qk_run_matvec(ctx, b, i, &w, x, (uint32_t)M, K, T, y, NULL, err, sizeof err);
+        qkrt_result r =
+            qk_run_matvec(ctx, b, i, &w, x, (uint32_t)M, K, T, y, NULL, err, sizeof err);
         qk_ref_matvec(&w, xd, (uint32_t)M, K, T, ref);
         double nmse = r == QKRT_OK ? qk_nmse(y, ref, (size_t)T * M) : INFINITY;
         bool ok = r == QKRT_OK && nmse <= 1e-6;
@@ -164,30 +176,43 @@ static const char *scale_type_of(const qk_npy *a) {
 }
 
 typedef struct matmul_io {
-    const char *format, *wpath, *xpath, *ypath, *spath, *bpath;
-    qk_npy w, x, s, b;
+    const char *format, *wpath, *xpath, *ypath, *spath, *bpath, *idspath;
+    qk_npy w, x, s, b, ids;
 } matmul_io;
 
+/* Tokens up to which the mat-vec families (weights read once for all tokens
+ * of a workgroup) beat the tiled matmul; beyond, matmul if the bundle has it. */
+enum { QK_MATVEC_MAX_TOKENS = 8 };
+
 /* Checks the arrays against the format (as the bundle describes it) and
- * derives M, K, T; on failure prints the problem and returns false. */
+ * derives M, K, T (and E, top_k, ne11 with --ids: W stacks E experts
+ * [E, M, row], X is [T, K] or [T, top_k, K]); on failure prints the problem
+ * and returns false. */
 static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info *k, uint32_t *M,
-                          uint32_t *K, uint32_t *T) {
+                          uint32_t *K, uint32_t *T, qk_moe_shape *moe) {
     char d[128];
-    bool planar = !strcmp(k->weights_layout, "planar");
-    if (io->w.ndim != 2) {
+    bool planar = !strcmp(k->weights_layout, "planar"), experts = io->idspath != NULL;
+    uint32_t wd = experts ? 3 : 2; /* dimensions of W */
+    if (io->w.ndim != wd) {
         qk_npy_describe(&io->w, d, sizeof d);
-        qk_usage_error(cmd, "%s: expected a 2-D array [M, row], got %s", io->wpath, d);
+        if (experts)
+            qk_usage_error(cmd, "%s: expected a 3-D array [E, M, row] of stacked experts, got %s",
+                           io->wpath, d);
+        else
+            qk_usage_error(cmd, "%s: expected a 2-D array [M, row], got %s", io->wpath, d);
         return false;
     }
-    uint64_t rowlen = io->w.shape[1], k64;
+    uint64_t rowlen = io->w.shape[wd - 1], k64;
     if (!planar) {
         if (strcmp(io->w.dtype, "u1")) {
             qk_npy_describe(&io->w, d, sizeof d);
-            qk_usage_error(cmd, "%s: expected uint8 blocks of %s, got %s", io->wpath, io->format, d);
+            qk_usage_error(cmd, "%s: expected uint8 blocks of %s, got %s", io->wpath, io->format,
+                           d);
             return false;
         }
         if (rowlen == 0 || rowlen % k->block_bytes) {
-            qk_usage_error(cmd, "%s: a row of %llu bytes is not a whole number of %s blocks (%u bytes)",
+            qk_usage_error(cmd,
+                           "%s: a row of %llu bytes is not a whole number of %s blocks (%u bytes)",
                            io->wpath, (unsigned long long)rowlen, io->format, k->block_bytes);
             return false;
         }
@@ -196,7 +221,8 @@ static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info
         uint32_t bits = k->planes[0].per_group * 32 / k->block_elements;
         if (strcmp(io->w.dtype, "u4")) {
             qk_npy_describe(&io->w, d, sizeof d);
-            qk_usage_error(cmd, "%s: expected uint32 words of %s, got %s", io->wpath, io->format, d);
+            qk_usage_error(cmd, "%s: expected uint32 words of %s, got %s", io->wpath, io->format,
+                           d);
             return false;
         }
         k64 = rowlen * 32 / bits;
@@ -207,24 +233,36 @@ static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info
         }
         const qk_npy *sb[2] = {&io->s, &io->b};
         const char *names[2] = {io->spath, io->bpath};
-        for (int i = 0; i < 2; i++)
-            if (sb[i]->ndim != 2 || sb[i]->shape[0] != io->w.shape[0] ||
-                sb[i]->shape[1] != k64 / k->block_elements) {
+        for (int i = 0; i < 2; i++) {
+            bool ok = sb[i]->ndim == wd && sb[i]->shape[wd - 1] == k64 / k->block_elements;
+            for (uint32_t j = 0; j + 1 < wd; j++)
+                ok = ok && sb[i]->shape[j] == io->w.shape[j];
+            if (!ok) {
                 qk_npy_describe(sb[i], d, sizeof d);
-                qk_usage_error(cmd, "%s: expected [%llu, %llu], got %s", names[i],
-                               (unsigned long long)io->w.shape[0],
-                               (unsigned long long)(k64 / k->block_elements), d);
+                if (experts)
+                    qk_usage_error(cmd, "%s: expected [%llu, %llu, %llu], got %s", names[i],
+                                   (unsigned long long)io->w.shape[0],
+                                   (unsigned long long)io->w.shape[1],
+                                   (unsigned long long)(k64 / k->block_elements), d);
+                else
+                    qk_usage_error(cmd, "%s: expected [%llu, %llu], got %s", names[i],
+                                   (unsigned long long)io->w.shape[0],
+                                   (unsigned long long)(k64 / k->block_elements), d);
                 return false;
             }
+        }
         if (strcmp(io->s.dtype, io->b.dtype)) {
             qk_usage_error(cmd, "%s and %s: scales and biases must have one dtype", io->spath,
                            io->bpath);
             return false;
         }
     }
-    if (strcmp(io->x.dtype, "f4") || io->x.ndim < 1 || io->x.ndim > 2) {
+    bool xok = !strcmp(io->x.dtype, "f4") &&
+               (experts ? io->x.ndim == 2 || io->x.ndim == 3 : io->x.ndim >= 1 && io->x.ndim <= 2);
+    if (!xok) {
         qk_npy_describe(&io->x, d, sizeof d);
-        qk_usage_error(cmd, "%s: expected float32 [K] or [T, K], got %s", io->xpath, d);
+        qk_usage_error(cmd, "%s: expected float32 %s, got %s", io->xpath,
+                       experts ? "[T, K] or [T, top_k, K]" : "[K] or [T, K]", d);
         return false;
     }
     uint64_t xk = io->x.shape[io->x.ndim - 1];
@@ -233,14 +271,71 @@ static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info
                        (unsigned long long)xk, (unsigned long long)k64);
         return false;
     }
-    *M = (uint32_t)io->w.shape[0];
+    *M = (uint32_t)io->w.shape[wd - 2];
     *K = (uint32_t)k64;
-    *T = io->x.ndim == 2 ? (uint32_t)io->x.shape[0] : 1;
+    *T = io->x.ndim >= 2 ? (uint32_t)io->x.shape[0] : 1;
     if (!*M || !*T) {
         qk_usage_error(cmd, "empty arrays: M = %u, T = %u", *M, *T);
         return false;
     }
+    if (!experts) return true;
+    const qk_npy *ids = &io->ids;
+    if (strcmp(ids->dtype, "i4") || ids->ndim != 2 || ids->shape[0] != *T || !ids->shape[1] ||
+        ids->shape[1] > io->w.shape[0]) {
+        qk_npy_describe(ids, d, sizeof d);
+        qk_usage_error(cmd,
+                       "%s: expected int32 [T, top_k] with T = %u and top_k <= E = %llu, got %s",
+                       io->idspath, *T, (unsigned long long)io->w.shape[0], d);
+        return false;
+    }
+    *moe = (qk_moe_shape){*M, *K, *T, (uint32_t)io->w.shape[0], (uint32_t)ids->shape[1], 1};
+    if (io->x.ndim == 3) {
+        if (io->x.shape[1] != moe->top_k) {
+            qk_usage_error(cmd, "%s: a row per slot needs [T, %u, K], got %llu rows per token",
+                           io->xpath, moe->top_k, (unsigned long long)io->x.shape[1]);
+            return false;
+        }
+        moe->ne11 = moe->top_k;
+    }
+    /* every id names an expert, and a token picks an expert at most once */
+    const int32_t *id = ids->data;
+    for (uint32_t t = 0; t < *T; t++)
+        for (uint32_t s = 0; s < moe->top_k; s++) {
+            int32_t e = id[t * moe->top_k + s];
+            if (e < 0 || (uint32_t)e >= moe->E) {
+                qk_usage_error(cmd, "%s: id %d at [%u, %u] is not an expert (0..%u)", io->idspath,
+                               e, t, s, moe->E - 1);
+                return false;
+            }
+            for (uint32_t j = 0; j < s; j++)
+                if (id[t * moe->top_k + j] == e) {
+                    qk_usage_error(cmd, "%s: token %u picks expert %d twice", io->idspath, t, e);
+                    return false;
+                }
+        }
     return true;
+}
+
+/* Runs the product with the family the shape calls for: the mat-vec
+ * families for few tokens, the tiled matmul beyond when the bundle has it. */
+static qkrt_result matmul_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_weights *w,
+                              const float *x, const int32_t *ids, uint32_t M, uint32_t K,
+                              uint32_t T, const qk_moe_shape *moe, float *y, char *err,
+                              size_t err_size) {
+    char why[512] = "";
+    const char *few = ids ? "matvec_id" : "matvec", *many = ids ? "matmul_id" : "matmul";
+    int ki = -1;
+    if (T > QK_MATVEC_MAX_TOKENS) ki = qk_pick_kernel(ctx, b, many, w, "f32", T, why, sizeof why);
+    if (ki >= 0) {
+        return ids ? qk_run_matmul_id(ctx, b, (uint32_t)ki, w, x, ids, moe, y, NULL, err, err_size)
+                   : qk_run_matmul(ctx, b, (uint32_t)ki, w, x, M, K, T, y, NULL, err, err_size);
+    }
+    ki = qk_pick_kernel(ctx, b, few, w, "f32", T, err, err_size);
+    if (ki < 0) return QKRT_ERROR_UNSUPPORTED;
+    err[0] = 0;
+    return ids ? qk_run_matvec_id(ctx, b, (uint32_t)ki, w, 1, ids, x, M, K, T, moe->top_k,
+                                  moe->ne11, moe->E, y, NULL, err, err_size)
+               : qk_run_matvec(ctx, b, (uint32_t)ki, w, x, M, K, T, y, NULL, err, err_size);
 }
 
 int cmd_matmul(qk_args *a) {
@@ -250,20 +345,30 @@ int cmd_matmul(qk_args *a) {
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen matmul --format F --weights W.npy --x X.npy --out Y.npy\n"
-                 "                    [--scales S.npy --biases B.npy] [--bundle DIR] [--device N]\n\n"
-                 "Computes Y = X W^T on the device with the bundle's kernels.\n"
+                 "                    [--ids IDS.npy] [--scales S.npy --biases B.npy]\n"
+                 "                    [--bundle DIR] [--device N]\n\n"
+                 "Computes Y = X W^T on the device with the bundle's kernels: mat-vec for up to 8\n"
+                 "tokens, the tiled matmul beyond (mat-vec where the bundle has no matmul).\n"
                  "  W.npy  block formats: uint8 [M, K/QK*block_bytes], the raw GGUF blocks;\n"
                  "         MLX formats (mlx<bits>_g<group>): uint32 [M, K*bits/32]\n"
-                 "  S.npy, B.npy  MLX scales and biases [M, K/group]: <f4 f32, <f2 f16, <u2 bf16 bits\n"
+                 "  S.npy, B.npy  MLX scales and biases [M, K/group]: <f4 f32, <f2 f16, <u2 bf16 "
+                 "bits\n"
                  "  X.npy  float32 [K] or [T, K]\n"
                  "  Y.npy  float32 [M] for a 1-D X, else [T, M]\n"
+                 "With --ids (mixture of experts), each token's row goes through its top_k "
+                 "experts:\n"
+                 "  IDS.npy  int32 [T, top_k], the experts of each token (distinct per token)\n"
+                 "  W.npy    stacked experts [E, M, row] (S.npy, B.npy [E, M, K/group])\n"
+                 "  X.npy    float32 [T, K] (one row per token) or [T, top_k, K] (a row per slot)\n"
+                 "  Y.npy    float32 [T, top_k, M]\n"
                  "exit status: 0 done, 1 device failure, 2 bad arguments or arrays");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--format", &io.format) || qk_opt(a, "--weights", &io.wpath) ||
             qk_opt(a, "--x", &io.xpath) || qk_opt(a, "--out", &io.ypath) ||
             qk_opt(a, "--scales", &io.spath) || qk_opt(a, "--biases", &io.bpath) ||
-            qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device))
+            qk_opt(a, "--ids", &io.idspath) || qk_opt(a, "--bundle", &bundle) ||
+            qk_opt(a, "--device", &device))
             continue;
         if (qk_flag(a, "--validation")) {
             validation = true;
@@ -271,20 +376,23 @@ int cmd_matmul(qk_args *a) {
         }
         return qk_bad_arg(a);
     }
-    const char *need[][2] = {{"--format", io.format}, {"--weights", io.wpath}, {"--x", io.xpath},
-                             {"--out", io.ypath}};
+    const char *need[][2] = {
+        {"--format", io.format}, {"--weights", io.wpath}, {"--x", io.xpath}, {"--out", io.ypath}};
     for (int i = 0; i < 4; i++)
         if (!need[i][1]) return qk_usage_error(a->cmd, "%s is required", need[i][0]);
     bool mlx = !strncmp(io.format, "mlx", 3);
     if (mlx && (!io.spath || !io.bpath))
-        return qk_usage_error(a->cmd, "%s is planar: --scales and --biases are required", io.format);
+        return qk_usage_error(a->cmd, "%s is planar: --scales and --biases are required",
+                              io.format);
     if (!mlx && (io.spath || io.bpath))
         return qk_usage_error(a->cmd, "--scales and --biases are for MLX formats only");
 
     qk_error e = {0};
     if (!qk_npy_read(io.wpath, &io.w, &e) || !qk_npy_read(io.xpath, &io.x, &e) ||
-        (mlx && (!qk_npy_read(io.spath, &io.s, &e) || !qk_npy_read(io.bpath, &io.b, &e)))) {
+        (mlx && (!qk_npy_read(io.spath, &io.s, &e) || !qk_npy_read(io.bpath, &io.b, &e))) ||
+        (io.idspath && !qk_npy_read(io.idspath, &io.ids, &e))) {
         fprintf(stderr, "qkgen matmul: %s\n", e.msg);
+        qk_npy_free(&io.w), qk_npy_free(&io.x), qk_npy_free(&io.s), qk_npy_free(&io.b);
         return QK_EXIT_USAGE;
     }
     qk_weights w = {.format = io.format, .variant = ""};
@@ -303,13 +411,14 @@ int cmd_matmul(qk_args *a) {
     }
     char err[1024] = "";
     uint32_t M, K, T;
+    qk_moe_shape moe = {0};
     float *y = NULL;
     /* Any kernel of the format tells its layout; the choice by shape follows. */
     int ki = qk_pick_kernel(ctx, b, "matvec", &w, "f32", 1, err, sizeof err);
     if (ki < 0) {
         fprintf(stderr, "qkgen matmul: %s\n", err);
         rc = QK_EXIT_USAGE;
-    } else if (!matmul_shapes(a->cmd, &io, qkrt_bundle_kernel(b, (uint32_t)ki), &M, &K, &T)) {
+    } else if (!matmul_shapes(a->cmd, &io, qkrt_bundle_kernel(b, (uint32_t)ki), &M, &K, &T, &moe)) {
         rc = QK_EXIT_USAGE;
     } else {
         w.plane_count = mlx ? 3 : 1;
@@ -318,16 +427,18 @@ int cmd_matmul(qk_args *a) {
             w.plane[1] = io.s.data, w.bytes[1] = io.s.count * io.s.itemsize;
             w.plane[2] = io.b.data, w.bytes[2] = io.b.count * io.b.itemsize;
         }
-        ki = qk_pick_kernel(ctx, b, "matvec", &w, "f32", T, err, sizeof err);
-        y = malloc(sizeof *y * (size_t)T * M);
-        if (qk_run_matvec(ctx, b, (uint32_t)ki, &w, io.x.data, M, K, T, y, NULL, err,
-                          sizeof err) != QKRT_OK) {
+        const int32_t *ids = io.idspath ? io.ids.data : NULL;
+        size_t ny = (size_t)T * (ids ? moe.top_k : 1) * M;
+        y = malloc(sizeof *y * ny);
+        qkrt_result r = matmul_run(ctx, b, &w, io.x.data, ids, M, K, T, &moe, y, err, sizeof err);
+        if (r != QKRT_OK) {
             fprintf(stderr, "qkgen matmul: %s\n", err);
-            rc = QK_EXIT_FAIL;
+            rc = r == QKRT_ERROR_UNSUPPORTED ? QK_EXIT_USAGE : QK_EXIT_FAIL;
         } else {
-            uint64_t shape[2] = {T, M};
-            bool one = io.x.ndim == 1;
-            if (!qk_npy_write(io.ypath, "f4", one ? 1 : 2, one ? shape + 1 : shape, y, &e)) {
+            uint64_t shape[3] = {T, ids ? moe.top_k : M, M};
+            bool one = !ids && io.x.ndim == 1;
+            uint32_t nd = ids ? 3 : one ? 1 : 2;
+            if (!qk_npy_write(io.ypath, "f4", nd, one ? shape + 2 : shape, y, &e)) {
                 fprintf(stderr, "qkgen matmul: %s\n", e.msg);
                 rc = QK_EXIT_FAIL;
             }
@@ -340,6 +451,7 @@ int cmd_matmul(qk_args *a) {
     }
     free(y);
     qk_npy_free(&io.w), qk_npy_free(&io.x), qk_npy_free(&io.s), qk_npy_free(&io.b);
+    qk_npy_free(&io.ids);
     qkrt_bundle_destroy(ctx, b);
     qkrt_destroy(ctx);
     return rc;

@@ -22,10 +22,12 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
     char why[512] = "";
     for (uint32_t i = 0; i < n; i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        /* fused variants compute something else (silu(gate) * up): never a plain product */
         if (strcmp(k->family, family) || strcmp(k->format, w->format) ||
-            strcmp(k->activation, activation))
+            strcmp(k->activation, activation) || strcmp(k->fusion, "none"))
             continue;
-        if (w->variant && w->variant[0] && !strstr(k->name, w->variant)) continue;
+        /* exact: "f16" is a substring of "bf16", so the kernel name cannot tell */
+        if (w->variant && w->variant[0] && strcmp(k->format_variant, w->variant)) continue;
         if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) {
             snprintf(why, sizeof why, "%s", qkrt_last_error(ctx));
             continue;

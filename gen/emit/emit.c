@@ -65,6 +65,10 @@ static void emit_interface(const qk_variant *v, qk_str *o) {
         else
             qk_str_add(o, ";\n");
         qk_str_addf(o, "#define BINDING_%s %u\n", b[i].name, b[i].binding);
+        if (b[i].glsl_type == QK_TYPE_F32 && b[i].count == 1)
+            /* the same buffer seen as vec4, for aligned wide accesses */
+            qk_str_addf(o, "layout(std430, set = 0, binding = %u) %sbuffer Qk_%s4 { vec4 %s4[]; };\n",
+                        b[i].binding, b[i].writable ? "" : "readonly ", b[i].name, b[i].name);
     }
     const char *push[QK_MAX_LIST + 8];
     uint32_t np = qk_variant_push(v, push, QK_MAX_LIST + 8);
@@ -151,7 +155,7 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
     const qk_kernel_spec *k = v->kernel;
     const qk_format *f = v->format;
     qk_str h = {0};
-    qk_str_add(&h, "#version 450\n");
+    qk_str_add(&h, "#version 450\n#extension GL_EXT_control_flow_attributes : enable\n");
     const char *features[16];
     uint32_t nf = qk_variant_features(v, features, 16);
     qk_emit_extensions(features, nf, &h);
@@ -159,6 +163,13 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
     qk_str_addf(&h, "#define NR0 %uu\n#define NR1 %uu\n#define NK %uu\n#define WG %uu\n", v->nr0,
                 v->nr1, v->nk, v->wg);
     qk_str_addf(&h, "#define MIN_SG %uu\n#define ACT_%s 1\n", k->min_subgroup_size, v->activation);
+    qk_str_addf(&h, "#define TPR %uu\n", v->tpr);
+    if (k->staged) {
+        qk_str_addf(&h, "#define QK_STAGED 1\n#define QK_STAGE_SLOTS %u\n#define QK_STAGE_WORDS %u\n"
+                        "#define QK_STAGE_VEC %u\n",
+                    v->nr0 * (v->weights ? v->weights : 1), v->nk / f->elements * f->block_bytes / 4,
+                    qk_variant_stage_vec(v));
+    }
     if (v->mma[0]) qk_str_addf(&h, "#define MMA_%s 1\n", v->mma);
     if (v->fusion) qk_str_addf(&h, "#define FUSION_%s 1\n", v->fusion->name);
     qk_str_add(&h, "layout(local_size_x = WG, local_size_y = 1, local_size_z = 1) in;\n");

@@ -269,12 +269,18 @@ uint32_t qk_format_emit_glsl(const qk_format *f, uint32_t nw, uint32_t first_bin
                 f->variant, f->spec->path);
     qk_str_addf(o, "#define QK %uu\n#define QK_SUB_N %u\n#define QK_SUBS %uu\n#define QK_NW %u\n",
                 f->elements, f->sub_elements, f->elements / f->sub_elements, nw);
+    qk_str_addf(o, "#define QK_SUB_RUN %u\n", f->spec->sub_run ? f->spec->sub_run : 1);
     emit_params(f, o);
     if (f->layout == QK_LAYOUT_BLOCK) {
+        /* one buffer seen as words, and as 2- and 4-word vectors for staged loads */
         qk_str_addf(o,
                     "layout(std430, set = 0, binding = %u) readonly buffer QkWeights { uint data[]; } "
-                    "qk_w[QK_NW];\n",
-                    first_binding);
+                    "qk_w[QK_NW];\n"
+                    "layout(std430, set = 0, binding = %u) readonly buffer QkWeights2 { uvec2 data[]; } "
+                    "qk_w2[QK_NW];\n"
+                    "layout(std430, set = 0, binding = %u) readonly buffer QkWeights4 { uvec4 data[]; } "
+                    "qk_w4[QK_NW];\n",
+                    first_binding, first_binding, first_binding);
         emit_block(f, o);
         return 1;
     }

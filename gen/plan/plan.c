@@ -8,6 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint32_t qk_variant_stage_vec(const qk_variant *v) {
+    const qk_format *f = v->format;
+    if (f->layout != QK_LAYOUT_BLOCK || !f->elements || v->nk % f->elements) return 0;
+    uint32_t bytes = v->nk / f->elements * f->block_bytes;
+    return bytes % 16 == 0 ? 4 : bytes % 8 == 0 ? 2 : bytes % 4 == 0 ? 1 : 0;
+}
+
 static const qk_format_spec none_spec = {.path = "(none)", .name = "none"};
 const qk_format qk_format_none = {.spec = &none_spec, .name = "none", .elements = 1,
                                   .sub_elements = 1};
@@ -25,6 +32,11 @@ bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value)
         {"QK", f->elements},      {"QK_SUB_N", f->sub_elements},
         {"QK_BYTES", f->block_bytes},
         {"NW", v->weights},
+        {"TPR", v->tpr},
+        {"QK_SUB_RUN", f->spec->sub_run ? f->spec->sub_run : 1},
+        /* staged chunks: words per row chunk, and the widest aligned load */
+        {"SW", f->elements ? (int64_t)v->nk / f->elements * f->block_bytes / 4 : 0},
+        {"SV", qk_variant_stage_vec(v)},
         {"COOPMAT", !strcmp(v->mma, "coopmat")},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
@@ -80,6 +92,8 @@ static const char *builtin_rule(const qk_variant *v, char *buf, size_t n) {
     if (v->wg > QK_PLAN_MAX_WG) return "more than 1024 invocations per workgroup";
     if (v->wg % v->kernel->min_subgroup_size)
         return "the workgroup is not a whole number of the smallest subgroups it supports";
+    if (v->kernel->staged && qk_variant_stage_vec(v) == 0)
+        return "a staged chunk must be whole blocks filling whole 32-bit words (NK / QK * QK_BYTES % 4 == 0)";
     return NULL;
 }
 
@@ -131,17 +145,18 @@ static const qk_fusion_spec *find_fusion(const qk_spec_set *specs, const char *n
 static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_spec *k,
                           const qk_format *f, qk_error *e) {
     /* one flat index over activation x NR0 x NR1 x NK x WG x mma x fusion, last fastest */
-    uint32_t dims[7] = {k->activation_count, k->nr0_count, k->nr1_count, k->nk_count,
+    uint32_t dims[8] = {k->activation_count, k->nr0_count, k->nr1_count, k->nk_count,
                         k->wg_count, k->mma_count ? k->mma_count : 1,
-                        k->fusion_count ? k->fusion_count : 1};
+                        k->fusion_count ? k->fusion_count : 1, k->tpr_count ? k->tpr_count : 1};
     uint32_t total = 1;
-    for (int d = 0; d < 7; d++) total *= dims[d];
+    for (int d = 0; d < 8; d++) total *= dims[d];
     for (uint32_t n = 0; n < total; n++) {
-        uint32_t ix[7], rest = n;
-        for (int d = 6; d >= 0; d--) ix[d] = rest % dims[d], rest /= dims[d];
+        uint32_t ix[8], rest = n;
+        for (int d = 7; d >= 0; d--) ix[d] = rest % dims[d], rest /= dims[d];
         qk_variant v = {.kernel = k, .format = f, .weights = k->weights};
         snprintf(v.activation, sizeof v.activation, "%s", k->activations[ix[0]]);
         v.nr0 = k->nr0[ix[1]], v.nr1 = k->nr1[ix[2]], v.nk = k->nk[ix[3]], v.wg = k->wg[ix[4]];
+        v.tpr = k->tpr_count ? k->tpr[ix[7]] : 1;
         if (k->mma_count) snprintf(v.mma, sizeof v.mma, "%s", k->mma[ix[5]]);
         const char *fusion = k->fusion_count ? k->fusions[ix[6]] : "none";
         if (strcmp(fusion, "none")) {
@@ -158,6 +173,7 @@ static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_
         if (f != &qk_format_none) qk_str_addf(&name, "_%s", f->name);
         if (f->variant[0]) qk_str_addf(&name, "_%s", f->variant);
         qk_str_addf(&name, "_%s_nr%ux%ux%u_wg%u", v.activation, v.nr0, v.nr1, v.nk, v.wg);
+        if (k->tpr_count) qk_str_addf(&name, "_tpr%u", v.tpr);
         if (v.mma[0]) qk_str_addf(&name, "_%s", v.mma);
         if (v.fusion) qk_str_addf(&name, "_%s", v.fusion->name);
         snprintf(v.name, sizeof v.name, "%s", name.s);

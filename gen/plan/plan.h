@@ -15,6 +15,7 @@ typedef struct qk_variant {
     const qk_format *format;
     char activation[8];
     uint32_t nr0, nr1, nk, wg;
+    uint32_t tpr;                  /* invocations per row (1 when the kernel has no TPR axis) */
     char mma[16];                  /* "" when the kernel has no mma axis */
     const qk_fusion_spec *fusion;  /* NULL: not fused */
     uint32_t weights;              /* weight matrices bound */
@@ -66,6 +67,10 @@ uint32_t qk_variant_bindings(const qk_variant *v, qk_binding_info *out, uint32_t
 
 /* Features the variant needs from the device (names of docs/manifest.md). */
 uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap);
+
+/* Widest aligned load, in 32-bit words (4, 2 or 1), for a staged chunk of NK
+ * elements of whole blocks; 0 if the chunk is not whole words. */
+uint32_t qk_variant_stage_vec(const qk_variant *v);
 
 /* Push-constant names in order: the kernel's, then the fusion's. */
 uint32_t qk_variant_push(const qk_variant *v, const char **out, uint32_t cap);

@@ -222,10 +222,16 @@ static bool load_format(yw *w, qk_format_spec *f) {
     }
 
     ynode *sub = yw_get(w, root, "sub");
-    static const char *const skeys[] = {"elements", NULL};
-    if (!yw_check_map(w, sub, "sub", skeys, skeys) ||
+    static const char *const skeys[] = {"elements", "runs", NULL};
+    static const char *const sreq[] = {"elements", NULL};
+    if (!yw_check_map(w, sub, "sub", skeys, sreq) ||
         !yw_intexpr(w, yw_get(w, sub, "elements"), "sub.elements", &f->sub_elements))
         return false;
+    f->sub_run = 1;
+    if ((n = yw_get(w, sub, "runs")) && !yw_uint(w, n, "sub.runs", 1, 64, &f->sub_run))
+        return false;
+    if (f->sub_run & (f->sub_run - 1))
+        return yw_fail(w, n, "sub.runs", "%u is not a power of two", f->sub_run);
     if (!yw_str(w, yw_get(w, root, "dequant"), "dequant", f->dequant, sizeof f->dequant))
         return false;
     if ((n = yw_get(w, root, "c_struct"))) {
@@ -329,8 +335,12 @@ static bool load_rules(yw *w, ynode *seq, qk_kernel_spec *k) {
 }
 
 static bool load_tile(yw *w, ynode *t, qk_kernel_spec *k) {
-    static const char *const keys[] = {"NR0", "NR1", "NK", "WG", NULL};
-    if (!yw_check_map(w, t, "tile", keys, keys)) return false;
+    static const char *const keys[] = {"NR0", "NR1", "NK", "WG", "TPR", NULL};
+    static const char *const req[] = {"NR0", "NR1", "NK", "WG", NULL};
+    if (!yw_check_map(w, t, "tile", keys, req)) return false;
+    ynode *n = yw_get(w, t, "TPR");
+    if (n && !yw_uint_list(w, n, "tile.TPR", 1, 1024, k->tpr, QK_MAX_LIST, &k->tpr_count))
+        return false;
     return yw_uint_list(w, yw_get(w, t, "NR0"), "tile.NR0", 1, 256, k->nr0, QK_MAX_LIST,
                         &k->nr0_count) &&
            yw_uint_list(w, yw_get(w, t, "NR1"), "tile.NR1", 1, 256, k->nr1, QK_MAX_LIST,
@@ -346,7 +356,7 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
     static const char *const keys[] = {
         "kernel", "family", "description", "template",    "formats",           "activations",
         "tile",   "weights", "bindings",   "push_constants", "grid",           "shared_memory",
-        "constraints", "rules", "features", "min_subgroup_size", "mma", "fusions", NULL};
+        "constraints", "rules", "features", "min_subgroup_size", "mma", "fusions", "staged", NULL};
     static const char *const req[] = {"kernel",   "family",         "template", "formats",
                                       "activations", "tile",        "bindings", "push_constants",
                                       "grid",     NULL};
@@ -411,6 +421,7 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
     if ((n = yw_get(w, root, "rules")) && !load_rules(w, n, k)) return false;
     if ((n = yw_get(w, root, "features")) && !load_features(w, n, k->features, &k->feature_count))
         return false;
+    if ((n = yw_get(w, root, "staged")) && !yw_bool(w, n, "staged", &k->staged)) return false;
     if ((n = yw_get(w, root, "mma"))) {
         if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count))
             return false;

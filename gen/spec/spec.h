@@ -81,6 +81,7 @@ typedef struct qk_format_spec {
     uint32_t param_count;
     qk_param_spec params[QK_MAX_PARAMS];
     qk_intexpr sub_elements; /* elements one call of the dequant hook yields */
+    uint32_t sub_run;        /* y[] comes in runs of this many consecutive elements */
     char dequant[QK_MAX_PATH]; /* resolved path of the GLSL dequant code */
     char c_header[QK_MAX_PATH];  /* optional layout check; resolved path */
     char c_struct[QK_MAX_NAME];
@@ -116,6 +117,12 @@ typedef struct qk_kernel_spec {
      * WG invocations per workgroup */
     uint32_t nr0_count, nr1_count, nk_count, wg_count;
     uint32_t nr0[QK_MAX_LIST], nr1[QK_MAX_LIST], nk[QK_MAX_LIST], wg[QK_MAX_LIST];
+    /* optional: invocations that share one row (TPR); 0 values: no such axis */
+    uint32_t tpr_count;
+    uint32_t tpr[QK_MAX_LIST];
+    /* the template reads whole chunks of NK elements of weights into registers
+     * with aligned vector loads (QK_STAGED), then dequantizes from there */
+    bool staged;
     uint32_t weights;           /* weight matrices bound (array count) */
     uint32_t min_subgroup_size; /* the smallest subgroup the reduction is sized for */
     uint32_t binding_count;

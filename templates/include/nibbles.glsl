@@ -1,4 +1,5 @@
-// Nibble and byte extraction shared by the format dequant code.
+// Nibble, bit-field and byte extraction shared by the format dequant code.
+// Everything works on whole u32 words, four bytes at a time.
 
 // The four low (hi = false) or high nibbles of the bytes of w, as values 0..15.
 uvec4 qk_nibbles(uint w, bool hi) {
@@ -10,4 +11,18 @@ uvec4 qk_nibbles(uint w, bool hi) {
 ivec4 qk_i8x4(uint w) {
     return ivec4(bitfieldExtract(int(w), 0, 8), bitfieldExtract(int(w), 8, 8),
                  bitfieldExtract(int(w), 16, 8), bitfieldExtract(int(w), 24, 8));
+}
+
+// Bits [shift, shift + bits) of each of the four bytes of w: 2-bit crumbs, high
+// bits and nibbles of the K-quants (shift + bits <= 8).
+uvec4 qk_byte_bits(uint w, uint shift, int bits) {
+    int s = int(shift);
+    return uvec4(bitfieldExtract(w, s, bits), bitfieldExtract(w, s + 8, bits),
+                 bitfieldExtract(w, s + 16, bits), bitfieldExtract(w, s + 24, bits));
+}
+
+// Entry q (0..15) of a table of 16 signed bytes packed little-endian in four
+// words. A table in registers, where a const array would go to local memory.
+int qk_lut16(uvec4 table, uint q) {
+    return bitfieldExtract(int(table[q >> 2]), int(q & 3u) * 8, 8);
 }

@@ -3,6 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 qkgen=$1 out=$2
 cp -r specs templates "$scratch/"
+mkdir -p "$scratch/tests" && cp tests/ggml_blocks.h "$scratch/tests/"  # the specs' c_struct headers
 "$qkgen" build "$scratch/specs" --templates "$scratch/templates" --out "$scratch/out" -q || fail "first build"
 stamp=$(stat -c %Y.%i "$scratch/out/default/manifest.json")
 start=$(date +%s.%N)

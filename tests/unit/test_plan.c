@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
     snprintf(k->formats[1], sizeof k->formats[1], "nope");
     qk_plan p2;
     qk_error e2 = {0};
-    CHECK(!qk_plan_build(&s, &p2, &e2) && strstr(e2.msg, "k.yaml:5:10: formats: unknown format 'nope'"),
+    CHECK(!qk_plan_build(&s, &p2, &e2) && strstr(e2.msg, "k.yaml:4:10: formats: unknown format 'nope'"),
           "unknown format message: %s", e2.msg);
 
     qk_plan_free(&p);

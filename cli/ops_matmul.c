@@ -1,0 +1,306 @@
+/* The prefill kernels on buffers and their float64 references. Buffers are
+ * bound by the roles the manifest gives them, so any format and fusion a
+ * bundle holds runs through the same few functions. */
+#include "ops_matmul.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool qk_matmul_k_ok(const qkrt_kernel_info *k, uint32_t K, char *msg, size_t size) {
+    uint32_t qk = k->block_elements ? k->block_elements : 1;
+    if (K > 0 && K % qk == 0) return true;
+    snprintf(msg, size, "K = %u is not a multiple of the %s block (%u elements); %s cannot run it",
+             K, k->format, qk, k->name);
+    return false;
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+/* The buffers of one run, destroyed together. */
+typedef struct pool {
+    qkrt_context *ctx;
+    uint32_t n;
+    qkrt_buffer *b[QKRT_MAX_BINDINGS * 2];
+} pool;
+
+/* A buffer of bytes, uploaded from data, or filled with pattern if data is NULL. */
+static qkrt_buffer *pool_buffer(pool *p, const void *data, size_t bytes, uint32_t pattern,
+                                qkrt_result *r) {
+    if (*r != QKRT_OK) return NULL;
+    if (p->n == sizeof p->b / sizeof p->b[0]) {
+        *r = QKRT_ERROR_ARGUMENT;
+        return NULL;
+    }
+    qkrt_buffer *buf = NULL;
+    *r = qkrt_buffer_create(p->ctx, bytes ? bytes : 4, &buf);
+    if (*r != QKRT_OK) return NULL;
+    p->b[p->n++] = buf;
+    *r = data ? qkrt_buffer_upload(p->ctx, buf, 0, data, bytes)
+              : qkrt_buffer_fill(p->ctx, buf, pattern);
+    return buf;
+}
+
+static void pool_free(pool *p) {
+    for (uint32_t i = 0; i < p->n; i++)
+        qkrt_buffer_destroy(p->ctx, p->b[i]);
+    p->n = 0;
+}
+
+/* Weight matrices w[0..nw) as buffers wb[m * planes + plane]. */
+static void pool_weights(pool *p, const qk_weights *w, uint32_t nw, qkrt_buffer **wb,
+                         qkrt_result *r) {
+    for (uint32_t m = 0; m < nw; m++)
+        for (uint32_t i = 0; i < w[0].plane_count; i++)
+            wb[m * w[0].plane_count + i] = pool_buffer(p, w[m].plane[i], w[m].bytes[i], 0, r);
+}
+
+/* Weight matrices a kernel binds: the count of its weights bindings. */
+static uint32_t kernel_weights(const qkrt_kernel_info *k) {
+    for (uint32_t i = 0; i < k->binding_count; i++)
+        if (!strcmp(k->bindings[i].role, "weights")) return k->bindings[i].count;
+    return 0;
+}
+
+typedef struct role_buf {
+    const char *role;
+    qkrt_buffer *buf;
+} role_buf;
+
+/* Fills d->buffers in binding order: weights from wb (see pool_weights), the
+ * other bindings by role. */
+static qkrt_result bind_roles(qkrt_context *ctx, const qkrt_kernel_info *k, qkrt_buffer **wb,
+                              uint32_t planes, const role_buf *rb, uint32_t nrb, qkrt_dispatch *d,
+                              char *err, size_t err_size) {
+    uint32_t slot = 0, plane = 0;
+    for (uint32_t i = 0; i < k->binding_count; i++) {
+        const qkrt_binding_info *bi = &k->bindings[i];
+        if (slot + bi->count > QKRT_MAX_BINDINGS) break;
+        if (!strcmp(bi->role, "weights")) {
+            if (plane >= planes) {
+                snprintf(err, err_size, "%s: more weight planes than the weights have", k->name);
+                return QKRT_ERROR_ARGUMENT;
+            }
+            for (uint32_t m = 0; m < bi->count; m++)
+                d->buffers[slot++] = wb[m * planes + plane];
+            plane++;
+            continue;
+        }
+        uint32_t j = 0;
+        while (j < nrb && strcmp(rb[j].role, bi->role))
+            j++;
+        if (j == nrb) {
+            snprintf(err, err_size,
+                     "%s: binding %s has role %s, which this operation does not fill", k->name,
+                     bi->name, bi->role);
+            return QKRT_ERROR_ARGUMENT;
+        }
+        for (uint32_t m = 0; m < bi->count; m++)
+            d->buffers[slot++] = rb[j].buf;
+    }
+    (void)ctx;
+    return QKRT_OK;
+}
+
+static void shape_add(qkrt_shape *s, const char *name, int64_t value) {
+    s->names[s->count] = name;
+    s->values[s->count++] = value;
+}
+
+static void moe_shape(qkrt_shape *sh, const qk_moe_shape *s, uint32_t mpe) {
+    shape_add(sh, "M", s->M), shape_add(sh, "K", s->K), shape_add(sh, "T", s->T);
+    shape_add(sh, "E", s->E), shape_add(sh, "top_k", s->top_k), shape_add(sh, "ne11", s->ne11);
+    shape_add(sh, "max_per_expert", mpe);
+}
+
+static qkrt_result finish(qkrt_context *ctx, pool *p, qkrt_result r, char *err, size_t err_size) {
+    if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+    pool_free(p);
+    return r;
+}
+
+static const uint32_t NaN32 = 0x7fc00000u; /* unwritten outputs read as NaN and fail */
+
+/* ---------------------------------------------------------------- kernels */
+
+qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const qk_weights *w,
+                          const float *x, uint32_t M, uint32_t K, uint32_t T, float *y, double *ns,
+                          char *err, size_t err_size) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    if (!qk_matmul_k_ok(k, K, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    pool p = {.ctx = ctx};
+    qkrt_result r = QKRT_OK;
+    qkrt_buffer *wb[8] = {0};
+    pool_weights(&p, w, kernel_weights(k), wb, &r);
+    role_buf rb[] = {{"activations", pool_buffer(&p, x, (size_t)T * K * 4, 0, &r)},
+                     {"output", pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r)}};
+    qkrt_dispatch d = {.bundle = b, .kernel = ki};
+    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 2, &d, err, err_size);
+    shape_add(&d.shape, "M", M), shape_add(&d.shape, "K", K), shape_add(&d.shape, "T", T);
+    if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, ns);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, y, (size_t)T * M * 4);
+    return finish(ctx, &p, r, err, err_size);
+}
+
+void qk_route_ref(const int32_t *topk, uint32_t T, uint32_t top_k, uint32_t E,
+                  uint32_t max_per_expert, uint32_t *tpe, uint32_t *ids) {
+    memset(tpe, 0, sizeof *tpe * E);
+    for (uint32_t p = 0; p < T * top_k; p++) {
+        if (topk[p] < 0 || (uint32_t)topk[p] >= E) continue; /* routes nowhere, as the kernel */
+        uint32_t e = (uint32_t)topk[p];
+        if (tpe[e] < max_per_expert) ids[(size_t)e * max_per_expert + tpe[e]++] = p;
+    }
+}
+
+qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                             const qk_weights *w, const float *x, const int32_t *topk,
+                             const qk_moe_shape *s, float *y, double *ns, char *err,
+                             size_t err_size) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    if (!qk_matmul_k_ok(k, s->K, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    uint32_t *tpe = calloc(s->E, sizeof *tpe), *ids = calloc((size_t)s->E * s->T, sizeof *ids);
+    qk_route_ref(topk, s->T, s->top_k, s->E, s->T, tpe, ids);
+    pool p = {.ctx = ctx};
+    qkrt_result r = QKRT_OK;
+    qkrt_buffer *wb[8] = {0};
+    pool_weights(&p, w, kernel_weights(k), wb, &r);
+    size_t ny = (size_t)s->T * s->top_k * s->M;
+    role_buf rb[] = {{"activations", pool_buffer(&p, x, (size_t)s->T * s->ne11 * s->K * 4, 0, &r)},
+                     {"ids", pool_buffer(&p, ids, (size_t)s->E * s->T * 4, 0, &r)},
+                     {"tpe", pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r)},
+                     {"output", pool_buffer(&p, NULL, ny * 4, NaN32, &r)}};
+    qkrt_dispatch d = {.bundle = b, .kernel = ki};
+    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 4, &d, err, err_size);
+    moe_shape(&d.shape, s, s->T);
+    if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, ns);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[3].buf, 0, y, ny * 4);
+    free(tpe), free(ids);
+    return finish(ctx, &p, r, err, err_size);
+}
+
+static void route_shape(qkrt_shape *sh, uint32_t T, uint32_t top_k, uint32_t E,
+                        const uint32_t gx[2], const uint32_t tn[2]) {
+    shape_add(sh, "T", T), shape_add(sh, "top_k", top_k), shape_add(sh, "E", E);
+    shape_add(sh, "max_per_expert", T); /* a token picks an expert at most once */
+    shape_add(sh, "groups_x0", gx[0]), shape_add(sh, "tile_n0", tn[0]);
+    shape_add(sh, "groups_x1", gx[1]), shape_add(sh, "tile_n1", tn[1]);
+}
+
+qkrt_result qk_run_moe_route(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                             const int32_t *topk, uint32_t T, uint32_t top_k, uint32_t E,
+                             const uint32_t gx[2], const uint32_t tn[2], uint32_t *tpe,
+                             uint32_t *ids, uint32_t *disp, char *err, size_t err_size) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    pool p = {.ctx = ctx};
+    qkrt_result r = QKRT_OK;
+    /* poisoned with ~0: an id or count the kernel forgets shows */
+    role_buf rb[] = {{"topk", pool_buffer(&p, topk, (size_t)T * top_k * 4, 0, &r)},
+                     {"tpe", pool_buffer(&p, NULL, (size_t)E * 4, ~0u, &r)},
+                     {"ids", pool_buffer(&p, NULL, (size_t)E * T * 4, ~0u, &r)},
+                     {"indirect", pool_buffer(&p, NULL, 6 * 4, ~0u, &r)}};
+    qkrt_dispatch d = {.bundle = b, .kernel = ki};
+    if (r == QKRT_OK) r = bind_roles(ctx, k, NULL, 0, rb, 4, &d, err, err_size);
+    route_shape(&d.shape, T, top_k, E, gx, tn);
+    if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, NULL);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, tpe, (size_t)E * 4);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[2].buf, 0, ids, (size_t)E * T * 4);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[3].buf, 0, disp, 6 * 4);
+    return finish(ctx, &p, r, err, err_size);
+}
+
+qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t route_ki,
+                           uint32_t gate_up_ki, uint32_t down_ki, const qk_weights wgu[2],
+                           const qk_weights *wd, const float *x, const int32_t *topk, uint32_t T,
+                           uint32_t top_k, uint32_t E, uint32_t H, uint32_t F, float *h, float *y,
+                           char *err, size_t err_size) {
+    const qkrt_kernel_info *kr = qkrt_bundle_kernel(b, route_ki);
+    const qkrt_kernel_info *kg = qkrt_bundle_kernel(b, gate_up_ki);
+    const qkrt_kernel_info *kd = qkrt_bundle_kernel(b, down_ki);
+    if (!qk_matmul_k_ok(kg, H, err, err_size) || !qk_matmul_k_ok(kd, F, err, err_size))
+        return QKRT_ERROR_ARGUMENT;
+    if (kernel_weights(kg) != 2) {
+        snprintf(err, err_size, "%s: the gate/up kernel must bind two matrices (swiglu)", kg->name);
+        return QKRT_ERROR_ARGUMENT;
+    }
+    pool p = {.ctx = ctx};
+    qkrt_result r = QKRT_OK;
+    qkrt_buffer *wbg[8] = {0}, *wbd[4] = {0};
+    pool_weights(&p, wgu, 2, wbg, &r);
+    pool_weights(&p, wd, 1, wbd, &r);
+    qkrt_buffer *topk_b = pool_buffer(&p, topk, (size_t)T * top_k * 4, 0, &r);
+    qkrt_buffer *tpe_b = pool_buffer(&p, NULL, (size_t)E * 4, ~0u, &r);
+    qkrt_buffer *ids_b = pool_buffer(&p, NULL, (size_t)E * T * 4, ~0u, &r);
+    qkrt_buffer *disp_b = pool_buffer(&p, NULL, 6 * 4, ~0u, &r);
+    qkrt_buffer *x_b = pool_buffer(&p, x, (size_t)T * H * 4, 0, &r);
+    qkrt_buffer *h_b = pool_buffer(&p, NULL, (size_t)T * top_k * F * 4, NaN32, &r);
+    qkrt_buffer *y_b = pool_buffer(&p, NULL, (size_t)T * top_k * H * 4, NaN32, &r);
+    const uint32_t gx[2] = {(F + kg->nr0 - 1) / kg->nr0, (H + kd->nr0 - 1) / kd->nr0};
+    const uint32_t tn[2] = {kg->nr1, kd->nr1};
+    qkrt_dispatch d[3] = {
+        {.bundle = b, .kernel = route_ki},
+        {.bundle = b, .kernel = gate_up_ki, .indirect = disp_b},
+        {.bundle = b, .kernel = down_ki, .indirect = disp_b, .indirect_offset = 12}};
+    role_buf rr[] = {{"topk", topk_b}, {"tpe", tpe_b}, {"ids", ids_b}, {"indirect", disp_b}};
+    role_buf rg[] = {{"activations", x_b}, {"ids", ids_b}, {"tpe", tpe_b}, {"output", h_b}};
+    role_buf rd[] = {{"activations", h_b}, {"ids", ids_b}, {"tpe", tpe_b}, {"output", y_b}};
+    if (r == QKRT_OK) r = bind_roles(ctx, kr, NULL, 0, rr, 4, &d[0], err, err_size);
+    if (r == QKRT_OK) r = bind_roles(ctx, kg, wbg, wgu[0].plane_count, rg, 4, &d[1], err, err_size);
+    if (r == QKRT_OK) r = bind_roles(ctx, kd, wbd, wd->plane_count, rd, 4, &d[2], err, err_size);
+    route_shape(&d[0].shape, T, top_k, E, gx, tn);
+    moe_shape(&d[1].shape, &(qk_moe_shape){F, H, T, E, top_k, 1}, T);
+    moe_shape(&d[2].shape, &(qk_moe_shape){H, F, T, E, top_k, top_k}, T);
+    if (r == QKRT_OK) r = qkrt_run(ctx, d, 3, NULL);
+    if (r == QKRT_OK && h) r = qkrt_buffer_download(ctx, h_b, 0, h, (size_t)T * top_k * F * 4);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, y_b, 0, y, (size_t)T * top_k * H * 4);
+    return finish(ctx, &p, r, err, err_size);
+}
+
+/* ---------------------------------------------------------------- references */
+
+qk_weights qk_weights_expert(const qk_weights *w, uint32_t e, uint32_t E) {
+    qk_weights v = *w;
+    for (uint32_t i = 0; i < w->plane_count; i++) {
+        v.bytes[i] = w->bytes[i] / E;
+        v.plane[i] = (const uint8_t *)w->plane[i] + v.bytes[i] * e;
+    }
+    return v;
+}
+
+bool qk_ref_matmul(const qk_weights *w, uint32_t nw, const double *x, uint32_t M, uint32_t K,
+                   uint32_t T, double *y) {
+    if (nw == 1) return qk_ref_matvec(w, x, M, K, T, y);
+    double *u = malloc(sizeof *u * T * M);
+    bool ok = qk_ref_matvec(&w[0], x, M, K, T, y) && qk_ref_matvec(&w[1], x, M, K, T, u);
+    for (size_t i = 0; ok && i < (size_t)T * M; i++)
+        y[i] = y[i] / (1 + exp(-y[i])) * u[i];
+    free(u);
+    return ok;
+}
+
+bool qk_ref_matmul_id(const qk_weights *w, uint32_t nw, const double *x, const int32_t *topk,
+                      const qk_moe_shape *s, double *y) {
+    const uint32_t npairs = s->T * s->top_k;
+    uint32_t *pairs = malloc(sizeof *pairs * npairs);
+    double *xe = malloc(sizeof *xe * npairs * s->K), *ye = malloc(sizeof *ye * npairs * s->M);
+    bool ok = true;
+    for (uint32_t e = 0; e < s->E && ok; e++) { /* each expert on its pairs' rows at once */
+        uint32_t n = 0;
+        for (uint32_t p = 0; p < npairs; p++)
+            if (topk[p] == (int32_t)e) pairs[n++] = p;
+        if (!n) continue;
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t t = pairs[j] / s->top_k, slot = pairs[j] % s->top_k;
+            memcpy(xe + (size_t)j * s->K, x + ((size_t)t * s->ne11 + slot % s->ne11) * s->K,
+                   sizeof *xe * s->K);
+        }
+        qk_weights we[2];
+        for (uint32_t m = 0; m < nw; m++)
+            we[m] = qk_weights_expert(&w[m], e, s->E);
+        ok = qk_ref_matmul(we, nw, xe, s->M, s->K, n, ye);
+        for (uint32_t j = 0; j < n && ok; j++)
+            memcpy(y + (size_t)pairs[j] * s->M, ye + (size_t)j * s->M, sizeof *y * s->M);
+    }
+    free(pairs), free(xe), free(ye);
+    return ok;
+}

@@ -1,0 +1,68 @@
+/* Host-side operations for the prefill kernels (matmul, matmul_id, moe_route)
+ * shared by the GPU tests, the CLI and the benchmarks: running them on
+ * buffers, and their float64 CPU references over the dequantizers of tests/ref. */
+#ifndef QK_OPS_MATMUL_H
+#define QK_OPS_MATMUL_H
+
+#include "ops.h"
+
+/* true if the kernel can take depth K; else false with a message naming the
+ * format's block, e.g. "K = 100 is not a multiple of the q4_0 block (32 elements)". */
+bool qk_matmul_k_ok(const qkrt_kernel_info *k, uint32_t K, char *msg, size_t size);
+
+/* y[T, M] = x[T, K] * W[M, K]^T with matmul kernel ki. w holds one matrix per
+ * weight binding slot of the kernel (2 under the swiglu fusion: gate, up).
+ * y is poisoned with NaN before the run. ns (optional) gets the GPU time. */
+qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const qk_weights *w,
+                          const float *x, uint32_t M, uint32_t K, uint32_t T, float *y, double *ns,
+                          char *err, size_t err_size);
+
+/* An MoE prefill problem: E stacked experts of M x K (w[m], one per weight
+ * slot of the kernel), T tokens routed to top_k experts each (topk[T * top_k],
+ * the expert of pair p = token * top_k + slot), activations x [T, ne11, K]
+ * with ne11 = 1 (gate/up) or top_k (down). Output y [T, top_k, M]. */
+typedef struct qk_moe_shape {
+    uint32_t M, K, T, E, top_k, ne11;
+} qk_moe_shape;
+
+/* The routing on the CPU, the reference for moe_route: tpe[E] and
+ * ids[E * max_per_expert], pairs of each expert in increasing order. */
+void qk_route_ref(const int32_t *topk, uint32_t T, uint32_t top_k, uint32_t E,
+                  uint32_t max_per_expert, uint32_t *tpe, uint32_t *ids);
+
+/* matmul_id kernel ki on routing built on the host (qk_route_ref, with
+ * max_per_expert = T); y poisoned with NaN first. */
+qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                             const qk_weights *w, const float *x, const int32_t *topk,
+                             const qk_moe_shape *s, float *y, double *ns, char *err,
+                             size_t err_size);
+
+/* moe_route kernel ki: tpe[E], ids[E * T] and disp[6] (the indirect arguments
+ * for consumers with x groups gx[i] and column tiles tn[i]). */
+qkrt_result qk_run_moe_route(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                             const int32_t *topk, uint32_t T, uint32_t top_k, uint32_t E,
+                             const uint32_t gx[2], const uint32_t tn[2], uint32_t *tpe,
+                             uint32_t *ids, uint32_t *disp, char *err, size_t err_size);
+
+/* A MoE feed-forward block in one submission, with no host round trip:
+ * moe_route (kernel route_ki) from topk, then matmul_id gate_up_ki (the swiglu
+ * fusion: h = silu(x Wg^T) * (x Wu^T), [T, top_k, F]) and matmul_id down_ki
+ * (y = h Wd^T, [T, top_k, H]) both through vkCmdDispatchIndirect on the
+ * arguments moe_route wrote. wgu: gate and up [E, F, H]; wd: [E, H, F]. h
+ * (optional) receives the intermediate. */
+qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t route_ki,
+                           uint32_t gate_up_ki, uint32_t down_ki, const qk_weights wgu[2],
+                           const qk_weights *wd, const float *x, const int32_t *topk, uint32_t T,
+                           uint32_t top_k, uint32_t E, uint32_t H, uint32_t F, float *h, float *y,
+                           char *err, size_t err_size);
+
+/* float64 references. nw matrices (1, or 2 with swiglu: y = silu(g) * u). */
+bool qk_ref_matmul(const qk_weights *w, uint32_t nw, const double *x, uint32_t M, uint32_t K,
+                   uint32_t T, double *y);
+bool qk_ref_matmul_id(const qk_weights *w, uint32_t nw, const double *x, const int32_t *topk,
+                      const qk_moe_shape *s, double *y);
+
+/* The weights of expert e of E stacked ones (a view: nothing is copied). */
+qk_weights qk_weights_expert(const qk_weights *w, uint32_t e, uint32_t E);
+
+#endif

@@ -1,0 +1,173 @@
+/* MoE and post-op host operations: kernels bound by binding name from the
+ * manifest (so a new fusion's bindings need no code here), and float64 CPU
+ * references written from FORMATS.md's MoE conventions. */
+#include "ops_moe.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+qkrt_result qk_dispatch_setup(const qkrt_bundle *b, uint32_t ki, const qk_wbufs *mats,
+                              uint32_t nmats, const qk_bind *binds, uint32_t nbinds,
+                              const char *const *names, const int64_t *values, uint32_t nvars,
+                              qkrt_dispatch *d, char *err, size_t err_size) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    memset(d, 0, sizeof *d);
+    d->bundle = b, d->kernel = ki;
+    uint32_t slot = 0, plane = 0;
+    for (uint32_t i = 0; i < k->binding_count; i++) {
+        const qkrt_binding_info *bi = &k->bindings[i];
+        if (slot + bi->count > QKRT_MAX_BINDINGS) {
+            snprintf(err, err_size, "%s: more than %d buffers", k->name, QKRT_MAX_BINDINGS);
+            return QKRT_ERROR_ARGUMENT;
+        }
+        if (!strcmp(bi->role, "weights")) {
+            if (!nmats || plane >= mats[0].plane_count) {
+                snprintf(err, err_size, "%s: no weights for binding %s", k->name, bi->name);
+                return QKRT_ERROR_ARGUMENT;
+            }
+            for (uint32_t m = 0; m < bi->count; m++)
+                d->buffers[slot++] = mats[m < nmats ? m : nmats - 1].plane[plane];
+            plane++;
+            continue;
+        }
+        qkrt_buffer *buf = NULL;
+        for (uint32_t j = 0; j < nbinds && !buf; j++)
+            if (!strcmp(binds[j].name, bi->name)) buf = binds[j].buf;
+        if (!buf) {
+            snprintf(err, err_size, "%s: no buffer for binding %s (role %s)", k->name, bi->name,
+                     bi->role);
+            return QKRT_ERROR_ARGUMENT;
+        }
+        for (uint32_t m = 0; m < bi->count; m++)
+            d->buffers[slot++] = buf;
+    }
+    for (uint32_t i = 0; i < nvars && i < QKRT_MAX_VARS; i++)
+        d->shape.names[i] = names[i], d->shape.values[i] = values[i];
+    d->shape.count = nvars < QKRT_MAX_VARS ? nvars : QKRT_MAX_VARS;
+    return QKRT_OK;
+}
+
+qkrt_result qk_buffer_from(qkrt_context *ctx, const void *data, size_t bytes, qkrt_buffer **out) {
+    qkrt_result r = qkrt_buffer_create(ctx, bytes ? bytes : 4, out);
+    if (r == QKRT_OK)
+        r = data ? qkrt_buffer_upload(ctx, *out, 0, data, bytes)
+                 : qkrt_buffer_fill(ctx, *out, 0x7fc00000u); /* NaN: unwritten outputs fail */
+    return r;
+}
+
+qkrt_result qk_wbufs_upload(qkrt_context *ctx, const qk_weights *w, qk_wbufs *out) {
+    memset(out, 0, sizeof *out);
+    qkrt_result r = QKRT_OK;
+    for (uint32_t p = 0; p < w->plane_count && r == QKRT_OK; p++) {
+        r = qk_buffer_from(ctx, w->plane[p], w->bytes[p], &out->plane[p]);
+        if (r == QKRT_OK) out->plane_count++;
+    }
+    return r;
+}
+
+void qk_wbufs_destroy(qkrt_context *ctx, qk_wbufs *wb) {
+    for (uint32_t p = 0; p < wb->plane_count; p++)
+        qkrt_buffer_destroy(ctx, wb->plane[p]);
+    wb->plane_count = 0;
+}
+
+qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                             const qk_weights *w, uint32_t nw, const int32_t *ids, const float *x,
+                             uint32_t M, uint32_t K, uint32_t T, uint32_t top_k, uint32_t ne11,
+                             uint32_t E, float *y, double *ns, char *err, size_t err_size) {
+    qk_wbufs mats[QK_MOE_MAX_MATS] = {0};
+    qkrt_buffer *xb = NULL, *ib = NULL, *yb = NULL;
+    size_t pairs = (size_t)T * top_k;
+    qkrt_result r = nw >= 1 && nw <= QK_MOE_MAX_MATS ? QKRT_OK : QKRT_ERROR_ARGUMENT;
+    if (r != QKRT_OK) snprintf(err, err_size, "%u weight matrices: 1 to %d", nw, QK_MOE_MAX_MATS);
+    for (uint32_t m = 0; m < nw && r == QKRT_OK; m++)
+        r = qk_wbufs_upload(ctx, &w[m], &mats[m]);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, x, (size_t)T * ne11 * K * 4, &xb);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, ids, pairs * 4, &ib);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, NULL, pairs * M * 4, &yb);
+    if (r == QKRT_OK) {
+        qkrt_dispatch d;
+        qk_bind binds[] = {{"x", xb}, {"ids", ib}, {"y", yb}};
+        const char *names[] = {"M", "K", "T", "top_k", "ne11", "E"};
+        int64_t vals[] = {M, K, T, top_k, ne11, E};
+        r = qk_dispatch_setup(b, ki, mats, nw, binds, 3, names, vals, 6, &d, err, err_size);
+        if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, ns);
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, yb, 0, y, pairs * M * 4);
+    }
+    if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+    for (uint32_t m = 0; m < nw; m++)
+        qk_wbufs_destroy(ctx, &mats[m]);
+    qkrt_buffer *bufs[] = {xb, ib, yb};
+    for (int i = 0; i < 3; i++)
+        if (bufs[i]) qkrt_buffer_destroy(ctx, bufs[i]);
+    return r;
+}
+
+double qk_ref_swiglu(double g, double u) {
+    return g / (1.0 + exp(-g)) * u;
+}
+
+bool qk_ref_matvec_id(const qk_weights *experts, const qk_weights *up, const int32_t *ids,
+                      const double *x, uint32_t M, uint32_t K, uint32_t T, uint32_t top_k,
+                      uint32_t ne11, double *y) {
+    double *u = up ? malloc(sizeof *u * M) : NULL;
+    bool ok = true;
+    for (uint32_t p = 0; p < T * top_k && ok; p++) {
+        const double *xr = x + ((size_t)(p / top_k) * ne11 + (p % top_k) % ne11) * K;
+        double *yr = y + (size_t)p * M;
+        ok = qk_ref_matvec(&experts[ids[p]], xr, M, K, 1, yr);
+        if (ok && up) {
+            ok = qk_ref_matvec(&up[ids[p]], xr, M, K, 1, u);
+            for (uint32_t r = 0; r < M; r++)
+                yr[r] = qk_ref_swiglu(yr[r], u[r]);
+        }
+    }
+    free(u);
+    return ok;
+}
+
+void qk_ref_router(const double *logits, uint32_t T, uint32_t E, uint32_t top_k, bool renorm,
+                   int32_t *ids, double *w) {
+    bool *taken = malloc(E);
+    for (uint32_t t = 0; t < T; t++) {
+        const double *l = logits + (size_t)t * E;
+        double mx = -INFINITY, sum = 0, sel = 0;
+        for (uint32_t e = 0; e < E; e++)
+            mx = fmax(mx, l[e]);
+        for (uint32_t e = 0; e < E; e++)
+            sum += exp(l[e] - mx);
+        memset(taken, 0, E);
+        for (uint32_t s = 0; s < top_k; s++) {
+            uint32_t best = E;
+            for (uint32_t e = 0; e < E; e++)
+                if (!taken[e] && (best == E || l[e] > l[best])) best = e;
+            taken[best] = true;
+            ids[t * top_k + s] = (int32_t)best;
+            w[t * top_k + s] = exp(l[best] - mx) / sum;
+            sel += w[t * top_k + s];
+        }
+        for (uint32_t s = 0; renorm && s < top_k; s++)
+            w[t * top_k + s] /= sel;
+    }
+    free(taken);
+}
+
+void qk_ref_combine(const double *slots, const double *w, const double *residual,
+                    const double *norm_w, double eps, uint32_t T, uint32_t top_k, uint32_t N,
+                    double *y, double *normed) {
+    for (uint32_t t = 0; t < T; t++) {
+        double ss = 0;
+        for (uint32_t i = 0; i < N; i++) {
+            double v = residual ? residual[(size_t)t * N + i] : 0;
+            for (uint32_t s = 0; s < top_k; s++)
+                v += w[t * top_k + s] * slots[((size_t)t * top_k + s) * N + i];
+            y[(size_t)t * N + i] = v;
+            ss += v * v;
+        }
+        double scale = 1 / sqrt(ss / N + eps);
+        for (uint32_t i = 0; norm_w && i < N; i++)
+            normed[(size_t)t * N + i] = y[(size_t)t * N + i] * scale * norm_w[i];
+    }
+}

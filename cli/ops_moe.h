@@ -1,0 +1,72 @@
+/* Host-side MoE and post-op operations over libqkrt, shared by the CLI and the
+ * GPU tests: binding device buffers to kernels by name, the mat-vec with expert
+ * ids, and float64 CPU references of the router, the combine and SwiGLU. */
+#ifndef QK_OPS_MOE_H
+#define QK_OPS_MOE_H
+
+#include "ops.h"
+#include "ops_matmul.h" /* qk_weights_expert */
+
+/* One weight matrix (or a stack of experts) on the device: one buffer per
+ * plane, in the order of the kernel's weight bindings. */
+typedef struct qk_wbufs {
+    uint32_t plane_count;
+    qkrt_buffer *plane[4];
+} qk_wbufs;
+
+/* A device buffer for the kernel binding of that name. */
+typedef struct qk_bind {
+    const char *name;
+    qkrt_buffer *buf;
+} qk_bind;
+
+enum { QK_MOE_MAX_MATS = 8 };
+
+/* Fills d (zeroed first) for kernel ki: weight binding slot m takes mats[m]
+ * (mats[nmats - 1] for slots past nmats, so an 8-slot array may hold fewer
+ * experts), every other binding the buffer of its name in binds; the shape
+ * from names/values. QKRT_ERROR_ARGUMENT with a message if a binding has no buffer. */
+qkrt_result qk_dispatch_setup(const qkrt_bundle *b, uint32_t ki, const qk_wbufs *mats,
+                              uint32_t nmats, const qk_bind *binds, uint32_t nbinds,
+                              const char *const *names, const int64_t *values, uint32_t nvars,
+                              qkrt_dispatch *d, char *err, size_t err_size);
+
+/* Creates a buffer holding bytes of data (data NULL: filled with NaN). */
+qkrt_result qk_buffer_from(qkrt_context *ctx, const void *data, size_t bytes, qkrt_buffer **out);
+/* Uploads the planes of w; qk_wbufs_destroy frees them. */
+qkrt_result qk_wbufs_upload(qkrt_context *ctx, const qk_weights *w, qk_wbufs *out);
+void qk_wbufs_destroy(qkrt_context *ctx, qk_wbufs *wb);
+
+/* The MoE mat-vec: y[T, top_k, M] with pair p = t * top_k + s using expert
+ * ids[p] of the weights; x is [T, ne11, K]. Kernel families: "matvec_id"
+ * (w[0] stacked experts; swiglu variants take w[0] gates, w[1] ups, nw = 2,
+ * E experts each) and "matvec_id_sep" (w[0..nw) one expert each, ids index
+ * them). y is poisoned with NaN before the run. */
+qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                             const qk_weights *w, uint32_t nw, const int32_t *ids, const float *x,
+                             uint32_t M, uint32_t K, uint32_t T, uint32_t top_k, uint32_t ne11,
+                             uint32_t E, float *y, double *ns, char *err, size_t err_size);
+
+/* Reference of the above: experts[i] is the matrix id i names (a view of a
+ * stack, or a separate matrix); with up non-NULL, y = silu(gate) * up where
+ * up[i] is the up matrix of id i. */
+bool qk_ref_matvec_id(const qk_weights *experts, const qk_weights *up, const int32_t *ids,
+                      const double *x, uint32_t M, uint32_t K, uint32_t T, uint32_t top_k,
+                      uint32_t ne11, double *y);
+
+/* silu(g) * u in float64. */
+double qk_ref_swiglu(double g, double u);
+
+/* Router reference: softmax over logits[t][0..E), the top_k experts by logit
+ * (ties to the lower index), their probabilities, renormalised to sum 1 when
+ * renorm. */
+void qk_ref_router(const double *logits, uint32_t T, uint32_t E, uint32_t top_k, bool renorm,
+                   int32_t *ids, double *w);
+
+/* Combine reference: y[t] = residual[t] (if non-NULL) + sum_s w[t][s] *
+ * slots[t][s]; with norm_w non-NULL, normed[t] = y[t] / sqrt(mean(y[t]^2) + eps) * norm_w. */
+void qk_ref_combine(const double *slots, const double *w, const double *residual,
+                    const double *norm_w, double eps, uint32_t T, uint32_t top_k, uint32_t N,
+                    double *y, double *normed);
+
+#endif

@@ -1,0 +1,21 @@
+// MLX affine: y = q * scale + bias per group, q a QK_P_bits-bit value of an
+// LSB-first bit stream of u32 words (planes w, scales, biases; see mlx.yaml).
+// A hook call of QK_SUB_N (32) elements is exactly QK_P_bits whole words, read
+// once; with QK_P_bits and i constant, every shift and straddle test folds.
+#include "include/linear.glsl"
+
+#define QK_MLX_WORDS (QK_SUB_N * QK_P_bits / 32)
+#define QK_MLX_MASK ((1u << QK_P_bits) - 1u)
+
+void qk_dequant_sub(uint m, uint g, uint sub, out float y[QK_SUB_N]) {
+    float s = qkp_scales(m, g, 0u), b = qkp_biases(m, g, 0u);
+    uint w[QK_MLX_WORDS];
+    for (uint k = 0u; k < QK_MLX_WORDS; k++) w[k] = qkp_w(m, g, sub * QK_MLX_WORDS + k);
+    for (uint i = 0u; i < QK_SUB_N; i++) {
+        const uint p = i * QK_P_bits, o = p & 31u;
+        uint q = w[p >> 5] >> o;
+        // a value that straddles two words (3, 5 and 6 bits) takes its top bits from the next
+        if (o + QK_P_bits > 32u) q |= w[(p >> 5) + 1u] << (32u - o);
+        y[i] = fma(float(q & QK_MLX_MASK), s, b);
+    }
+}

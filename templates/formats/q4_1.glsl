@@ -1,0 +1,16 @@
+// q4_1: y[j] = d * (qs[j] & 15) + m, y[j+16] = d * (qs[j] >> 4) + m.
+// Split nibbles as q4_0; d and m come from one word (include/f16.glsl).
+#include "include/nibbles.glsl"
+#include "include/split32.glsl"
+#include "include/f16.glsl"
+
+uint qk_sub_elem(uint sub, uint i) {
+    return qk_split32_elem(sub, i);
+}
+
+void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
+    vec2 dm = qk_f16x2(m, blk * QK_BYTES + QKF_d_OFFSET);
+    uint c[QK_SUB_N];
+    qk_split32_codes(m, blk * QK_BYTES + QKF_qs_OFFSET, sub, c);
+    for (uint i = 0u; i < QK_SUB_N; i++) y[i] = fma(dm.x, float(c[i]), dm.y);
+}

@@ -1,0 +1,20 @@
+// q4_K: eight sub-blocks j of 32 elements, each half a hook call of 16: call s
+// is sub-block j = s / 2, elements 16 * (s % 2) on; its values are the low
+// (j even) or high (j odd) nibbles of qs[32 * (j / 2) + 16 * (s % 2) ..].
+// y = d * sc(j) * q - dmin * mn(j), 6-bit sc and mn from include/kquant.glsl.
+#include "include/nibbles.glsl"
+#include "include/f16.glsl"
+#include "include/kquant.glsl"
+#include "include/linear.glsl"
+
+void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
+    const uint base = blk * QK_BYTES, j = sub >> 1;
+    vec2 dm = qk_f16x2(m, base + QKF_d_OFFSET); // d, dmin
+    uvec2 sm = qk_scale_min_k4(m, base + QKF_scales_OFFSET, j);
+    float dl = dm.x * float(sm.x), ml = dm.y * float(sm.y);
+    uint qs = base + QKF_qs_OFFSET + 32u * (j >> 1) + 16u * (sub & 1u);
+    for (uint k = 0u; k < QK_SUB_N / 4u; k++) {
+        uvec4 q = qk_byte_bits(qk_u32(m, qs + 4u * k), 4u * (j & 1u), 4);
+        for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * float(q[i]) - ml;
+    }
+}

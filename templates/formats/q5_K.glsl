@@ -1,0 +1,21 @@
+// q5_K: q4_K's sub-blocks, scales and nibbles, plus a fifth bit: element l of
+// a 64-element chunk pair takes bit j (its sub-block) of qh[l % 32], so hook
+// call s reads bit s / 2 of qh[16 * (s % 2) ..].
+#include "include/nibbles.glsl"
+#include "include/f16.glsl"
+#include "include/kquant.glsl"
+#include "include/linear.glsl"
+
+void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
+    const uint base = blk * QK_BYTES, j = sub >> 1;
+    vec2 dm = qk_f16x2(m, base + QKF_d_OFFSET); // d, dmin
+    uvec2 sm = qk_scale_min_k4(m, base + QKF_scales_OFFSET, j);
+    float dl = dm.x * float(sm.x), ml = dm.y * float(sm.y);
+    uint qs = base + QKF_qs_OFFSET + 32u * (j >> 1) + 16u * (sub & 1u);
+    uint qh = base + QKF_qh_OFFSET + 16u * (sub & 1u);
+    for (uint k = 0u; k < QK_SUB_N / 4u; k++) {
+        uvec4 lo = qk_byte_bits(qk_u32(m, qs + 4u * k), 4u * (j & 1u), 4);
+        uvec4 hi = qk_byte_bits(qk_u32(m, qh + 4u * k), j, 1);
+        for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * float(lo[i] | (hi[i] << 4)) - ml;
+    }
+}

@@ -1,0 +1,18 @@
+// q6_K: sixteen sub-blocks of 16 elements, one per hook call, each with a
+// signed 8-bit scale. Call s is in half h = s / 8 and quarter t = (s % 8) / 2 of
+// that half: the low 4 bits are nibble t / 2 of ql[64h + 32 * (t % 2) + 16 * (s % 2) ..],
+// the high 2 bits crumb t of qh[32h + 16 * (s % 2) ..]; y = d * scales[s] * (q - 32).
+#include "include/nibbles.glsl"
+#include "include/linear.glsl"
+
+void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
+    const uint base = blk * QK_BYTES, h = sub >> 3, t = (sub & 7u) >> 1, l0 = 16u * (sub & 1u);
+    float dl = qkf_d(m, blk) * float(qkf_scales(m, blk, sub));
+    uint ql = base + QKF_ql_OFFSET + 64u * h + 32u * (t & 1u) + l0;
+    uint qh = base + QKF_qh_OFFSET + 32u * h + l0;
+    for (uint k = 0u; k < QK_SUB_N / 4u; k++) {
+        uvec4 lo = qk_byte_bits(qk_u32(m, ql + 4u * k), 4u * (t >> 1), 4);
+        uvec4 hi = qk_byte_bits(qk_u32(m, qh + 4u * k), 2u * t, 2);
+        for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * (float(lo[i] | (hi[i] << 4)) - 32.0);
+    }
+}

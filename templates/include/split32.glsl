@@ -1,0 +1,24 @@
+// 32-element blocks whose byte j of qs holds element j in its low nibble and
+// element j + 16 in its high one (q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4).
+// A hook call of QK_SUB_N elements reads QK_SUB_N / 2 bytes as whole words:
+// their low nibbles are y[0 .. QK_SUB_N/2), their high nibbles the rest.
+
+// The element of the block that y[i] of hook call sub holds.
+uint qk_split32_elem(uint sub, uint i) {
+    const uint half_n = QK_SUB_N / 2u;
+    return (i < half_n ? 0u : 16u) + sub * half_n + i % half_n;
+}
+
+// The 4-bit codes of hook call sub, in y order; qs is the byte address of the
+// block's qs field.
+void qk_split32_codes(uint m, uint qs, uint sub, out uint c[QK_SUB_N]) {
+    const uint half_n = QK_SUB_N / 2u;
+    for (uint k = 0u; k < half_n / 4u; k++) {
+        uint w = qk_u32(m, qs + sub * half_n + 4u * k);
+        uvec4 lo = qk_nibbles(w, false), hi = qk_nibbles(w, true);
+        for (uint i = 0u; i < 4u; i++) {
+            c[4u * k + i] = lo[i];
+            c[half_n + 4u * k + i] = hi[i];
+        }
+    }
+}

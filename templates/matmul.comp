@@ -1,0 +1,150 @@
+// matmul: the prefill product y[t][r] = sum_k W[r][k] * x[t][k] over many
+// tokens, and its MoE form matmul_id, selected by a `tpe` binding.
+//
+// A workgroup owns an NR0 x NR1 output tile (weight rows x token columns) and
+// walks K in steps of NK: include/tile_load.glsl stages each step's weights
+// (dequantized through the format hooks) and activations in shared memory as
+// f16; the math path accumulates in f32:
+//  - scalar (any device): invocation i keeps weight row i % NR0 and the
+//    columns i / NR0 + j * (WG / NR0), NR0 * NR1 / WG of them, so each shared
+//    weight word it reads serves all its columns;
+//  - MMA_coopmat (VK_NV_cooperative_matrix): the tile is 16 x 16 blocks, dealt
+//    round-robin to the subgroups, multiplied with coopMatMulAddNV straight
+//    from shared memory; results go back through shared memory so that the
+//    bounds checks and the output indirection are the scalar path's.
+//
+// MoE form (BINDING_tpe; specs/kernels/matmul_id.yaml): grid z is the expert
+// e; column c of the grid is the pair p = ids[e][c] = token * top_k + slot,
+// for c < tpe[e]; a workgroup whose first column is at or past tpe[e] exits at
+// once, so a grid sized for the busiest expert (or an indirect dispatch from
+// moe_route.comp) costs little for the idle ones. The activation row is the
+// token's (ne11 = 1: gate/up) or the pair's own (ne11 = top_k: down); the
+// output row is p, so y is [tokens, top_k, M] and needs no reshuffle. Experts
+// are stacked in each weight buffer, expert e from block e * M * K / QK.
+//
+// Under FUSION_swiglu the tiles hold two matrices (m = 0 gate, m = 1 up)
+// against one activation tile, and the stored value is qk_fuse_swiglu(g, u).
+
+#ifdef BINDING_tpe
+#define QK_MOE 1
+#endif
+
+#include "include/tile_load.glsl"
+
+// Output element offset of each column's row of y, or ~0u: not stored.
+shared uint qk_yrow[NR1];
+
+// The value stored for one output: the product, or the fusion's combination.
+float qk_result(float v[QK_NW]) {
+#ifdef FUSION_swiglu
+    return qk_fuse_swiglu(v[0], v[1]);
+#else
+    return v[0];
+#endif
+}
+
+#ifdef MMA_coopmat
+#define CM 16u                  // the f16 16x16x16 shape (rule in the spec)
+#define QK_CT_R (NR0 / CM)      // 16 x 16 blocks along the rows of the tile
+#define QK_CTILES (QK_CT_R * (NR1 / CM))
+// Blocks per subgroup, sized for subgroups of 32 (the rule WG % 32 == 0; NV
+// cooperative matrices are NVIDIA's, whose subgroups are 32 wide). Narrower
+// subgroups would only leave some accumulators unused.
+#define QK_CT ((QK_CTILES + WG / 32u - 1u) / (WG / 32u))
+#define QK_F16MAT fcoopmatNV<16, gl_ScopeSubgroup, CM, CM>
+#define QK_F32MAT fcoopmatNV<32, gl_ScopeSubgroup, CM, CM>
+shared float qk_ot[QK_NW * NR0 * NR1]; // column-major results, stride NR0
+#else
+#define QK_NC (NR0 * NR1 / WG)  // columns per invocation
+#endif
+
+void main() {
+    const uint M = pc.M, K = pc.K, nb = K / QK, tid = gl_LocalInvocationID.x;
+    const uint row0 = gl_WorkGroupID.x * NR0, col0 = gl_WorkGroupID.y * NR1;
+#ifdef QK_MOE
+    const uint e = gl_WorkGroupID.z, mpe = pc.max_per_expert;
+    const uint ncols = min(tpe[e], mpe), npairs = pc.T * pc.top_k;
+    if (col0 >= ncols) return; // the same for the whole workgroup, before any barrier
+    const uint wbase = e * M * nb;
+    // Columns past tpe[e] repeat its last pair: computed, never stored. Pair
+    // indices are clamped so that a bad id cannot read out of bounds.
+    for (uint c = tid; c < NR1; c += WG) {
+        const uint p = min(ids[e * mpe + min(col0 + c, ncols - 1u)], npairs - 1u);
+        const uint tok = p / pc.top_k, slot = p % pc.top_k;
+        qk_xrow[c] = (tok * pc.ne11 + slot % pc.ne11) * K;
+        qk_yrow[c] = col0 + c < ncols ? p * M : ~0u;
+    }
+#else
+    const uint T = pc.T, wbase = 0u;
+    for (uint c = tid; c < NR1; c += WG) {
+        qk_xrow[c] = min(col0 + c, T - 1u) * K;
+        qk_yrow[c] = col0 + c < T ? (col0 + c) * M : ~0u;
+    }
+#endif
+
+#ifdef MMA_coopmat
+    const uint sg = gl_SubgroupID, nsg = gl_NumSubgroups;
+    QK_F32MAT acc[QK_NW][QK_CT];
+    for (uint m = 0; m < QK_NW; m++)
+        for (uint j = 0; j < QK_CT; j++) acc[m][j] = QK_F32MAT(0.0);
+    for (uint k0 = 0; k0 < K; k0 += NK) {
+        barrier(); // the previous step's tiles are read (and qk_xrow is set)
+        qk_tile_load(wbase, row0, M, nb, k0);
+        barrier();
+        for (uint kk = 0; kk < NK; kk += CM)
+            for (uint j = 0; j < QK_CT; j++) {
+                const uint t = sg + j * nsg; // uniform in the subgroup
+                if (t >= QK_CTILES) break;
+                const uint tr = t % QK_CT_R, tc = t / QK_CT_R;
+                QK_F16MAT b;
+                coopMatLoadNV(b, qk_xt, tc * CM * TS + kk, TS, true); // K x N, column-major
+                for (uint m = 0; m < QK_NW; m++) {
+                    QK_F16MAT a;
+                    coopMatLoadNV(a, qk_wt, (m * NR0 + tr * CM) * TS + kk, TS, false);
+                    acc[m][j] = coopMatMulAddNV(a, b, acc[m][j]);
+                }
+            }
+    }
+    for (uint j = 0; j < QK_CT; j++) {
+        const uint t = sg + j * nsg;
+        if (t >= QK_CTILES) break;
+        const uint tr = t % QK_CT_R, tc = t / QK_CT_R;
+        for (uint m = 0; m < QK_NW; m++)
+            coopMatStoreNV(acc[m][j], qk_ot, m * NR0 * NR1 + tc * CM * NR0 + tr * CM, NR0, true);
+    }
+    barrier();
+    // consecutive invocations store consecutive rows of one column
+    for (uint i = tid; i < NR0 * NR1; i += WG) {
+        const uint r = i % NR0, c = i / NR0;
+        float v[QK_NW];
+        for (uint m = 0; m < QK_NW; m++) v[m] = qk_ot[m * NR0 * NR1 + i];
+        if (qk_yrow[c] != ~0u && row0 + r < M) y[qk_yrow[c] + row0 + r] = qk_result(v);
+    }
+#else
+    const uint r = tid % NR0, c0 = tid / NR0;
+    float acc[QK_NW][QK_NC];
+    for (uint m = 0; m < QK_NW; m++)
+        for (uint j = 0; j < QK_NC; j++) acc[m][j] = 0.0;
+    for (uint k0 = 0; k0 < K; k0 += NK) {
+        barrier(); // the previous step's tiles are read (and qk_xrow is set)
+        qk_tile_load(wbase, row0, M, nb, k0);
+        barrier();
+        for (uint kk = 0; kk < NK / 2u; kk++) { // two K elements per shared word
+            vec2 xv[QK_NC];
+            for (uint j = 0; j < QK_NC; j++)
+                xv[j] = unpackHalf2x16(qk_xt[(c0 + j * (WG / NR0)) * (TS / 2u) + kk]);
+            for (uint m = 0; m < QK_NW; m++) {
+                const vec2 wv = unpackHalf2x16(qk_wt[(m * NR0 + r) * (TS / 2u) + kk]);
+                for (uint j = 0; j < QK_NC; j++)
+                    acc[m][j] = fma(wv.y, xv[j].y, fma(wv.x, xv[j].x, acc[m][j]));
+            }
+        }
+    }
+    for (uint j = 0; j < QK_NC; j++) {
+        const uint c = c0 + j * (WG / NR0);
+        float v[QK_NW];
+        for (uint m = 0; m < QK_NW; m++) v[m] = acc[m][j];
+        if (qk_yrow[c] != ~0u && row0 + r < M) y[qk_yrow[c] + row0 + r] = qk_result(v);
+    }
+#endif
+}

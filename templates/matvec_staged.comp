@@ -1,0 +1,75 @@
+// matvec_staged: y[t][r] = sum_k W[r][k] * x[t][k] for up to NR1 tokens, built
+// for memory bandwidth: TPR invocations share a row; each reads whole chunks
+// of NK elements (NK / QK blocks) with aligned vector loads into registers
+// (QK_STAGED) for its NR0 rows, so the dequant hooks run on registers with
+// constant offsets, and reads activations as vec4 where the format's runs allow.
+// A workgroup owns (WG / TPR) * NR0 rows; partial sums meet in shared memory,
+// so no subgroup operation (and no subgroup size) is assumed.
+
+#define CHUNK_BLOCKS (NK / QK)
+#define RG (WG / TPR)
+
+shared float qk_red[NR0 * NR1][WG];
+
+// Activations of one hook call for token offset xb (elements), block e0.
+void load_x(uint xb, uint e0, uint sub, out float xv[QK_SUB_N]) {
+#if QK_SUB_RUN >= 4
+    [[unroll]] for (uint j = 0; j < QK_SUB_N / 4; j++) {
+        vec4 v = x4[(xb + e0 + qk_sub_elem(sub, 4u * j)) >> 2];
+        xv[4 * j] = v.x, xv[4 * j + 1] = v.y, xv[4 * j + 2] = v.z, xv[4 * j + 3] = v.w;
+    }
+#else
+    [[unroll]] for (uint i = 0; i < QK_SUB_N; i++) xv[i] = x[xb + e0 + qk_sub_elem(sub, i)];
+#endif
+}
+
+void main() {
+    const uint M = pc.M, K = pc.K, T = pc.T;
+    const uint lid = gl_LocalInvocationID.x;
+    const uint lane = lid % TPR, rg = lid / TPR;
+    const uint row0 = (gl_WorkGroupID.x * RG + rg) * NR0;
+    const uint tok0 = gl_WorkGroupID.y * NR1;
+    const uint nb = K / QK, nchunks = K / NK;
+
+    // Rows and tokens past the end are clamped, computed and never stored.
+    uint rowblk[NR0];
+    [[unroll]] for (uint r = 0; r < NR0; r++) rowblk[r] = min(row0 + r, M - 1u) * nb;
+    uint toks[NR1];
+    [[unroll]] for (uint t = 0; t < NR1; t++) toks[t] = min(tok0 + t, T - 1u) * K;
+
+    float acc[NR0][NR1];
+    [[unroll]] for (uint r = 0; r < NR0; r++)
+        [[unroll]] for (uint t = 0; t < NR1; t++) acc[r][t] = 0.0;
+
+    for (uint c = lane; c < nchunks; c += TPR) {
+        // every row's chunk in flight before the first use
+        [[unroll]] for (uint r = 0; r < NR0; r++)
+            qk_stage_load(r, 0u, (rowblk[r] + c * CHUNK_BLOCKS) * QK_BYTES);
+        [[unroll]] for (uint b = 0; b < CHUNK_BLOCKS; b++) {
+            const uint e0 = (c * CHUNK_BLOCKS + b) * QK;
+            [[unroll]] for (uint sub = 0; sub < QK_SUBS; sub++) {
+                float xv[NR1][QK_SUB_N];
+                [[unroll]] for (uint t = 0; t < NR1; t++) load_x(toks[t], e0, sub, xv[t]);
+                [[unroll]] for (uint r = 0; r < NR0; r++) {
+                    float w[QK_SUB_N];
+                    qk_dequant_sub(r, b, sub, w);
+                    [[unroll]] for (uint t = 0; t < NR1; t++)
+                        [[unroll]] for (uint i = 0; i < QK_SUB_N; i++)
+                            acc[r][t] = fma(w[i], xv[t][i], acc[r][t]);
+                }
+            }
+        }
+    }
+
+    [[unroll]] for (uint r = 0; r < NR0; r++)
+        [[unroll]] for (uint t = 0; t < NR1; t++) qk_red[r * NR1 + t][lid] = acc[r][t];
+    barrier();
+    // one invocation per (row group, row, token) sums its row's TPR lanes
+    for (uint o = lid; o < RG * NR0 * NR1; o += WG) {
+        const uint g = o / (NR0 * NR1), rt = o % (NR0 * NR1);
+        float sum = 0.0;
+        for (uint l = 0; l < TPR; l++) sum += qk_red[rt][g * TPR + l];
+        const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
+        if (r < M && t < T) y[t * M + r] = sum;
+    }
+}

@@ -1,0 +1,98 @@
+/* Shared by the MoE and post-op GPU tests: the printed seed, random data, the
+ * context and bundle under the validation layer, and kernel lookup by family,
+ * format and fusion. Header-only: each test is one translation unit. */
+#ifndef QK_GPU_COMMON_H
+#define QK_GPU_COMMON_H
+
+#include "ops_moe.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t g_rng;
+static int g_pass, g_fail;
+
+static inline double rnd_unit(void) { /* [-1, 1) */
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(g_rng >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+static inline uint32_t rnd_below(uint32_t n) {
+    return (uint32_t)((rnd_unit() + 1) / 2 * n) % n;
+}
+
+/* n random values in [-scale, scale) into f (float) and d (the same, as double). */
+static inline void rnd_fill(float *f, double *d, size_t n, double scale) {
+    for (size_t i = 0; i < n; i++)
+        d[i] = f[i] = (float)(rnd_unit() * scale);
+}
+
+static inline double *to_double(const float *f, size_t n) {
+    double *d = malloc(sizeof *d * (n ? n : 1));
+    for (size_t i = 0; i < n; i++)
+        d[i] = f[i];
+    return d;
+}
+
+/* Opens the default device and bundle; prints the seed and device. */
+static inline bool gpu_open(const char *bundle, qkrt_context **ctx, qkrt_bundle **b) {
+    uint64_t seed = getenv("QKGEN_SEED") ? strtoull(getenv("QKGEN_SEED"), NULL, 0)
+                                         : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
+    printf("seed %llu (QKGEN_SEED=%llu repeats this run)\n", (unsigned long long)seed,
+           (unsigned long long)seed);
+    g_rng = seed;
+    if (qkrt_create(&(qkrt_desc){0}, ctx) != QKRT_OK) {
+        printf("FAIL: %s\n", qkrt_create_error());
+        return false;
+    }
+    if (qkrt_bundle_load(*ctx, bundle, b) != QKRT_OK) {
+        printf("FAIL: %s\n", qkrt_last_error(*ctx));
+        qkrt_destroy(*ctx);
+        return false;
+    }
+    printf("device: %s\n", qkrt_device(*ctx)->name);
+    return true;
+}
+
+/* Ends the test: validation errors fail it. Returns the exit status. */
+static inline int gpu_close(qkrt_context *ctx, qkrt_bundle *b) {
+    uint32_t verrs = qkrt_validation_errors(ctx);
+    if (verrs) {
+        printf("FAIL: the validation layer reported %u errors\n", verrs);
+        g_fail++;
+    }
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    qkrt_bundle_destroy(ctx, b);
+    qkrt_destroy(ctx);
+    return g_fail ? 1 : 0;
+}
+
+/* Records one check; prints it when it fails (or always when verbose). */
+static inline bool check_nmse(const char *what, const float *out, const double *ref, size_t n,
+                              double limit) {
+    double e = qk_nmse(out, ref, n);
+    bool ok = e <= limit;
+    if (!ok || getenv("QKGEN_VERBOSE")) printf("%s %s: NMSE %.3g\n", ok ? "ok" : "FAIL", what, e);
+    ok ? g_pass++ : g_fail++;
+    return ok;
+}
+
+/* The first kernel of family for format (NULL: any) with fusion that the
+ * device runs; -1 if none. variant: the MLX scale type, or NULL. */
+static inline int find_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
+                              const char *format, const char *variant, const char *fusion) {
+    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        if (strcmp(k->family, family) || strcmp(k->fusion, fusion) ||
+            (format && strcmp(k->format, format)) ||
+            (variant && strcmp(k->format_variant, variant)))
+            continue;
+        if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
+    }
+    return -1;
+}
+
+#endif

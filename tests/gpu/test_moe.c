@@ -1,0 +1,316 @@
+/* The MoE decode kernels on the device against float64 CPU references: every
+ * mat-vec-with-ids variant (stacked and separate experts, plain and SwiGLU),
+ * every SwiGLU mat-vec, then one whole MoE FFN block run from generated kernels only. */
+#include "gpu_common.h"
+
+static uint32_t test_k(const qkrt_kernel_info *k) {
+    return k->block_elements >= 256 ? 2 * k->block_elements : 256;
+}
+
+/* Random stacked weights of E experts [M, K] and the view of each. */
+static bool stack(const qkrt_kernel_info *k, uint32_t E, uint32_t M, uint32_t K, qk_weights *w,
+                  qk_weights *views) {
+    if (!qk_random_weights(k->format, k->format_variant, E * M, K, &g_rng, w)) {
+        printf("FAIL %s: no reference for format %s\n", k->name, k->format);
+        g_fail++;
+        return false;
+    }
+    for (uint32_t e = 0; e < E; e++)
+        views[e] = qk_weights_expert(w, e, E);
+    return true;
+}
+
+/* One matvec_id / matvec_id_sep variant on one shape. */
+static void test_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
+                           uint32_t M, bool per_slot) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    const bool sep = !strcmp(k->family, "matvec_id_sep"), glu = !strcmp(k->fusion, "swiglu");
+    const uint32_t K = test_k(k), top_k = 3, E = sep ? 6 : 5, ne11 = per_slot ? top_k : 1;
+    const uint32_t pairs = T * top_k, nmat = glu ? 2 : 1;
+    qk_weights w[2], views[2][8];
+    if (!stack(k, E, M, K, &w[0], views[0])) return;
+    if (glu && !stack(k, E, M, K, &w[1], views[1])) {
+        qk_free_weights(&w[0]);
+        return;
+    }
+    int32_t ids[64];
+    for (uint32_t p = 0; p < pairs; p++)
+        ids[p] = (int32_t)rnd_below(E);
+    size_t nx = (size_t)T * ne11 * K, ny = (size_t)pairs * M;
+    float *x = malloc(sizeof *x * nx), *y = malloc(sizeof *y * ny);
+    double *xd = malloc(sizeof *xd * nx), *ref = malloc(sizeof *ref * ny);
+    rnd_fill(x, xd, nx, 1.0);
+    char err[1024] = "";
+    /* separate experts: one weights struct per bound matrix */
+    qkrt_result r = qk_run_matvec_id(ctx, b, ki, sep ? views[0] : w, sep ? E : nmat, ids, x, M, K,
+                                     T, top_k, ne11, E, y, NULL, err, sizeof err);
+    qk_ref_matvec_id(views[0], glu ? views[1] : NULL, ids, xd, M, K, T, top_k, ne11, ref);
+    char what[512];
+    snprintf(what, sizeof what, "%s M=%u K=%u T=%u top_k=%u ne11=%u%s%s", k->name, M, K, T, top_k,
+             ne11, r != QKRT_OK ? ": " : "", r != QKRT_OK ? err : "");
+    check_nmse(what, r == QKRT_OK ? y : (float[]){NAN}, ref, r == QKRT_OK ? ny : 1, 1e-6);
+    free(x), free(y), free(xd), free(ref);
+    for (uint32_t m = 0; m < nmat; m++)
+        qk_free_weights(&w[m]);
+}
+
+/* One SwiGLU mat-vec variant: y[T, M] = silu(x Wg^T) * (x Wu^T). */
+static void test_matvec_swiglu(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
+                               uint32_t M) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    const uint32_t K = test_k(k);
+    qk_weights w[2], gv, uv;
+    if (!stack(k, 1, M, K, &w[0], &gv)) return;
+    if (!stack(k, 1, M, K, &w[1], &uv)) {
+        qk_free_weights(&w[0]);
+        return;
+    }
+    size_t nx = (size_t)T * K, ny = (size_t)T * M;
+    float *x = malloc(sizeof *x * nx), *y = malloc(sizeof *y * ny);
+    double *xd = malloc(sizeof *xd * nx), *ref = malloc(sizeof *ref * ny),
+           *u = malloc(sizeof *u * ny);
+    rnd_fill(x, xd, nx, 1.0);
+    char err[1024] = "";
+    qk_wbufs mats[2] = {0};
+    qkrt_buffer *xb = NULL, *yb = NULL;
+    qkrt_result r = qk_wbufs_upload(ctx, &w[0], &mats[0]);
+    if (r == QKRT_OK) r = qk_wbufs_upload(ctx, &w[1], &mats[1]);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, x, nx * 4, &xb);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, NULL, ny * 4, &yb);
+    if (r == QKRT_OK) {
+        qkrt_dispatch d;
+        qk_bind binds[] = {{"x", xb}, {"y", yb}};
+        const char *names[] = {"M", "K", "T"};
+        int64_t vals[] = {M, K, T};
+        r = qk_dispatch_setup(b, ki, mats, 2, binds, 2, names, vals, 3, &d, err, sizeof err);
+        if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, NULL);
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, yb, 0, y, ny * 4);
+    }
+    if (r != QKRT_OK && !err[0]) snprintf(err, sizeof err, "%s", qkrt_last_error(ctx));
+    qk_ref_matvec(&gv, xd, M, K, T, ref);
+    qk_ref_matvec(&uv, xd, M, K, T, u);
+    for (size_t i = 0; i < ny; i++)
+        ref[i] = qk_ref_swiglu(ref[i], u[i]);
+    char what[512];
+    snprintf(what, sizeof what, "%s M=%u K=%u T=%u %s", k->name, M, K, T, err);
+    check_nmse(what, r == QKRT_OK ? y : (float[]){NAN}, ref, r == QKRT_OK ? ny : 1, 1e-6);
+    for (int i = 0; i < 2; i++)
+        qk_wbufs_destroy(ctx, &mats[i]), qk_free_weights(&w[i]);
+    if (xb) qkrt_buffer_destroy(ctx, xb);
+    if (yb) qkrt_buffer_destroy(ctx, yb);
+    free(x), free(y), free(xd), free(ref), free(u);
+}
+
+/* ---- one MoE FFN block: router mat-vec, softmax/top-k/renorm, gate+up with
+ * SwiGLU, down, weighted sum + residual + RMSNorm; five dispatches in one
+ * submission, device buffers passed along. */
+enum { BLK_E = 16, BLK_TOPK = 4, BLK_H = 256 };
+typedef struct block_kernels {
+    int router, topk, gate_up, down, combine;
+} block_kernels;
+
+static bool block_find(qkrt_context *ctx, const qkrt_bundle *b, const char *format,
+                       const char *variant, block_kernels *bk) {
+    bk->router = find_kernel(ctx, b, "matvec", format, variant, "none");
+    bk->topk = find_kernel(ctx, b, "router_topk", NULL, NULL, "renorm");
+    bk->gate_up = find_kernel(ctx, b, "matvec_id", format, variant, "swiglu");
+    bk->down = find_kernel(ctx, b, "matvec_id", format, variant, "none");
+    bk->combine = find_kernel(ctx, b, "moe_combine", NULL, NULL, "residual_rmsnorm");
+    return bk->router >= 0 && bk->topk >= 0 && bk->gate_up >= 0 && bk->down >= 0 &&
+           bk->combine >= 0;
+}
+
+static void test_block(qkrt_context *ctx, const qkrt_bundle *b, const char *format,
+                       const char *variant, const block_kernels *bk, uint32_t T) {
+    const qkrt_kernel_info *kd = qkrt_bundle_kernel(b, (uint32_t)bk->down);
+    const uint32_t E = BLK_E, TK = BLK_TOPK, H = BLK_H, F = kd->block_elements > 128 ? 256 : 128;
+    const uint32_t P = T * TK;
+    qk_weights wr, wg, wu, wd, vr, vg[BLK_E], vu[BLK_E], vd[BLK_E];
+    if (!stack(kd, 1, E, H, &wr, &vr)) return;
+    stack(kd, E, F, H, &wg, vg), stack(kd, E, F, H, &wu, vu), stack(kd, E, H, F, &wd, vd);
+    size_t nx = (size_t)T * H;
+    float *x = malloc(4 * nx), *res = malloc(4 * nx), *nw = malloc(4 * H);
+    double *xd = malloc(8 * nx), *resd = malloc(8 * nx), *nwd = malloc(8 * H);
+    rnd_fill(x, xd, nx, 1.0), rnd_fill(res, resd, nx, 1.0), rnd_fill(nw, nwd, H, 1.0);
+    const float eps = 1e-5f;
+    uint32_t eps_bits;
+    memcpy(&eps_bits, &eps, 4);
+
+    /* device buffers, outputs poisoned with NaN */
+    qk_wbufs mr, mg, mu, md;
+    qkrt_buffer *bx, *bres, *bnw, *blog, *bids, *brw, *bact, *bslots, *by, *bnormed;
+    qkrt_result r = qk_wbufs_upload(ctx, &wr, &mr);
+    if (r == QKRT_OK) r = qk_wbufs_upload(ctx, &wg, &mg);
+    if (r == QKRT_OK) r = qk_wbufs_upload(ctx, &wu, &mu);
+    if (r == QKRT_OK) r = qk_wbufs_upload(ctx, &wd, &md);
+    struct {
+        qkrt_buffer **buf;
+        const void *data;
+        size_t bytes;
+    } bufs[] = {{&bx, x, 4 * nx},         {&bres, res, 4 * nx},       {&bnw, nw, 4 * H},
+                {&blog, NULL, 4 * T * E}, {&bids, NULL, 4 * P},       {&brw, NULL, 4 * P},
+                {&bact, NULL, 4 * P * F}, {&bslots, NULL, 4 * P * H}, {&by, NULL, 4 * nx},
+                {&bnormed, NULL, 4 * nx}};
+    const int nbufs = sizeof bufs / sizeof bufs[0];
+    for (int i = 0; i < nbufs; i++)
+        *bufs[i].buf = NULL;
+    for (int i = 0; i < nbufs && r == QKRT_OK; i++)
+        r = qk_buffer_from(ctx, bufs[i].data, bufs[i].bytes, bufs[i].buf);
+
+    char err[1024] = "";
+    qkrt_dispatch d[5];
+    const char *nm[] = {"M", "K", "T", "top_k", "ne11", "E", "N", "eps_bits"};
+    if (r == QKRT_OK) {
+        qk_bind b0[] = {{"x", bx}, {"y", blog}};
+        int64_t v0[] = {E, H, T};
+        r = qk_dispatch_setup(b, (uint32_t)bk->router, &mr, 1, b0, 2, nm, v0, 3, &d[0], err,
+                              sizeof err);
+    }
+    if (r == QKRT_OK) {
+        qk_bind b1[] = {{"logits", blog}, {"ids", bids}, {"route_w", brw}};
+        const char *n1[] = {"E", "T", "top_k"};
+        int64_t v1[] = {E, T, TK};
+        r = qk_dispatch_setup(b, (uint32_t)bk->topk, NULL, 0, b1, 3, n1, v1, 3, &d[1], err,
+                              sizeof err);
+    }
+    if (r == QKRT_OK) {
+        qk_wbufs gu[2] = {mg, mu};
+        qk_bind b2[] = {{"x", bx}, {"ids", bids}, {"y", bact}};
+        int64_t v2[] = {F, H, T, TK, 1, E};
+        r = qk_dispatch_setup(b, (uint32_t)bk->gate_up, gu, 2, b2, 3, nm, v2, 6, &d[2], err,
+                              sizeof err);
+    }
+    if (r == QKRT_OK) {
+        qk_bind b3[] = {{"x", bact}, {"ids", bids}, {"y", bslots}};
+        int64_t v3[] = {H, F, T, TK, TK, E};
+        r = qk_dispatch_setup(b, (uint32_t)bk->down, &md, 1, b3, 3, nm, v3, 6, &d[3], err,
+                              sizeof err);
+    }
+    if (r == QKRT_OK) {
+        qk_bind b4[] = {{"slots", bslots},  {"route_w", brw}, {"y", by},
+                        {"residual", bres}, {"norm_w", bnw},  {"normed", bnormed}};
+        const char *n4[] = {"N", "T", "top_k", "eps_bits"};
+        int64_t v4[] = {H, T, TK, eps_bits};
+        r = qk_dispatch_setup(b, (uint32_t)bk->combine, NULL, 0, b4, 6, n4, v4, 4, &d[4], err,
+                              sizeof err);
+    }
+    if (r == QKRT_OK) r = qkrt_run(ctx, d, 5, NULL);
+
+    float *logits = malloc(4 * T * E), *rw = malloc(4 * P), *act = malloc(4 * P * F);
+    float *slots = malloc(4 * P * H), *y = malloc(4 * nx), *normed = malloc(4 * nx);
+    int32_t *ids = malloc(4 * P);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, blog, 0, logits, 4 * T * E);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, bids, 0, ids, 4 * P);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, brw, 0, rw, 4 * P);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, bact, 0, act, 4 * P * F);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, bslots, 0, slots, 4 * P * H);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, by, 0, y, 4 * nx);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, bnormed, 0, normed, 4 * nx);
+    char tag[128];
+    snprintf(tag, sizeof tag, "block %s%s%s T=%u", format, variant ? " " : "",
+             variant ? variant : "", T);
+    if (r != QKRT_OK) {
+        printf("FAIL %s: %s\n", tag, err[0] ? err : qkrt_last_error(ctx));
+        g_fail++;
+    } else {
+        /* The reference of each stage starts from the device's router logits:
+         * top-k is discontinuous, and the same logits must pick the same experts. */
+        double *rlog = malloc(8 * T * E), *rw_ref = malloc(8 * P), *act_ref = malloc(8 * P * F);
+        double *slots_ref = malloc(8 * P * H), *y_ref = malloc(8 * nx), *n_ref = malloc(8 * nx);
+        int32_t *ids_ref = malloc(4 * P);
+        char what[160];
+        qk_ref_matvec(&vr, xd, E, H, T, rlog);
+        snprintf(what, sizeof what, "%s router logits", tag);
+        check_nmse(what, logits, rlog, (size_t)T * E, 1e-6);
+        double *glog = to_double(logits, (size_t)T * E);
+        qk_ref_router(glog, T, E, TK, true, ids_ref, rw_ref);
+        bool same = !memcmp(ids, ids_ref, 4 * P);
+        printf("%s %s: top-%u expert ids %s\n", same ? "ok" : "FAIL", tag, TK,
+               same ? "match" : "differ");
+        same ? g_pass++ : g_fail++;
+        snprintf(what, sizeof what, "%s routing weights", tag);
+        check_nmse(what, rw, rw_ref, P, 1e-6);
+        qk_ref_matvec_id(vg, vu, ids_ref, xd, F, H, T, TK, 1, act_ref);
+        snprintf(what, sizeof what, "%s gate+up swiglu", tag);
+        check_nmse(what, act, act_ref, (size_t)P * F, 1e-6);
+        double *actd = to_double(act, (size_t)P * F);
+        qk_ref_matvec_id(vd, NULL, ids_ref, actd, H, F, T, TK, TK, slots_ref);
+        snprintf(what, sizeof what, "%s down", tag);
+        check_nmse(what, slots, slots_ref, (size_t)P * H, 1e-6);
+        qk_ref_combine(slots_ref, rw_ref, resd, nwd, eps, T, TK, H, y_ref, n_ref);
+        snprintf(what, sizeof what, "%s residual out", tag);
+        bool ok = check_nmse(what, y, y_ref, nx, 1e-6);
+        snprintf(what, sizeof what, "%s rmsnorm out", tag);
+        ok &= check_nmse(what, normed, n_ref, nx, 1e-6);
+        printf("%s %s: NMSE out %.2e, normed %.2e\n", ok ? "ok" : "FAIL", tag,
+               qk_nmse(y, y_ref, nx), qk_nmse(normed, n_ref, nx));
+        free(rlog), free(rw_ref), free(act_ref), free(slots_ref), free(y_ref), free(n_ref);
+        free(ids_ref), free(glog), free(actd);
+    }
+    for (int i = 0; i < nbufs; i++)
+        if (*bufs[i].buf) qkrt_buffer_destroy(ctx, *bufs[i].buf);
+    qk_wbufs *mats[] = {&mr, &mg, &mu, &md};
+    qk_weights *ws[] = {&wr, &wg, &wu, &wd};
+    for (int i = 0; i < 4; i++)
+        qk_wbufs_destroy(ctx, mats[i]), qk_free_weights(ws[i]);
+    free(x), free(res), free(nw), free(xd), free(resd), free(nwd);
+    free(logits), free(rw), free(act), free(slots), free(y), free(normed), free(ids);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_gpu_moe BUNDLE [FILTER]\n");
+        return 2;
+    }
+    const char *filter = argc > 2 ? argv[2] : NULL;
+    qkrt_context *ctx;
+    qkrt_bundle *b;
+    if (!gpu_open(argv[1], &ctx, &b)) return 1;
+    uint32_t kernels = 0, n = 0;
+    for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+        bool id = !strcmp(k->family, "matvec_id") || !strcmp(k->family, "matvec_id_sep");
+        bool glu = !strcmp(k->family, "matvec") && !strcmp(k->fusion, "swiglu");
+        if ((!id && !glu) || (filter && !strstr(k->name, filter))) continue;
+        if (qkrt_kernel_check(ctx, b, ki) != QKRT_OK) {
+            printf("FAIL %s: the device cannot run it: %s\n", k->name, qkrt_last_error(ctx));
+            g_fail++;
+            continue;
+        }
+        kernels++, n++;
+        /* odd rows, one token or a few, activations per token and per slot */
+        const uint32_t M = n % 2 ? 33 : 7;
+        if (glu) {
+            test_matvec_swiglu(ctx, b, ki, 1, M);
+            test_matvec_swiglu(ctx, b, ki, k->nr1 + 1, M);
+        } else {
+            test_matvec_id(ctx, b, ki, 1, M, false);
+            test_matvec_id(ctx, b, ki, 3, M, strcmp(k->fusion, "swiglu") && n % 2);
+        }
+    }
+    printf("%u MoE mat-vec kernels tested\n", kernels);
+    if (!kernels) {
+        printf("FAIL: no matvec_id kernel in %s\n", argv[1]);
+        g_fail++;
+    }
+
+    /* The block, for each wanted format the bundle holds */
+    const char *formats[][2] = {
+        {"q4_0", NULL}, {"q4_K", NULL}, {"q8_0", NULL}, {"mlx4_g64", "bf16"}};
+    int ran = 0;
+    for (int i = 0; i < 4 && !filter; i++) {
+        block_kernels bk;
+        if (!block_find(ctx, b, formats[i][0], formats[i][1], &bk)) {
+            printf("skip block %s: the bundle lacks one of its kernels\n", formats[i][0]);
+            continue;
+        }
+        ran++;
+        test_block(ctx, b, formats[i][0], formats[i][1], &bk, 1);
+        test_block(ctx, b, formats[i][0], formats[i][1], &bk, 37);
+    }
+    if (!filter && !ran) {
+        printf("FAIL: no format has every kernel of the MoE block\n");
+        g_fail++;
+    }
+    return gpu_close(ctx, b);
+}

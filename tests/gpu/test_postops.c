@@ -1,0 +1,210 @@
+/* The post-op kernels on the device against float64 CPU references: router
+ * softmax/top-k (with and without renormalisation), the MoE combine with each of
+ * its fusions, elementwise SwiGLU and the quantized embedding gather of every format. */
+#include "gpu_common.h"
+
+/* Runs kernel ki once on host arrays: ins are uploaded, outs poisoned with
+ * NaN and downloaded; w (optional) are the weights. Prints a failure. */
+typedef struct host_buf {
+    const char *name;
+    void *data; /* in: read; out: written */
+    size_t bytes;
+    bool out;
+} host_buf;
+
+static bool run_host(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const qk_weights *w,
+                     host_buf *hb, uint32_t n, const char *const *names, const int64_t *vals,
+                     uint32_t nvars) {
+    qk_wbufs wb = {0};
+    qk_bind binds[16];
+    char err[1024] = "";
+    qkrt_result r = w ? qk_wbufs_upload(ctx, w, &wb) : QKRT_OK;
+    uint32_t made = 0;
+    for (; made < n && r == QKRT_OK; made++) {
+        binds[made].name = hb[made].name;
+        r = qk_buffer_from(ctx, hb[made].out ? NULL : hb[made].data, hb[made].bytes,
+                           &binds[made].buf);
+        if (r != QKRT_OK) break;
+    }
+    qkrt_dispatch d;
+    if (r == QKRT_OK)
+        r = qk_dispatch_setup(b, ki, w ? &wb : NULL, w ? 1 : 0, binds, n, names, vals, nvars, &d,
+                              err, sizeof err);
+    if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, NULL);
+    for (uint32_t i = 0; i < n && r == QKRT_OK; i++)
+        if (hb[i].out) r = qkrt_buffer_download(ctx, binds[i].buf, 0, hb[i].data, hb[i].bytes);
+    if (r != QKRT_OK) {
+        printf("FAIL %s: %s\n", qkrt_bundle_kernel(b, ki)->name,
+               err[0] ? err : qkrt_last_error(ctx));
+        g_fail++;
+    }
+    for (uint32_t i = 0; i < made; i++)
+        qkrt_buffer_destroy(ctx, binds[i].buf);
+    qk_wbufs_destroy(ctx, &wb);
+    return r == QKRT_OK;
+}
+
+static void test_router(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
+                        uint32_t E, uint32_t TK) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    const bool renorm = !strcmp(k->fusion, "renorm");
+    float *lg = malloc(4 * T * E), *w = malloc(4 * T * TK);
+    double *lgd = malloc(8 * T * E), *wref = malloc(8 * T * TK);
+    int32_t *ids = malloc(4 * T * TK), *iref = malloc(4 * T * TK);
+    rnd_fill(lg, lgd, (size_t)T * E, 4.0);
+    if (E > 3) lg[1] = lg[2], lgd[1] = lgd[2]; /* a tie: the lower index goes first */
+    host_buf hb[] = {{"logits", lg, 4 * T * E, false},
+                     {"ids", ids, 4 * T * TK, true},
+                     {"route_w", w, 4 * T * TK, true}};
+    const char *names[] = {"E", "T", "top_k"};
+    int64_t vals[] = {E, T, TK};
+    if (run_host(ctx, b, ki, NULL, hb, 3, names, vals, 3)) {
+        qk_ref_router(lgd, T, E, TK, renorm, iref, wref);
+        char what[256];
+        snprintf(what, sizeof what, "%s T=%u E=%u top_k=%u", k->name, T, E, TK);
+        bool same = !memcmp(ids, iref, 4 * T * TK);
+        if (!same) printf("FAIL %s: expert ids differ (first: %d vs %d)\n", what, ids[0], iref[0]);
+        same ? g_pass++ : g_fail++;
+        check_nmse(what, w, wref, (size_t)T * TK, 1e-6);
+    }
+    free(lg), free(w), free(lgd), free(wref), free(ids), free(iref);
+}
+
+static void test_combine(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
+                         uint32_t N, uint32_t TK) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    const bool res = strstr(k->fusion, "residual") != NULL, norm = strstr(k->fusion, "rmsnorm");
+    size_t ns = (size_t)T * TK * N, ny = (size_t)T * N;
+    float *slots = malloc(4 * ns), *w = malloc(4 * T * TK), *resid = malloc(4 * ny);
+    float *nw = malloc(4 * N), *y = malloc(4 * ny), *normed = malloc(4 * ny);
+    double *sd = malloc(8 * ns), *wd = malloc(8 * T * TK), *rd = malloc(8 * ny),
+           *nwd = malloc(8 * N), *yref = malloc(8 * ny), *nref = malloc(8 * ny);
+    rnd_fill(slots, sd, ns, 2.0), rnd_fill(w, wd, (size_t)T * TK, 1.0);
+    rnd_fill(resid, rd, ny, 1.0), rnd_fill(nw, nwd, N, 1.0);
+    const float eps = 1e-6f;
+    uint32_t eps_bits;
+    memcpy(&eps_bits, &eps, 4);
+    host_buf hb[] = {{"slots", slots, 4 * ns, false}, {"route_w", w, 4 * T * TK, false},
+                     {"y", y, 4 * ny, true},          {"residual", resid, 4 * ny, false},
+                     {"norm_w", nw, 4 * N, false},    {"normed", normed, 4 * ny, true}};
+    const char *names[] = {"N", "T", "top_k", "eps_bits"};
+    int64_t vals[] = {N, T, TK, eps_bits};
+    /* only the bindings the variant has: 3, 4 with the residual, 6 with the norm */
+    if (run_host(ctx, b, ki, NULL, hb, norm ? 6 : res ? 4 : 3, names, vals, 4)) {
+        qk_ref_combine(sd, wd, res ? rd : NULL, norm ? nwd : NULL, eps, T, TK, N, yref, nref);
+        char what[256];
+        snprintf(what, sizeof what, "%s T=%u N=%u top_k=%u", k->name, T, N, TK);
+        check_nmse(what, y, yref, ny, 1e-6);
+        if (norm) check_nmse(what, normed, nref, ny, 1e-6);
+    }
+    free(slots), free(w), free(resid), free(nw), free(y), free(normed);
+    free(sd), free(wd), free(rd), free(nwd), free(yref), free(nref);
+}
+
+static void test_swiglu(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t N) {
+    float *g = malloc(4 * N), *u = malloc(4 * N), *y = malloc(4 * N);
+    double *gd = malloc(8 * N), *ud = malloc(8 * N), *ref = malloc(8 * N);
+    rnd_fill(g, gd, N, 8.0), rnd_fill(u, ud, N, 2.0);
+    if (N > 1) g[N - 1] = -100.0f, gd[N - 1] = -100.0; /* e^-g overflows: silu's limit, -0 */
+    host_buf hb[] = {{"g", g, 4 * N, false}, {"u", u, 4 * N, false}, {"y", y, 4 * N, true}};
+    const char *names[] = {"N"};
+    int64_t vals[] = {N};
+    if (run_host(ctx, b, ki, NULL, hb, 3, names, vals, 1)) {
+        for (uint32_t i = 0; i < N; i++)
+            ref[i] = qk_ref_swiglu(gd[i], ud[i]);
+        char what[256];
+        snprintf(what, sizeof what, "%s N=%u", qkrt_bundle_kernel(b, ki)->name, N);
+        check_nmse(what, y, ref, N, 1e-6);
+    }
+    free(g), free(u), free(y), free(gd), free(ud), free(ref);
+}
+
+/* Rows ids[t] of an M x K table, dequantized; the reference reads each row
+ * through the mat-vec reference against the unit vectors. */
+static void test_embed(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    const uint32_t M = 50, K = k->block_elements >= 256 ? 2 * k->block_elements : 320;
+    const uint32_t Kt = K % k->block_elements ? k->block_elements * 5 : K;
+    qk_weights w;
+    if (!qk_random_weights(k->format, k->format_variant, M, Kt, &g_rng, &w)) {
+        printf("FAIL %s: no reference for format %s\n", k->name, k->format);
+        g_fail++;
+        return;
+    }
+    int32_t *ids = malloc(4 * T);
+    for (uint32_t t = 0; t < T; t++)
+        ids[t] = (int32_t)rnd_below(M);
+    ids[0] = (int32_t)(M - 1); /* the last row */
+    float *y = malloc(4 * (size_t)T * Kt);
+    double *ref = malloc(8 * (size_t)T * Kt), *eye = calloc((size_t)Kt * Kt, 8);
+    for (uint32_t i = 0; i < Kt; i++)
+        eye[(size_t)i * Kt + i] = 1;
+    host_buf hb[] = {{"ids", ids, 4 * T, false}, {"y", y, 4 * (size_t)T * Kt, true}};
+    const char *names[] = {"M", "K", "T"};
+    int64_t vals[] = {M, Kt, T};
+    if (run_host(ctx, b, ki, &w, hb, 2, names, vals, 3)) {
+        for (uint32_t t = 0; t < T; t++) {
+            qk_weights row = qk_weights_expert(&w, (uint32_t)ids[t], M);
+            qk_ref_matvec(&row, eye, 1, Kt, Kt, ref + (size_t)t * Kt);
+        }
+        char what[256];
+        snprintf(what, sizeof what, "%s M=%u K=%u T=%u", k->name, M, Kt, T);
+        check_nmse(what, y, ref, (size_t)T * Kt, 1e-6);
+    }
+    qk_free_weights(&w);
+    free(ids), free(y), free(ref), free(eye);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_gpu_postops BUNDLE [FILTER]\n");
+        return 2;
+    }
+    const char *filter = argc > 2 ? argv[2] : NULL;
+    qkrt_context *ctx;
+    qkrt_bundle *b;
+    if (!gpu_open(argv[1], &ctx, &b)) return 1;
+    const char *families[] = {"router_topk", "moe_combine", "swiglu", "embed"};
+    uint32_t seen[4] = {0};
+    for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+        int f = -1;
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(k->family, families[i])) f = i;
+        if (f < 0 || (filter && !strstr(k->name, filter))) continue;
+        if (qkrt_kernel_check(ctx, b, ki) != QKRT_OK) {
+            printf("FAIL %s: the device cannot run it: %s\n", k->name, qkrt_last_error(ctx));
+            g_fail++;
+            continue;
+        }
+        seen[f]++;
+        switch (f) {
+        case 0: /* k up to 16, experts up to 512, odd counts */
+            test_router(ctx, b, ki, 1, 16, 4);
+            test_router(ctx, b, ki, 37, 100, 7);
+            test_router(ctx, b, ki, 3, 512, 16);
+            test_router(ctx, b, ki, 2, 5, 5);
+            break;
+        case 1:
+            test_combine(ctx, b, ki, 1, 257, 4);
+            test_combine(ctx, b, ki, 37, 1000, 3);
+            test_combine(ctx, b, ki, 2, 3, 1);
+            break;
+        case 2:
+            test_swiglu(ctx, b, ki, 1);
+            test_swiglu(ctx, b, ki, 1000003);
+            break;
+        default:
+            test_embed(ctx, b, ki, 1);
+            test_embed(ctx, b, ki, 5);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        printf("%u %s kernels tested\n", seen[i], families[i]);
+        if (!seen[i] && !filter) {
+            printf("FAIL: no %s kernel in %s\n", families[i], argv[1]);
+            g_fail++;
+        }
+    }
+    return gpu_close(ctx, b);
+}
