@@ -38,7 +38,7 @@ static void print_row(const qk_bench_result *r) {
 
 int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
-    const char *filter = NULL, *family = "matvec";
+    const char *filter = NULL, *family = "all";
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
     uint64_t warm_ms = 1000, rotate_mb = 200;
     bool all = false, best_only = false;
@@ -49,7 +49,8 @@ int cmd_bench(qk_args *a) {
                  "                   [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--copy-mb MB]\n"
                  "                   [--best] [--json FILE] [--seed N]\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
-                 "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens) for the\n"
+                 "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
+                 "m=4096 k=14336, 512 tokens; --family matvec or matmul for one) for the\n"
                  "formats q4_0 q8_0 q4_K q5_K q6_K iq4_nl mlx4_g64 that the bundle holds.\n"
                  "Each variant is first checked against the CPU reference (a wrong result is\n"
                  "reported and not timed); weights rotate among copies larger than --rotate-mb\n"
@@ -82,8 +83,9 @@ int cmd_bench(qk_args *a) {
         return qk_usage_error(a->cmd, "--m, --k and --tokens go together");
     if (runs < 20) return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
     if (copy_mb < 1) return qk_usage_error(a->cmd, "--copy-mb must be at least 1");
-    if (strcmp(family, "matvec"))
-        return qk_usage_error(a->cmd, "--family: '%s' is not benchmarked yet (matvec)", family);
+    if (strcmp(family, "matvec") && strcmp(family, "matmul") && strcmp(family, "all"))
+        return qk_usage_error(a->cmd, "--family: '%s' is not benchmarked (matvec, matmul, all)",
+                              family);
 
     qkrt_context *ctx;
     qkrt_bundle *b;
@@ -125,32 +127,41 @@ int cmd_bench(qk_args *a) {
         if (!strncmp(fmt, "mlx", 3)) snprintf(variant, sizeof variant, "bf16");
         probe.variant = variant;
         char err[512] = "";
-        if (qk_pick_kernel(ctx, b, family, &probe, "f32", 1, err, sizeof err) < 0) {
+        if (qk_pick_kernel(ctx, b, strcmp(family, "matmul") ? "matvec" : "matmul", &probe, "f32", 1, err, sizeof err) < 0) {
             if (formats) {
                 fprintf(stderr, "qkgen bench: %s\n", err);
                 rc = QK_EXIT_USAGE;
             }
             continue; /* the standard set skips formats the bundle lacks */
         }
-        uint32_t nshapes = m ? 1 : 2, ntok = m ? 1 : 4;
-        for (uint32_t s = 0; s < nshapes && rc == QK_EXIT_OK; s++)
-            for (uint32_t ti = 0; ti < ntok && rc == QK_EXIT_OK; ti++) {
-                qk_bench_case c = {family, fmt, variant, m ? (uint32_t)m : std_matvec[s][0],
-                                   m ? (uint32_t)k : std_matvec[s][1],
-                                   m ? (uint32_t)t : std_tokens[ti]};
-                uint32_t first = nres;
-                err[0] = 0;
-                if (qk_bench_case_run(ctx, b, &c, &o, copy_gbps, &res, &nres, err, sizeof err) !=
-                    QKRT_OK) {
-                    if (o.progress) fputs("\r\033[K", stderr);
-                    fprintf(stderr, "qkgen bench: %s\n", err);
-                    rc = QK_EXIT_FAIL;
-                }
+        /* the cases of this format: the chosen shape, or the standard set */
+        qk_bench_case cases[16];
+        uint32_t nc = 0;
+        bool mv = strcmp(family, "matmul") != 0, mm = strcmp(family, "matvec") != 0;
+        if (m) {
+            cases[nc++] = (qk_bench_case){mm && !mv ? "matmul" : "matvec", fmt, variant,
+                                          (uint32_t)m, (uint32_t)k, (uint32_t)t};
+        } else {
+            for (uint32_t s = 0; mv && s < 2; s++)
+                for (uint32_t ti = 0; ti < 4; ti++)
+                    cases[nc++] = (qk_bench_case){"matvec", fmt, variant, std_matvec[s][0],
+                                                  std_matvec[s][1], std_tokens[ti]};
+            if (mm) cases[nc++] = (qk_bench_case){"matmul", fmt, variant, 4096, 14336, 512};
+        }
+        for (uint32_t ci = 0; ci < nc && rc == QK_EXIT_OK; ci++) {
+            uint32_t first = nres;
+            err[0] = 0;
+            if (qk_bench_case_run(ctx, b, &cases[ci], &o, copy_gbps, &res, &nres, err,
+                                  sizeof err) != QKRT_OK) {
                 if (o.progress) fputs("\r\033[K", stderr);
-                for (uint32_t i = first; i < nres; i++)
-                    if (!best_only || res[i].best || !res[i].ok) print_row(&res[i]);
-                fflush(stdout);
+                fprintf(stderr, "qkgen bench: %s\n", err);
+                if (!strstr(err, "no matmul kernel")) rc = QK_EXIT_FAIL;
             }
+            if (o.progress) fputs("\r\033[K", stderr);
+            for (uint32_t i = first; i < nres; i++)
+                if (!best_only || res[i].best || !res[i].ok) print_row(&res[i]);
+            fflush(stdout);
+        }
     }
     for (uint32_t i = 0; i < nres; i++)
         if (!res[i].ok && !strstr(res[i].error, "lacks") && !strstr(res[i].error, "needs")) rc = QK_EXIT_FAIL;
