@@ -1,6 +1,7 @@
 /* Bundles: reads manifest.json (schema qkgen-bundle/1) into qkrt_kernel_info,
  * loads and hash-checks every .spv, and checks a kernel's needs against the device. */
 #include "internal.h"
+#include "qk_util.h"
 #include "json.h"
 
 #include <errno.h>
@@ -329,7 +330,7 @@ static qkrt_result load_code(loader *ld, const char *dir, qkrt_kernel *kernel) {
     qkrt_result r = read_file(ld->ctx, path, &data, &size);
     if (r == QKRT_OK) {
         char hex[65];
-        qkrt_sha256_hex(data, size, hex);
+        qk_sha256_hex(data, size, hex);
         uint32_t magic = 0;
         if (size >= 4) memcpy(&magic, data, 4);
         if (size < 20 || size % 4 || magic != 0x07230203)

@@ -149,10 +149,7 @@ void qkrt_staging_release(qkrt_context *ctx);
 void qkrt_kernel_release(qkrt_context *ctx, qkrt_kernel *kernel);
 void qkrt_dispatch_release(qkrt_context *ctx);
 
-/* ---- SHA-256 (sha256.c) ---- */
-void qkrt_sha256(const void *data, size_t size, uint8_t digest[32]);
-/* Lower-case hex of the digest into hex[65]. */
-void qkrt_sha256_hex(const void *data, size_t size, char hex[65]);
+/* SHA-256 of the .spv files: qk_sha256_hex of common/qk_util.h, as the generator. */
 
 /* ---- expressions (expr.c) ---- */
 /* qkrt_eval with "what" naming the expression in messages ("grid expression"). */
