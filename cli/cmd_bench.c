@@ -178,6 +178,11 @@ int cmd_bench(qk_args *a) {
             fclose(f);
         }
     }
+    if (qkrt_validation_errors(ctx)) {
+        fprintf(stderr, "qkgen bench: the validation layer reported %u errors\n",
+                qkrt_validation_errors(ctx));
+        rc = QK_EXIT_FAIL;
+    }
     free(res);
     qkrt_bundle_destroy(ctx, b);
     qkrt_destroy(ctx);
