@@ -3,6 +3,7 @@
  * reads its weights from DRAM, not from L2. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
+#include "ops_matmul.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -76,7 +77,8 @@ qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_benc
 
 /* Whether the case's shape meets the kernel's constraints. */
 static bool fits(const qkrt_kernel_info *k, const qk_bench_case *c) {
-    qkrt_shape s = {3, {"M", "K", "T"}, {c->M, c->K, c->T}};
+    qkrt_shape s = {6, {"M", "K", "T", "top_k", "ne11", "E"},
+                    {c->M, c->K, c->T, c->top_k, 1, c->E}};
     for (uint32_t i = 0; i < k->constraint_count; i++) {
         bool ok = false;
         char err[256];
@@ -117,7 +119,7 @@ static uint32_t eligible(const qkrt_bundle *b, const qk_bench_case *c, const qk_
 typedef struct case_buffers {
     uint32_t copies, planes;
     qkrt_buffer **w; /* copies x planes */
-    qkrt_buffer *x, *y;
+    qkrt_buffer *x, *y, *ids;
 } case_buffers;
 
 static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
@@ -126,15 +128,20 @@ static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
     free(cb->w);
     qkrt_buffer_destroy(ctx, cb->x);
     qkrt_buffer_destroy(ctx, cb->y);
+    qkrt_buffer_destroy(ctx, cb->ids);
     memset(cb, 0, sizeof *cb);
 }
 
 static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const float *x,
+                                const int32_t *ids, double touched_fraction,
                                 const qk_bench_case *c, uint64_t rotate, case_buffers *cb) {
-    size_t wbytes = 0;
-    for (uint32_t p = 0; p < w->plane_count; p++) wbytes += w->bytes[p];
+    /* rotate on the bytes one dispatch reads: only the touched experts */
+    double wbytes = 0;
+    for (uint32_t p = 0; p < w->plane_count; p++) wbytes += (double)w->bytes[p];
+    wbytes *= touched_fraction;
     cb->planes = w->plane_count;
-    cb->copies = (uint32_t)(rotate / wbytes + 1);
+    cb->copies = (uint32_t)((double)rotate / wbytes + 1);
+    if (cb->copies > 64) cb->copies = 64;
     if (cb->copies < 2) cb->copies = 2;
     cb->w = calloc((size_t)cb->copies * cb->planes, sizeof *cb->w);
     qkrt_result r = QKRT_OK;
@@ -146,7 +153,10 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
         }
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->T * c->K * 4, &cb->x);
     if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->x, 0, x, (size_t)c->T * c->K * 4);
-    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->T * c->M * 4, &cb->y);
+    size_t pairs = (size_t)c->T * (c->E ? c->top_k : 1);
+    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, pairs * c->M * 4, &cb->y);
+    if (r == QKRT_OK && ids) r = qkrt_buffer_create(ctx, pairs * 4, &cb->ids);
+    if (r == QKRT_OK && ids) r = qkrt_buffer_upload(ctx, cb->ids, 0, ids, pairs * 4);
     return r;
 }
 
@@ -162,13 +172,14 @@ static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case
         const char *role = k->bindings[i].role;
         qkrt_buffer *buf = !strcmp(role, "weights")       ? cb->w[copy * cb->planes + plane++]
                            : !strcmp(role, "activations") ? cb->x
+                           : !strcmp(role, "ids")         ? cb->ids
                                                           : cb->y;
         for (uint32_t j = 0; j < k->bindings[i].count; j++) d->buffers[slot++] = buf;
     }
-    const char *names[] = {"M", "K", "T"};
-    int64_t vals[] = {c->M, c->K, c->T};
-    for (int i = 0; i < 3; i++) d->shape.names[i] = names[i], d->shape.values[i] = vals[i];
-    d->shape.count = 3;
+    const char *names[] = {"M", "K", "T", "top_k", "ne11", "E"};
+    int64_t vals[] = {c->M, c->K, c->T, c->top_k, 1, c->E};
+    for (int i = 0; i < 6; i++) d->shape.names[i] = names[i], d->shape.values[i] = vals[i];
+    d->shape.count = 6;
 }
 
 /* Keeps the GPU busy for `seconds` with kernel ki, so the clock is up. */
@@ -201,28 +212,66 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         return QKRT_ERROR_ARGUMENT;
     }
     uint64_t rng = o->seed ^ ((uint64_t)c->M << 40) ^ ((uint64_t)c->K << 16) ^ c->T;
+    uint32_t E = c->E ? c->E : 1, pairs = c->T * (c->E ? c->top_k : 1);
     qk_weights w;
-    if (!qk_random_weights(c->format, c->variant, c->M, c->K, &rng, &w)) {
+    if (!qk_random_weights(c->format, c->variant, c->M * E, c->K, &rng, &w)) {
         snprintf(err, err_size, "no CPU reference for format %s", c->format);
         return QKRT_ERROR_ARGUMENT;
     }
-    size_t nx = (size_t)c->T * c->K, ny = (size_t)c->T * c->M;
+    size_t nx = (size_t)c->T * c->K, ny = (size_t)pairs * c->M;
     float *x = malloc(nx * 4), *y = malloc(ny * 4);
     double *xd = malloc(nx * 8), *ref = malloc(ny * 8);
     for (size_t i = 0; i < nx; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         xd[i] = x[i] = (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
     }
-    /* The reference in float64 for at most the first 4 tokens and the last:
-     * enough to catch a wrong tile, and affordable for 512-token prefills. */
-    uint32_t tr = c->T < 5 ? c->T : 4;
-    qk_ref_matvec(&w, xd, c->M, c->K, tr, ref);
-    if (c->T > tr) qk_ref_matvec(&w, xd + (size_t)(c->T - 1) * c->K, c->M, c->K, 1, ref + (size_t)tr * c->M);
-    double tol = strcmp(c->family, "matvec") ? 5e-4 : 1e-6; /* f16-staged tiles: ggml's bound */
+    /* MoE: top_k distinct random experts per token; only the experts touched
+     * count as bytes read */
+    int32_t *ids = NULL;
+    uint32_t touched = 1;
+    if (c->E) {
+        ids = malloc(sizeof *ids * pairs);
+        uint8_t *used = calloc(E, 1);
+        touched = 0;
+        for (uint32_t t = 0; t < c->T; t++)
+            for (uint32_t s = 0; s < c->top_k; s++) {
+                int32_t e;
+                bool dup;
+                do {
+                    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                    e = (int32_t)((rng >> 33) % E);
+                    dup = false;
+                    for (uint32_t j = 0; j < s; j++) dup |= ids[t * c->top_k + j] == e;
+                } while (dup);
+                ids[t * c->top_k + s] = e;
+                touched += !used[e];
+                used[e] = 1;
+            }
+        free(used);
+    }
+    /* The reference in float64: every MoE pair; for dense cases at most the
+     * first 4 tokens and the last, enough to catch a wrong tile and
+     * affordable for 512-token prefills. */
+    uint32_t tr = c->E ? pairs : c->T < 5 ? c->T : 4;
+    if (c->E) {
+        for (uint32_t p = 0; p < pairs; p++) {
+            qk_weights we = qk_weights_expert(&w, (uint32_t)ids[p], E);
+            qk_ref_matvec(&we, xd + (size_t)(p / c->top_k) * c->K, c->M, c->K, 1,
+                          ref + (size_t)p * c->M);
+        }
+    } else {
+        qk_ref_matvec(&w, xd, c->M, c->K, tr, ref);
+        if (c->T > tr)
+            qk_ref_matvec(&w, xd + (size_t)(c->T - 1) * c->K, c->M, c->K, 1,
+                          ref + (size_t)tr * c->M);
+    }
+    bool last_row = !c->E && c->T > tr;
+    double tol = strcmp(c->family, "matmul") ? 1e-6 : 5e-4; /* f16-staged tiles: ggml's bound */
     double wbytes = 0;
     for (uint32_t p = 0; p < w.plane_count; p++) wbytes += (double)w.bytes[p];
+    wbytes = wbytes / E * touched;
     case_buffers cb = {0};
-    qkrt_result r = make_buffers(ctx, &w, x, c, o->rotate_bytes, &cb);
+    qkrt_result r = make_buffers(ctx, &w, x, ids, (double)touched / E, c, o->rotate_bytes, &cb);
     uint32_t runs = o->runs < 20 ? 20 : o->runs;
     if (runs < cb.copies) runs = cb.copies;
     qkrt_dispatch *d = malloc(sizeof *d * runs);
@@ -237,8 +286,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         memset(out, 0, sizeof *out);
         snprintf(out->kernel, sizeof out->kernel, "%s", k->name);
         out->c = *c;
-        out->bytes = wbytes + 4.0 * (double)(nx + ny);
-        out->flops = 2.0 * c->M * (double)c->K * c->T;
+        out->bytes = wbytes + 4.0 * (double)(nx + ny) + (ids ? 4.0 * pairs : 0);
+        out->flops = 2.0 * c->M * (double)c->K * pairs;
         progress(o, c, k->name);
         if (qkrt_kernel_check(ctx, b, idx[v]) != QKRT_OK) {
             snprintf(out->error, sizeof out->error, "%s", qkrt_last_error(ctx));
@@ -253,9 +302,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         out->prepare_ms = (now_s() - t_prep) * 1e3;
         if (r == QKRT_OK) r = qkrt_buffer_download(ctx, cb.y, 0, y, ny * 4);
         if (r != QKRT_OK) break;
-        if (c->T > tr) /* the checked rows side by side, as the reference has them */
+        if (last_row) /* the checked rows side by side, as the reference has them */
             memcpy(y + (size_t)tr * c->M, y + (size_t)(c->T - 1) * c->M, (size_t)c->M * 4);
-        out->nmse = qk_nmse(y, ref, (size_t)(c->T > tr ? tr + 1 : tr) * c->M);
+        out->nmse = qk_nmse(y, ref, (size_t)(last_row ? tr + 1 : tr) * c->M);
         out->ok = out->nmse <= tol;
         if (!out->ok) {
             snprintf(out->error, sizeof out->error, "wrong result: NMSE %.3g", out->nmse);
@@ -278,6 +327,6 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     free_buffers(ctx, &cb);
     qk_free_weights(&w);
-    free(x), free(y), free(xd), free(ref), free(d), free(ns);
+    free(x), free(y), free(xd), free(ref), free(d), free(ns), free(ids);
     return r;
 }

@@ -10,10 +10,11 @@
 #include <stdio.h>
 
 typedef struct qk_bench_case {
-    const char *family; /* "matvec" */
-    const char *format; /* "q4_0", "mlx4_g64" */
+    const char *family;  /* "matvec", "matmul", "matvec_id" */
+    const char *format;  /* "q4_0", "mlx4_g64" */
     const char *variant; /* format option: MLX scale type, else "" */
     uint32_t M, K, T;
+    uint32_t E, top_k;   /* MoE (matvec_id): E stacked experts, top_k per token; else 0 */
 } qk_bench_case;
 
 typedef struct qk_bench_opts {

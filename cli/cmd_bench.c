@@ -13,22 +13,32 @@
 /* The standard shapes of dense mat-vec: m x k for 1, 2, 4 and 8 tokens. */
 static const uint32_t std_matvec[][2] = {{4096, 14336}, {14336, 4096}};
 static const uint32_t std_tokens[] = {1, 2, 4, 8};
+/* MoE decode (mat-vec with expert ids): m, k, tokens, experts, top_k */
+static const uint32_t std_moe[][5] = {
+    {768, 2048, 1, 128, 8},  {768, 2048, 8, 128, 8},  {768, 2048, 32, 128, 8},
+    {2048, 768, 1, 128, 8},  {2048, 768, 8, 128, 8},  {2048, 768, 32, 128, 8},
+    {1792, 2048, 1, 32, 4},  {1792, 2048, 8, 32, 4},
+};
 static const char *std_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
 
 static void json_result(FILE *f, const qk_bench_result *r, bool first) {
     fprintf(f,
             "%s\n    { \"kernel\": \"%s\", \"family\": \"%s\", \"format\": \"%s\", \"M\": %u, "
-            "\"K\": %u, \"T\": %u, \"us\": %.3f, \"us_min\": %.3f, \"us_max\": %.3f, "
+            "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_min\": %.3f, \"us_max\": %.3f, "
             "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
             "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"ok\": %s, \"best\": %s, \"error\": \"%s\" }",
-            first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->us,
+            first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E, r->c.top_k, r->us,
             r->us_min, r->us_max, r->bytes, r->gbps, r->pct_copy, r->tflops, r->nmse, r->prepare_ms,
             r->ok ? "true" : "false", r->best ? "true" : "false", r->error);
 }
 
 static void print_row(const qk_bench_result *r) {
     char shape[64];
-    snprintf(shape, sizeof shape, "m=%u k=%u t=%u", r->c.M, r->c.K, r->c.T);
+    if (r->c.E)
+        snprintf(shape, sizeof shape, "m=%u k=%u t=%u e=%u/%u", r->c.M, r->c.K, r->c.T, r->c.E,
+                 r->c.top_k);
+    else
+        snprintf(shape, sizeof shape, "m=%u k=%u t=%u", r->c.M, r->c.K, r->c.T);
     if (!r->ok)
         printf("%-46s %-22s %s\n", r->kernel, shape, r->error[0] ? r->error : "failed");
     else
@@ -40,17 +50,20 @@ int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
     const char *filter = NULL, *family = "all";
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
-    uint64_t warm_ms = 1000, rotate_mb = 200;
+    uint64_t warm_ms = 1000, rotate_mb = 200, experts = 0, topk = 0;
     bool all = false, best_only = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen bench [--bundle DIR] [--device N] [--family F] [--formats A,B]\n"
-                 "                   [--m M --k K --tokens T] [--filter TEXT] [--all-variants]\n"
+                 "                   [--m M --k K --tokens T [--experts E --top-k N]]\n"
+                 "                   [--filter TEXT] [--all-variants]\n"
                  "                   [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--copy-mb MB]\n"
                  "                   [--best] [--json FILE] [--seed N]\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
-                 "m=4096 k=14336, 512 tokens; --family matvec or matmul for one) for the\n"
+                 "m=4096 k=14336, 512 tokens; MoE mat-vec with expert ids, 128 experts top-8\n"
+                 "m=768 k=2048 and m=2048 k=768 for 1, 8, 32 tokens, 32 experts top-4 m=1792\n"
+                 "k=2048 for 1 and 8; --family matvec, matmul or moe for one) for the\n"
                  "formats q4_0 q8_0 q4_K q5_K q6_K iq4_nl mlx4_g64 that the bundle holds.\n"
                  "Each variant is first checked against the CPU reference (a wrong result is\n"
                  "reported and not timed); weights rotate among copies larger than --rotate-mb\n"
@@ -67,7 +80,8 @@ int cmd_bench(qk_args *a) {
             qk_opt_u64(a, "--m", &m) || qk_opt_u64(a, "--k", &k) ||
             qk_opt_u64(a, "--tokens", &t) || qk_opt_u64(a, "--runs", &runs) ||
             qk_opt_u64(a, "--seed", &seed) || qk_opt_u64(a, "--copy-mb", &copy_mb) ||
-            qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb))
+            qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
+            qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -81,10 +95,17 @@ int cmd_bench(qk_args *a) {
     }
     if ((m || k || t) && !(m && k && t))
         return qk_usage_error(a->cmd, "--m, --k and --tokens go together");
+    if ((experts || topk) && !(experts && topk && m))
+        return qk_usage_error(a->cmd, "--experts and --top-k go together, with --m --k --tokens");
+    if (topk > experts)
+        return qk_usage_error(a->cmd, "--top-k %llu is more than --experts %llu",
+                              (unsigned long long)topk, (unsigned long long)experts);
     if (runs < 20) return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
     if (copy_mb < 1) return qk_usage_error(a->cmd, "--copy-mb must be at least 1");
-    if (strcmp(family, "matvec") && strcmp(family, "matmul") && strcmp(family, "all"))
-        return qk_usage_error(a->cmd, "--family: '%s' is not benchmarked (matvec, matmul, all)",
+    if (strcmp(family, "matvec") && strcmp(family, "matmul") && strcmp(family, "moe") &&
+        strcmp(family, "all"))
+        return qk_usage_error(a->cmd,
+                              "--family: '%s' is not benchmarked (matvec, matmul, moe, all)",
                               family);
 
     qkrt_context *ctx;
@@ -135,18 +156,25 @@ int cmd_bench(qk_args *a) {
             continue; /* the standard set skips formats the bundle lacks */
         }
         /* the cases of this format: the chosen shape, or the standard set */
-        qk_bench_case cases[16];
+        qk_bench_case cases[32];
         uint32_t nc = 0;
-        bool mv = strcmp(family, "matmul") != 0, mm = strcmp(family, "matvec") != 0;
+        bool all_f = !strcmp(family, "all");
+        bool mv = all_f || !strcmp(family, "matvec"), mm = all_f || !strcmp(family, "matmul");
+        bool moe = all_f || !strcmp(family, "moe");
         if (m) {
-            cases[nc++] = (qk_bench_case){mm && !mv ? "matmul" : "matvec", fmt, variant,
-                                          (uint32_t)m, (uint32_t)k, (uint32_t)t};
+            const char *fam = experts ? "matvec_id" : mm && !mv ? "matmul" : "matvec";
+            cases[nc++] = (qk_bench_case){fam, fmt, variant, (uint32_t)m, (uint32_t)k,
+                                          (uint32_t)t, (uint32_t)experts, (uint32_t)topk};
         } else {
             for (uint32_t s = 0; mv && s < 2; s++)
                 for (uint32_t ti = 0; ti < 4; ti++)
                     cases[nc++] = (qk_bench_case){"matvec", fmt, variant, std_matvec[s][0],
-                                                  std_matvec[s][1], std_tokens[ti]};
-            if (mm) cases[nc++] = (qk_bench_case){"matmul", fmt, variant, 4096, 14336, 512};
+                                                  std_matvec[s][1], std_tokens[ti], 0, 0};
+            if (mm) cases[nc++] = (qk_bench_case){"matmul", fmt, variant, 4096, 14336, 512, 0, 0};
+            for (uint32_t i = 0; moe && i < sizeof std_moe / sizeof std_moe[0]; i++)
+                cases[nc++] = (qk_bench_case){"matvec_id", fmt, variant, std_moe[i][0],
+                                              std_moe[i][1], std_moe[i][2], std_moe[i][3],
+                                              std_moe[i][4]};
         }
         for (uint32_t ci = 0; ci < nc && rc == QK_EXIT_OK; ci++) {
             uint32_t first = nres;
