@@ -80,6 +80,62 @@ static uint32_t verify_k(uint32_t qk) {
     return qk >= 256 ? 2 * qk : 512;
 }
 
+/* One run of a product kernel (matvec, matmul, their _id forms, plain or
+ * swiglu) on fresh random data against its float64 reference.
+ * QKRT_ERROR_UNSUPPORTED: a family or fusion without a reference here. */
+static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                                  uint32_t M, uint64_t *rng, double *nmse, double *tol,
+                                  char *err, size_t err_size) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    bool mm = !strncmp(k->family, "matmul", 6), id = strstr(k->family, "_id") != NULL;
+    bool glu = !strcmp(k->fusion, "swiglu");
+    if ((strcmp(k->family, "matvec") && strcmp(k->family, "matvec_id") &&
+         strcmp(k->family, "matmul") && strcmp(k->family, "matmul_id")) ||
+        (!glu && strcmp(k->fusion, "none")))
+        return QKRT_ERROR_UNSUPPORTED;
+    uint32_t K = verify_k(k->block_elements), E = id ? 4 : 1, top_k = id ? 2 : 1;
+    uint32_t T = mm ? (id ? 5 : 37) : k->nr1 > 1 ? k->nr1 + 1 : id ? 3 : 1, nw = glu ? 2 : 1;
+    qk_weights w[2];
+    for (uint32_t m = 0; m < nw; m++)
+        if (!qk_random_weights(k->format, k->format_variant, M * E, K, rng, &w[m])) {
+            for (uint32_t j = 0; j < m; j++) qk_free_weights(&w[j]);
+            return QKRT_ERROR_UNSUPPORTED;
+        }
+    size_t pairs = (size_t)T * top_k;
+    float *x = malloc(sizeof *x * T * K), *y = malloc(sizeof *y * pairs * M);
+    double *xd = malloc(sizeof *xd * T * K), *ref = malloc(sizeof *ref * pairs * M);
+    int32_t *ids = malloc(sizeof *ids * pairs);
+    for (size_t j = 0; j < (size_t)T * K; j++) {
+        *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+        xd[j] = x[j] = (float)((double)(*rng >> 11) / 9007199254740992.0 * 2 - 1);
+    }
+    for (size_t p = 0; p < pairs; p++) /* distinct experts per token: slot s takes t + s */
+        ids[p] = (int32_t)((p / top_k + p % top_k) % E);
+    qkrt_result r;
+    if (mm && id) {
+        qk_moe_shape s = {M, K, T, E, top_k, 1};
+        r = qk_run_matmul_id(ctx, b, ki, w, x, ids, &s, y, NULL, err, err_size);
+        qk_ref_matmul_id(w, nw, xd, ids, &s, ref);
+    } else if (mm) {
+        r = qk_run_matmul(ctx, b, ki, w, x, M, K, T, y, NULL, err, err_size);
+        qk_ref_matmul(w, nw, xd, M, K, T, ref);
+    } else {
+        r = qk_run_matvec_id(ctx, b, ki, w, nw, ids, x, M, K, T, top_k, 1, E, y, NULL, err,
+                             err_size);
+        qk_weights gate[4], up[4];
+        for (uint32_t e = 0; e < E; e++) {
+            gate[e] = qk_weights_expert(&w[0], e, E);
+            if (glu) up[e] = qk_weights_expert(&w[1], e, E);
+        }
+        qk_ref_matvec_id(gate, glu ? up : NULL, ids, xd, M, K, T, top_k, 1, ref);
+    }
+    *nmse = r == QKRT_OK ? qk_nmse(y, ref, pairs * M) : INFINITY;
+    *tol = mm ? 5e-4 : 1e-6; /* matmul stages f16 tiles */
+    free(x), free(y), free(xd), free(ref), free(ids);
+    for (uint32_t m = 0; m < nw; m++) qk_free_weights(&w[m]);
+    return r;
+}
+
 int cmd_verify(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *filter = NULL;
     uint64_t seed = (uint64_t)time(NULL), M = 37;
@@ -88,12 +144,13 @@ int cmd_verify(qk_args *a) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen verify [--bundle DIR] [--device N] [--filter TEXT] [--seed N]\n"
                  "                    [--rows M] [--validation] [--verbose]\n\n"
-                 "Runs every plain mat-vec and matmul kernel of the bundle (default\n"
-                 "out/default) that the device supports once on fresh random weights against\n"
-                 "the CPU reference (float64 sums) and prints kernel, device, NMSE and\n"
-                 "pass/fail (bounds: 1e-6 for f32 paths, 5e-4 for f16-staged matmul tiles).\n"
-                 "Fused, MoE and post-op kernels are counted as skipped: the test suite checks\n"
-                 "them. Exit status 1 if any kernel fails.");
+                 "Runs every mat-vec and matmul kernel of the bundle (default out/default),\n"
+                 "plain, with expert ids and with the swiglu fusion, that the device supports\n"
+                 "once on fresh random weights against the CPU reference (float64 sums) and\n"
+                 "prints kernel, device, NMSE and pass/fail (bounds: 1e-6 for f32 paths, 5e-4\n"
+                 "for f16-staged matmul tiles). Post-op, routing and separate-expert kernels\n"
+                 "are counted as skipped: the test suite checks them. Exit status 1 if any\n"
+                 "kernel fails.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
@@ -136,44 +193,29 @@ int cmd_verify(qk_args *a) {
             skip_device++;
             continue;
         }
-        /* plain products have a reference here; fused, MoE and post-op kernels
-         * are checked by the test suite (gpu.moe, gpu.postops, gpu.matmul) */
-        bool mm = !strcmp(k->family, "matmul");
-        uint32_t K = verify_k(k->block_elements), T = mm ? 37 : k->nr1 > 1 ? k->nr1 + 1 : 1;
-        qk_weights w;
-        if ((strcmp(k->family, "matvec") && !mm) || strcmp(k->fusion, "none") ||
-            !qk_random_weights(k->format, k->format_variant, (uint32_t)M, K, &rng, &w)) {
+        /* products (plain, with expert ids, with the swiglu fusion) have a
+         * reference here; post-ops and separate-expert forms are checked by
+         * the test suite (gpu.moe, gpu.postops) */
+        char err[1024] = "";
+        double nmse, tol;
+        qkrt_result r = verify_product(ctx, b, i, (uint32_t)M, &rng, &nmse, &tol, err, sizeof err);
+        if (r == QKRT_ERROR_UNSUPPORTED) {
             if (verbose)
                 printf("%-48s %-24.24s %10s  skip: no reference in verify for this family\n",
                        k->name, dev->name, "-");
             skip_family++;
             continue;
         }
-        float *x = malloc(sizeof *x * T * K), *y = malloc(sizeof *y * T * M);
-        double *xd = malloc(sizeof *xd * T * K), *ref = malloc(sizeof *ref * T * M);
-        for (size_t j = 0; j < (size_t)T * K; j++) {
-            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-            xd[j] = x[j] = (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
-        }
-        char err[1024] = "";
-        qkrt_result r = mm ? qk_run_matmul(ctx, b, i, &w, x, (uint32_t)M, K, T, y, NULL, err,
-                                           sizeof err)
-                           : qk_run_matvec(ctx, b, i, &w, x, (uint32_t)M, K, T, y, NULL, err,
-                                           sizeof err);
-        qk_ref_matvec(&w, xd, (uint32_t)M, K, T, ref);
-        double nmse = r == QKRT_OK ? qk_nmse(y, ref, (size_t)T * M) : INFINITY;
-        bool ok = r == QKRT_OK && nmse <= (mm ? 5e-4 : 1e-6); /* matmul stages f16 tiles */
+        bool ok = r == QKRT_OK && nmse <= tol;
         printf("%-48s %-24.24s %10.2e  %s%s%s\n", k->name, dev->name, nmse, ok ? "pass" : "FAIL",
                r != QKRT_OK ? ": " : "", r != QKRT_OK ? err : "");
         ok ? pass++ : fail++;
-        free(x), free(y), free(xd), free(ref);
-        qk_free_weights(&w);
     }
     if (skip_device)
         printf("skipped %u kernels this device cannot run (e.g. cooperative-matrix variants "
                "without VK_NV_cooperative_matrix); --verbose lists them\n", skip_device);
     if (skip_family)
-        printf("skipped %u fused, MoE and post-op kernels: the test suite checks those "
+        printf("skipped %u post-op, routing, copy and separate-expert kernels: the test suite checks those "
                "(ctest -R 'gpu[.]'); --verbose lists them\n", skip_family);
     uint32_t skip = skip_device + skip_family;
     if (qkrt_validation_errors(ctx)) {
