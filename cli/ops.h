@@ -43,7 +43,8 @@ bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint
                        uint64_t *rng, qk_weights *w);
 void qk_free_weights(qk_weights *w);
 
-/* NMSE = sum((out - ref)^2) / sum(ref^2); NaN in out gives +inf. */
+/* NMSE = sum((out - ref)^2) / sum(ref^2) (the denominator floored at f32's
+ * smallest normal squared per element); NaN in out gives +inf. */
 double qk_nmse(const float *out, const double *ref, size_t n);
 
 #endif
