@@ -5,6 +5,11 @@
 // constant offsets, and reads activations as vec4 where the format's runs allow.
 // A workgroup owns (WG / TPR) * NR0 rows; partial sums meet in shared memory,
 // so no subgroup operation (and no subgroup size) is assumed.
+//
+// MoE form (an ids binding, NR1 = 1): column p of the grid is the (token, slot)
+// pair p = token * top_k + slot against expert ids[p] of E stacked experts
+// (clamped), reading the token's activations (ne11 = 1) or the pair's own
+// (ne11 = top_k), writing row p of y [tokens, top_k, M]; as in matvec.comp.
 
 #define CHUNK_BLOCKS (NK / QK)
 #define RG (WG / TPR)
@@ -32,10 +37,17 @@ void main() {
     const uint nb = K / QK, nchunks = K / NK;
 
     // Rows and tokens past the end are clamped, computed and never stored.
-    uint rowblk[NR0];
-    [[unroll]] for (uint r = 0; r < NR0; r++) rowblk[r] = min(row0 + r, M - 1u) * nb;
     uint toks[NR1];
+#ifdef BINDING_ids
+    const uint ncols = T * pc.top_k, tok = tok0 / pc.top_k, slot = tok0 % pc.top_k;
+    const uint expert_blk = uint(clamp(ids[tok0], 0, int(pc.E) - 1)) * M * nb;
+    toks[0] = (tok * pc.ne11 + slot % pc.ne11) * K;
+#else
+    const uint ncols = T, expert_blk = 0u;
     [[unroll]] for (uint t = 0; t < NR1; t++) toks[t] = min(tok0 + t, T - 1u) * K;
+#endif
+    uint rowblk[NR0];
+    [[unroll]] for (uint r = 0; r < NR0; r++) rowblk[r] = expert_blk + min(row0 + r, M - 1u) * nb;
 
     float acc[NR0][NR1];
     [[unroll]] for (uint r = 0; r < NR0; r++)
@@ -70,6 +82,6 @@ void main() {
         float sum = 0.0;
         for (uint l = 0; l < TPR; l++) sum += qk_red[rt][g * TPR + l];
         const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
-        if (r < M && t < T) y[t * M + r] = sum;
+        if (r < M && t < ncols) y[t * M + r] = sum;
     }
 }
