@@ -29,6 +29,14 @@ const char *qk_default_specs(void);
 const char *qk_default_templates(void);
 const char *qk_default_bundle(void);
 
+/* Opens a context on device (NULL: the default; validation also by
+ * $QKGEN_VALIDATION) and loads bundle; on failure prints "qkgen CMD: ..." and
+ * returns the exit status (nothing left open). */
+typedef struct qkrt_context qkrt_context;
+typedef struct qkrt_bundle qkrt_bundle;
+int qk_open(const char *cmd, const char *device, bool validation, const char *bundle,
+            qkrt_context **ctx, qkrt_bundle **b);
+
 int cmd_build(qk_args *a);
 int cmd_list(qk_args *a);
 int cmd_emit(qk_args *a);

@@ -110,15 +110,8 @@ int cmd_bench(qk_args *a) {
 
     qkrt_context *ctx;
     qkrt_bundle *b;
-    if (qkrt_create(&(qkrt_desc){.device = device}, &ctx) != QKRT_OK) {
-        fprintf(stderr, "qkgen bench: %s\n", qkrt_create_error());
-        return QK_EXIT_FAIL;
-    }
-    if (qkrt_bundle_load(ctx, bundle, &b) != QKRT_OK) {
-        fprintf(stderr, "qkgen bench: %s\n", qkrt_last_error(ctx));
-        qkrt_destroy(ctx);
-        return QK_EXIT_FAIL;
-    }
+    int open_rc = qk_open(a->cmd, device, false, bundle, &ctx, &b);
+    if (open_rc) return open_rc;
     qk_bench_opts o = {.runs = (uint32_t)runs, .warmup_s = warm_ms / 1e3,
                        .rewarm_s = warm_ms / 4e3, .rotate_bytes = rotate_mb << 20,
                        .copy_bytes = copy_mb << 20, .filter = filter, .all_variants = all,

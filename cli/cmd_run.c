@@ -17,18 +17,17 @@ static void log_cb(void *user, int level, const char *msg) {
     if (level >= QKRT_LOG_WARN) fprintf(stderr, "qkrt: %s\n", msg);
 }
 
-static int open_ctx(const char *cmd, const char *device, bool validation, qkrt_context **ctx) {
+int qk_open(const char *cmd, const char *device, bool validation, const char *bundle,
+            qkrt_context **ctx, qkrt_bundle **b) {
     qkrt_desc d = {.device = device, .validation = validation, .log = log_cb};
     if (qkrt_create(&d, ctx) != QKRT_OK) {
         fprintf(stderr, "qkgen %s: %s\n", cmd, qkrt_create_error());
         return device ? QK_EXIT_USAGE : QK_EXIT_FAIL;
     }
-    return QK_EXIT_OK;
-}
-
-static int open_bundle(const char *cmd, qkrt_context *ctx, const char *dir, qkrt_bundle **b) {
-    if (qkrt_bundle_load(ctx, dir, b) != QKRT_OK) {
-        fprintf(stderr, "qkgen %s: %s (build one with 'qkgen build')\n", cmd, qkrt_last_error(ctx));
+    if (qkrt_bundle_load(*ctx, bundle, b) != QKRT_OK) {
+        fprintf(stderr, "qkgen %s: %s (build one with 'qkgen build')\n", cmd,
+                qkrt_last_error(*ctx));
+        qkrt_destroy(*ctx);
         return QK_EXIT_FAIL;
     }
     return QK_EXIT_OK;
@@ -172,12 +171,8 @@ int cmd_verify(qk_args *a) {
                               (unsigned long long)M);
     qkrt_context *ctx;
     qkrt_bundle *b;
-    int rc = open_ctx(a->cmd, device, validation, &ctx);
+    int rc = qk_open(a->cmd, device, validation, bundle, &ctx, &b);
     if (rc) return rc;
-    if ((rc = open_bundle(a->cmd, ctx, bundle, &b))) {
-        qkrt_destroy(ctx);
-        return rc;
-    }
     const qkrt_device_info *dev = qkrt_device(ctx);
     printf("seed %llu, device %u: %s\n", (unsigned long long)seed, dev->index, dev->name);
     printf("%-48s %-24.24s %10s  %s\n", "kernel", "device", "NMSE", "result");
@@ -465,12 +460,8 @@ int cmd_matmul(qk_args *a) {
     }
     qkrt_context *ctx;
     qkrt_bundle *b;
-    int rc = open_ctx(a->cmd, device, validation, &ctx);
+    int rc = qk_open(a->cmd, device, validation, bundle, &ctx, &b);
     if (rc) return rc;
-    if ((rc = open_bundle(a->cmd, ctx, bundle, &b))) {
-        qkrt_destroy(ctx);
-        return rc;
-    }
     char err[1024] = "";
     uint32_t M, K, T;
     qk_moe_shape moe = {0};

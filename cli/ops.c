@@ -2,6 +2,7 @@
  * format model here is the manifest's (rows of blocks or planar groups), so
  * every format a bundle holds runs without code for it. */
 #include "ops.h"
+#include "ops_moe.h"
 #include "qkref.h"
 
 #include <float.h>
@@ -50,48 +51,12 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
 qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                           const qk_weights *w, const float *x, uint32_t M, uint32_t K, uint32_t T,
                           float *y, double *ns, char *err, size_t err_size) {
-    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-    qkrt_buffer *bufs[QKRT_MAX_BINDINGS] = {0};
-    uint32_t nb = 0, wp = 0;
-    qkrt_result r = QKRT_OK;
-    qkrt_buffer *ybuf = NULL;
-    for (uint32_t i = 0; i < k->binding_count && r == QKRT_OK; i++) {
-        const qkrt_binding_info *bi = &k->bindings[i];
-        size_t bytes = 0;
-        const void *src = NULL;
-        if (!strcmp(bi->role, "weights")) {
-            src = w->plane[wp], bytes = w->bytes[wp];
-            wp++;
-        } else if (!strcmp(bi->role, "activations")) {
-            src = x, bytes = (size_t)T * K * 4;
-        } else if (!strcmp(bi->role, "output")) {
-            bytes = (size_t)T * M * 4;
-        } else {
-            snprintf(err, err_size, "%s: binding %s has role %s, which matvec does not fill",
-                     k->name, bi->name, bi->role);
-            r = QKRT_ERROR_ARGUMENT;
-            break;
-        }
-        r = qkrt_buffer_create(ctx, bytes, &bufs[nb]);
-        if (r == QKRT_OK && src) r = qkrt_buffer_upload(ctx, bufs[nb], 0, src, bytes);
-        if (r == QKRT_OK && !src) {
-            ybuf = bufs[nb];
-            r = qkrt_buffer_fill(ctx, ybuf, 0x7fc00000u); /* NaN: unwritten outputs fail */
-        }
-        nb++;
-    }
-    if (r == QKRT_OK) {
-        qkrt_dispatch d = {.bundle = b, .kernel = ki};
-        memcpy(d.buffers, bufs, sizeof bufs);
-        const char *names[] = {"M", "K", "T"};
-        int64_t vals[] = {M, K, T};
-        for (int i = 0; i < 3; i++) d.shape.names[i] = names[i], d.shape.values[i] = vals[i];
-        d.shape.count = 3;
-        r = qkrt_run(ctx, &d, 1, ns);
-        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, ybuf, 0, y, (size_t)T * M * 4);
-    }
-    if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
-    for (uint32_t i = 0; i < nb; i++) qkrt_buffer_destroy(ctx, bufs[i]);
+    /* the dense product is the MoE one with a single expert and one slot per
+     * token; kernels without an ids binding ignore the ids */
+    int32_t *ids = calloc(T ? T : 1, sizeof *ids);
+    qkrt_result r =
+        qk_run_matvec_id(ctx, b, ki, w, 1, ids, x, M, K, T, 1, 1, 1, y, ns, err, err_size);
+    free(ids);
     return r;
 }
 

@@ -1,6 +1,7 @@
 /* Integer expressions over named variables: the dispatch-grid rules,
- * constraints and legality rules of kernel specs. Recursive descent; / and %
- * round toward zero like C, which is what engines will use to evaluate them. */
+ * constraints and legality rules of kernel specs. Recursive descent; / rounds
+ * down and % follows it, as docs/manifest.md defines for engines and as
+ * libqkrt's evaluator does, so the generator and runtime agree on any value. */
 #include "qk_util.h"
 
 #include <ctype.h>
@@ -79,7 +80,9 @@ static bool term(parser *ps, int64_t *v) {
         int64_t r;
         if (!primary(ps, &r)) return false;
         if (op != '*' && r == 0) return fail(ps, "division by zero");
-        *v = op == '*' ? *v * r : op == '/' ? *v / r : *v % r;
+        int64_t q = *v / r;
+        if ((*v % r != 0) && ((*v < 0) != (r < 0))) q--; /* floor */
+        *v = op == '*' ? *v * r : op == '/' ? q : *v - q * r;
     }
 }
 

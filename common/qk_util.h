@@ -74,7 +74,8 @@ char *qk_path_dir(const char *path);
 
 /* ---- integer expressions: + - * / % ( ), comparisons, names ---- */
 typedef bool (*qk_lookup_fn)(void *user, const char *name, size_t len, int64_t *value);
-/* Evaluates expr; a comparison (== != < <= > >=) yields 0 or 1; && and || join them.
+/* Evaluates expr; / rounds down (floor) and % follows it; a comparison
+ * (== != < <= > >=) yields 0 or 1; && and || join them.
  * Returns false with a message in e. */
 bool qk_expr_eval(const char *expr, qk_lookup_fn lookup, void *user, int64_t *value, qk_error *e);
 

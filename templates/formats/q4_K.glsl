@@ -9,9 +9,8 @@
 
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     const uint base = blk * QK_BYTES, j = sub >> 1;
-    vec2 dm = qk_f16x2(m, base + QKF_d_OFFSET); // d, dmin
-    uvec2 sm = qk_scale_min_k4(m, base + QKF_scales_OFFSET, j);
-    float dl = dm.x * float(sm.x), ml = dm.y * float(sm.y);
+    const vec2 s = qk_k4_scale_min(m, base, j);
+    const float dl = s.x, ml = s.y;
     uint qs = base + QKF_qs_OFFSET + 32u * (j >> 1) + 16u * (sub & 1u);
     for (uint k = 0u; k < QK_SUB_N / 4u; k++) {
         uvec4 q = qk_byte_bits(qk_u32(m, qs + 4u * k), 4u * (j & 1u), 4);

@@ -14,6 +14,16 @@ uvec2 qk_scale_min_k4(uint m, uint sc, uint j) {
     return j < 4u ? lo : hi;
 }
 
+#ifdef QKF_dmin_OFFSET
+// The scale and offset of sub-block j of the q4_K / q5_K block at byte base:
+// (d * sc(j), dmin * mn(j)); the formats that read them share this prologue.
+vec2 qk_k4_scale_min(uint m, uint base, uint j) {
+    vec2 dm = qk_f16x2(m, base + QKF_d_OFFSET); // d, dmin
+    uvec2 sm = qk_scale_min_k4(m, base + QKF_scales_OFFSET, j);
+    return vec2(dm.x * float(sm.x), dm.y * float(sm.y));
+}
+#endif
+
 // Signed scale is (0..15) of q3_K: its low 4 bits are nibble is / 8 of byte
 // is % 8, its high 2 bits crumb is / 4 of byte 8 + is % 4; sc is the byte
 // address of the block's scales[12].

@@ -3,7 +3,7 @@
  * on the default device under the validation layer: fresh random data each run
  * (the seed is printed; QKGEN_SEED repeats a run), outputs poisoned with NaN,
  * rows and tokens that are not multiples of the tile, experts with no tokens. */
-#include "ops_matmul.h"
+#include "gpu_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -265,24 +265,12 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *filter = argc > 2 ? argv[2] : NULL;
-    uint64_t seed = getenv("QKGEN_SEED") ? strtoull(getenv("QKGEN_SEED"), NULL, 0)
-                                         : (uint64_t)time(NULL) ^ (uint64_t)clock();
-    printf("seed %llu (QKGEN_SEED=%llu repeats this run)\n", (unsigned long long)seed,
-           (unsigned long long)seed);
-    rng = seed;
     qkrt_context *ctx;
     qkrt_bundle *b;
-    if (qkrt_create(&(qkrt_desc){0}, &ctx) != QKRT_OK) {
-        printf("FAIL: %s\n", qkrt_create_error());
-        return 1;
-    }
-    if (qkrt_bundle_load(ctx, argv[1], &b) != QKRT_OK) {
-        printf("FAIL: %s\n", qkrt_last_error(ctx));
-        return 1;
-    }
+    if (!gpu_open(argv[1], &ctx, &b)) return 1;
+    rng = g_rng; /* the printed seed */
     const qkrt_device_info *dev = qkrt_device(ctx);
-    printf("device: %s (cooperative matrix NV: %s)\n", dev->name,
-           dev->cooperative_matrix_nv ? "yes" : "no");
+    printf("cooperative matrix NV: %s\n", dev->cooperative_matrix_nv ? "yes" : "no");
     int kernels = 0, route = -1;
     char formats[64][64];
     uint32_t nformats = 0;

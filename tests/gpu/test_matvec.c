@@ -9,7 +9,7 @@
  * each runs one shape, odd M, cycling through K: that keeps a bundle of a
  * thousand variants within the suite's time on lavapipe. QKGEN_TEST_FULL=1
  * runs every shape on every kernel. */
-#include "ops.h"
+#include "gpu_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -72,23 +72,11 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *filter = argc > 2 ? argv[2] : NULL;
-    uint64_t seed = getenv("QKGEN_SEED") ? strtoull(getenv("QKGEN_SEED"), NULL, 0)
-                                         : (uint64_t)time(NULL) ^ (uint64_t)clock();
     bool all_shapes = getenv("QKGEN_TEST_FULL") && atoi(getenv("QKGEN_TEST_FULL"));
-    printf("seed %llu (QKGEN_SEED=%llu repeats this run)\n", (unsigned long long)seed,
-           (unsigned long long)seed);
     qkrt_context *ctx;
     qkrt_bundle *b;
-    if (qkrt_create(&(qkrt_desc){0}, &ctx) != QKRT_OK) {
-        printf("FAIL: %s\n", qkrt_create_error());
-        return 1;
-    }
-    if (qkrt_bundle_load(ctx, argv[1], &b) != QKRT_OK) {
-        printf("FAIL: %s\n", qkrt_last_error(ctx));
-        return 1;
-    }
-    printf("device: %s\n", qkrt_device(ctx)->name);
-    uint64_t rng = seed;
+    if (!gpu_open(argv[1], &ctx, &b)) return 1;
+    uint64_t rng = g_rng; /* the printed seed */
     int pass = 0, fail = 0, kernels = 0, nstats = 0;
     format_stat *stats = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *stats);
     for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {

@@ -48,6 +48,7 @@ int main(void) {
     CHECK(ev("M % 7 == 6 && 2 < 3", &ok, &e) == 1 && ok, "compare");
     CHECK(ev("-(4 - 10) * 2", &ok, &e) == 12 && ok, "unary minus");
     CHECK(ev("1 <= 1 || 0", &ok, &e) == 1 && ok, "le, or");
+    CHECK(ev("-7 / 2", &ok, &e) == -4 && ev("-7 % 2", &ok, &e) == 1 && ok, "floor division");
     e = (qk_error){0};
     ev("M / (NR - 3)", &ok, &e);
     CHECK(!ok && strstr(e.msg, "division by zero"), "div0: %s", e.msg);
