@@ -169,6 +169,7 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
                         "#define QK_STAGE_VEC %u\n",
                     v->nr0 * (v->weights ? v->weights : 1), v->nk / f->elements * f->block_bytes / 4,
                     qk_variant_stage_vec(v));
+        if (k->staged == QK_STAGED_SHARED) qk_str_add(&h, "#define QK_STAGE_SHARED 1\n");
     }
     if (v->mma[0]) qk_str_addf(&h, "#define MMA_%s 1\n", v->mma);
     if (v->fusion) qk_str_addf(&h, "#define FUSION_%s 1\n", v->fusion->name);

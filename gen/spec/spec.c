@@ -316,6 +316,17 @@ static bool load_features(yw *w, ynode *n, char (*out)[32], uint32_t *count) {
     return true;
 }
 
+/* staged: true (registers), false, or shared */
+static bool load_staged(yw *w, ynode *n, qk_staging *out) {
+    char s[16];
+    if (!yw_str(w, n, "staged", s, sizeof s)) return false;
+    if (!strcmp(s, "true") || !strcmp(s, "registers")) *out = QK_STAGED_REGISTERS;
+    else if (!strcmp(s, "false")) *out = QK_STAGED_NONE;
+    else if (!strcmp(s, "shared")) *out = QK_STAGED_SHARED;
+    else return yw_fail(w, n, "staged", "expected true, false, registers or shared, got %s", s);
+    return true;
+}
+
 static bool load_rules(yw *w, ynode *seq, qk_kernel_spec *k) {
     if (!yw_is_seq(seq)) return yw_fail(w, seq, "rules", "expected a list of rules");
     if (yw_seq_len(seq) > QK_MAX_RULES) return yw_fail(w, seq, "rules", "too many rules");
@@ -421,7 +432,7 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
     if ((n = yw_get(w, root, "rules")) && !load_rules(w, n, k)) return false;
     if ((n = yw_get(w, root, "features")) && !load_features(w, n, k->features, &k->feature_count))
         return false;
-    if ((n = yw_get(w, root, "staged")) && !yw_bool(w, n, "staged", &k->staged)) return false;
+    if ((n = yw_get(w, root, "staged")) && !load_staged(w, n, &k->staged)) return false;
     if ((n = yw_get(w, root, "mma"))) {
         if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count))
             return false;

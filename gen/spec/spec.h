@@ -16,6 +16,9 @@ enum {
     QK_MAX_RULES = 16,
 };
 
+/* Where a template stages chunks of weights (spec key staged). */
+typedef enum { QK_STAGED_NONE, QK_STAGED_REGISTERS, QK_STAGED_SHARED } qk_staging;
+
 /* Scalar element types of block fields, planes and bindings. */
 typedef enum qk_type {
     QK_TYPE_NONE = 0,
@@ -120,9 +123,10 @@ typedef struct qk_kernel_spec {
     /* optional: invocations that share one row (TPR); 0 values: no such axis */
     uint32_t tpr_count;
     uint32_t tpr[QK_MAX_LIST];
-    /* the template reads whole chunks of NK elements of weights into registers
-     * with aligned vector loads (QK_STAGED), then dequantizes from there */
-    bool staged;
+    /* the template reads whole chunks of NK elements of weights with aligned
+     * vector loads (QK_STAGED), into registers or, staged: shared, into a
+     * shared-memory tile (QK_STAGE_SHARED), then dequantizes from there */
+    qk_staging staged;
     uint32_t weights;           /* weight matrices bound (array count) */
     uint32_t min_subgroup_size; /* the smallest subgroup the reduction is sized for */
     uint32_t binding_count;
