@@ -22,7 +22,10 @@ uvec4 qk_byte_bits(uint w, uint shift, int bits) {
 }
 
 // Entry q (0..15) of a table of 16 signed bytes packed little-endian in four
-// words. A table in registers, where a const array would go to local memory.
+// words. A table in registers, where a const array would go to local memory;
+// the word is chosen by selects, not by a dynamic vector index (which drivers
+// may lower to a local array as well).
 int qk_lut16(uvec4 table, uint q) {
-    return bitfieldExtract(int(table[q >> 2]), int(q & 3u) * 8, 8);
+    const uint w = q < 8u ? (q < 4u ? table.x : table.y) : (q < 12u ? table.z : table.w);
+    return bitfieldExtract(int(w), int(q & 3u) * 8, 8);
 }
