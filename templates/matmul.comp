@@ -8,10 +8,12 @@
 //  - scalar (any device): invocation i keeps weight row i % NR0 and the
 //    columns i / NR0 + j * (WG / NR0), NR0 * NR1 / WG of them, so each shared
 //    weight word it reads serves all its columns;
-//  - MMA_coopmat (VK_NV_cooperative_matrix): the tile is 16 x 16 blocks, dealt
-//    round-robin to the subgroups, multiplied with coopMatMulAddNV straight
-//    from shared memory; results go back through shared memory so that the
-//    bounds checks and the output indirection are the scalar path's.
+//  - MMA_coopmat (VK_NV_cooperative_matrix): the tile is 16 x 16 blocks; the
+//    WG / 32 subgroups form a QK_SG_R x QK_SG_C grid, each owning QK_WR x
+//    QK_WC blocks, so per 16-deep slice a subgroup loads QK_WR weight and QK_WC
+//    activation matrices from shared memory for QK_WR * QK_WC products; results
+//    go back through shared memory so that the bounds checks and the output
+//    indirection are the scalar path's.
 //
 // MoE form (BINDING_tpe; specs/kernels/matmul_id.yaml): grid z is the expert
 // e; column c of the grid is the pair p = ids[e][c] = token * top_k + slot,
@@ -46,11 +48,16 @@ float qk_result(float v[QK_NW]) {
 #ifdef MMA_coopmat
 #define CM 16u                  // the f16 16x16x16 shape (rule in the spec)
 #define QK_CT_R (NR0 / CM)      // 16 x 16 blocks along the rows of the tile
-#define QK_CTILES (QK_CT_R * (NR1 / CM))
-// Blocks per subgroup, sized for subgroups of 32 (the rule WG % 32 == 0; NV
-// cooperative matrices are NVIDIA's, whose subgroups are 32 wide). Narrower
-// subgroups would only leave some accumulators unused.
-#define QK_CT ((QK_CTILES + WG / 32u - 1u) / (WG / 32u))
+#define QK_CT_C (NR1 / CM)
+// The subgroup grid, sized for subgroups of 32 (the rule WG % 32 == 0; NV
+// cooperative matrices are NVIDIA's, whose subgroups are 32 wide): rows of
+// blocks first. All counts are powers of two (the spec's axes). Subgroups
+// past the tile's blocks (QK_SG_C > QK_CT_C) only help load the tiles.
+#define QK_NSG (WG / 32u)
+#define QK_SG_R (QK_CT_R < QK_NSG ? QK_CT_R : QK_NSG)
+#define QK_SG_C (QK_NSG / QK_SG_R)
+#define QK_WR (QK_CT_R / QK_SG_R)
+#define QK_WC (QK_CT_C > QK_SG_C ? QK_CT_C / QK_SG_C : 1u)
 #define QK_F16MAT fcoopmatNV<16, gl_ScopeSubgroup, CM, CM>
 #define QK_F32MAT fcoopmatNV<32, gl_ScopeSubgroup, CM, CM>
 shared float qk_ot[QK_NW * NR0 * NR1]; // column-major results, stride NR0
@@ -83,35 +90,36 @@ void main() {
 #endif
 
 #ifdef MMA_coopmat
-    const uint sg = gl_SubgroupID, nsg = gl_NumSubgroups;
-    QK_F32MAT acc[QK_NW][QK_CT];
+    const uint sg = tid / 32u, sgr = sg % QK_SG_R, sgc = sg / QK_SG_R;
+    const bool busy = sgc * QK_WC < QK_CT_C; // uniform in the subgroup
+    QK_F32MAT acc[QK_NW][QK_WR][QK_WC];
     for (uint m = 0; m < QK_NW; m++)
-        for (uint j = 0; j < QK_CT; j++) acc[m][j] = QK_F32MAT(0.0);
+        for (uint i = 0; i < QK_WR; i++)
+            for (uint j = 0; j < QK_WC; j++) acc[m][i][j] = QK_F32MAT(0.0);
     for (uint k0 = 0; k0 < K; k0 += NK) {
         barrier(); // the previous step's tiles are read (and qk_xrow is set)
         qk_tile_load(wbase, row0, M, nb, k0);
         barrier();
-        for (uint kk = 0; kk < NK; kk += CM)
-            for (uint j = 0; j < QK_CT; j++) {
-                const uint t = sg + j * nsg; // uniform in the subgroup
-                if (t >= QK_CTILES) break;
-                const uint tr = t % QK_CT_R, tc = t / QK_CT_R;
-                QK_F16MAT b;
-                coopMatLoadNV(b, qk_xt, tc * CM * TS + kk, TS, true); // K x N, column-major
-                for (uint m = 0; m < QK_NW; m++) {
-                    QK_F16MAT a;
-                    coopMatLoadNV(a, qk_wt, (m * NR0 + tr * CM) * TS + kk, TS, false);
-                    acc[m][j] = coopMatMulAddNV(a, b, acc[m][j]);
-                }
+        if (busy)
+            for (uint kk = 0; kk < NK; kk += CM) {
+                QK_F16MAT b[QK_WC];
+                for (uint j = 0; j < QK_WC; j++) // K x N, column-major
+                    coopMatLoadNV(b[j], qk_xt, (sgc * QK_WC + j) * CM * TS + kk, TS, true);
+                for (uint m = 0; m < QK_NW; m++)
+                    for (uint i = 0; i < QK_WR; i++) {
+                        QK_F16MAT a;
+                        coopMatLoadNV(a, qk_wt, (m * NR0 + (sgr * QK_WR + i) * CM) * TS + kk, TS, false);
+                        for (uint j = 0; j < QK_WC; j++) acc[m][i][j] = coopMatMulAddNV(a, b[j], acc[m][i][j]);
+                    }
             }
     }
-    for (uint j = 0; j < QK_CT; j++) {
-        const uint t = sg + j * nsg;
-        if (t >= QK_CTILES) break;
-        const uint tr = t % QK_CT_R, tc = t / QK_CT_R;
+    if (busy)
         for (uint m = 0; m < QK_NW; m++)
-            coopMatStoreNV(acc[m][j], qk_ot, m * NR0 * NR1 + tc * CM * NR0 + tr * CM, NR0, true);
-    }
+            for (uint i = 0; i < QK_WR; i++)
+                for (uint j = 0; j < QK_WC; j++) {
+                    const uint tr = sgr * QK_WR + i, tc = sgc * QK_WC + j;
+                    coopMatStoreNV(acc[m][i][j], qk_ot, m * NR0 * NR1 + tc * CM * NR0 + tr * CM, NR0, true);
+                }
     barrier();
     // consecutive invocations store consecutive rows of one column
     for (uint i = tid; i < NR0 * NR1; i += WG) {
