@@ -75,10 +75,42 @@ qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_benc
     return r;
 }
 
+qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
+                           double *us, double *us_span) {
+    enum { N = 1024 }; /* one workgroup's worth of a copy: 4 KiB */
+    uint32_t n = o->runs < 20 ? 20 : o->runs, ki = UINT32_MAX;
+    for (uint32_t i = 0; b && i < qkrt_bundle_kernel_count(b) && ki == UINT32_MAX; i++)
+        if (!strcmp(qkrt_bundle_kernel(b, i)->family, "copy") &&
+            qkrt_kernel_check(ctx, b, i) == QKRT_OK)
+            ki = i;
+    *us = *us_span = 0;
+    if (ki == UINT32_MAX) return QKRT_OK;
+    qkrt_buffer *src = NULL, *dst = NULL;
+    qkrt_result r = qkrt_buffer_create(ctx, N * 4, &src);
+    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, N * 4, &dst);
+    if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
+    qkrt_dispatch *ds = malloc(sizeof *ds * n);
+    double *ns = calloc(n, sizeof *ns), span[5];
+    for (uint32_t j = 0; j < n; j++) {
+        ds[j] = (qkrt_dispatch){.bundle = b, .kernel = ki, .buffers = {src, dst}};
+        ds[j].shape.names[0] = "N", ds[j].shape.values[0] = N, ds[j].shape.count = 1;
+    }
+    if (r == QKRT_OK) r = qkrt_run(ctx, ds, n, ns);
+    for (uint32_t i = 0; i < 5 && r == QKRT_OK; i++) r = qkrt_run_span(ctx, ds, n, &span[i]);
+    if (r == QKRT_OK) {
+        *us = median(ns, n) / 1e3;
+        *us_span = median(span, 5) / n / 1e3;
+    }
+    qkrt_buffer_destroy(ctx, src);
+    qkrt_buffer_destroy(ctx, dst);
+    free(ds), free(ns);
+    return r;
+}
+
 /* Whether the case's shape meets the kernel's constraints. */
 static bool fits(const qkrt_kernel_info *k, const qk_bench_case *c) {
-    qkrt_shape s = {6, {"M", "K", "T", "top_k", "ne11", "E"},
-                    {c->M, c->K, c->T, c->top_k, 1, c->E}};
+    qkrt_shape s = {7, {"M", "K", "T", "top_k", "ne11", "E", "max_per_expert"},
+                    {c->M, c->K, c->T, c->top_k, 1, c->E, c->T}};
     for (uint32_t i = 0; i < k->constraint_count; i++) {
         bool ok = false;
         char err[256];
@@ -86,6 +118,18 @@ static bool fits(const qkrt_kernel_info *k, const qk_bench_case *c) {
             return false;
     }
     return true;
+}
+
+/* Whether name contains one of the comma-separated texts of filter. */
+static bool filter_match(const char *filter, const char *name) {
+    for (const char *p = filter; *p;) {
+        size_t n = strcspn(p, ",");
+        char part[128];
+        snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
+        if (n && strstr(name, part)) return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
 }
 
 /* Kernels of the case: its family and format, and unless all_variants, the
@@ -98,7 +142,7 @@ static uint32_t eligible(const qkrt_bundle *b, const qk_bench_case *c, const qk_
             const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
             if (strcmp(k->family, c->family) || strcmp(k->format, c->format) ||
                 strcmp(k->activation, "f32") || strcmp(k->format_variant, c->variant) ||
-                strcmp(k->fusion, "none") || (o->filter && !strstr(k->name, o->filter)) ||
+                strcmp(k->fusion, "none") || (o->filter && !filter_match(o->filter, k->name)) ||
                 !fits(k, c))
                 continue;
             if (pass == 0) {
@@ -120,6 +164,8 @@ typedef struct case_buffers {
     uint32_t copies, planes;
     qkrt_buffer **w; /* copies x planes */
     qkrt_buffer *x, *y, *ids;
+    qkrt_buffer *route, *tpe; /* matmul_id: pairs by expert [E, mpe], pairs per expert [E] */
+    uint32_t mpe;             /* matmul_id: the most pairs any expert has */
 } case_buffers;
 
 static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
@@ -129,6 +175,8 @@ static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
     qkrt_buffer_destroy(ctx, cb->x);
     qkrt_buffer_destroy(ctx, cb->y);
     qkrt_buffer_destroy(ctx, cb->ids);
+    qkrt_buffer_destroy(ctx, cb->route);
+    qkrt_buffer_destroy(ctx, cb->tpe);
     memset(cb, 0, sizeof *cb);
 }
 
@@ -157,6 +205,21 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, pairs * c->M * 4, &cb->y);
     if (r == QKRT_OK && ids) r = qkrt_buffer_create(ctx, pairs * 4, &cb->ids);
     if (r == QKRT_OK && ids) r = qkrt_buffer_upload(ctx, cb->ids, 0, ids, pairs * 4);
+    if (r == QKRT_OK && ids && !strcmp(c->family, "matmul_id")) {
+        /* the routing moe_route would build on the GPU, built here */
+        uint32_t *tpe = calloc(c->E, sizeof *tpe), *route = calloc((size_t)c->E * c->T, 4);
+        qk_route_ref(ids, c->T, c->top_k, c->E, c->T, tpe, route);
+        cb->mpe = 1;
+        for (uint32_t e = 0; e < c->E; e++) cb->mpe = tpe[e] > cb->mpe ? tpe[e] : cb->mpe;
+        /* packed to [E, mpe] */
+        for (uint32_t e = 0; e < c->E; e++)
+            memmove(route + (size_t)e * cb->mpe, route + (size_t)e * c->T, (size_t)cb->mpe * 4);
+        r = qkrt_buffer_create(ctx, (size_t)c->E * cb->mpe * 4, &cb->route);
+        if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->route, 0, route, (size_t)c->E * cb->mpe * 4);
+        if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->E * 4, &cb->tpe);
+        if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->tpe, 0, tpe, (size_t)c->E * 4);
+        free(tpe), free(route);
+    }
     return r;
 }
 
@@ -172,14 +235,15 @@ static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case
         const char *role = k->bindings[i].role;
         qkrt_buffer *buf = !strcmp(role, "weights")       ? cb->w[copy * cb->planes + plane++]
                            : !strcmp(role, "activations") ? cb->x
-                           : !strcmp(role, "ids")         ? cb->ids
+                           : !strcmp(role, "ids")         ? (cb->route ? cb->route : cb->ids)
+                           : !strcmp(role, "tpe")         ? cb->tpe
                                                           : cb->y;
         for (uint32_t j = 0; j < k->bindings[i].count; j++) d->buffers[slot++] = buf;
     }
-    const char *names[] = {"M", "K", "T", "top_k", "ne11", "E"};
-    int64_t vals[] = {c->M, c->K, c->T, c->top_k, 1, c->E};
-    for (int i = 0; i < 6; i++) d->shape.names[i] = names[i], d->shape.values[i] = vals[i];
-    d->shape.count = 6;
+    const char *names[] = {"M", "K", "T", "top_k", "ne11", "E", "max_per_expert"};
+    int64_t vals[] = {c->M, c->K, c->T, c->top_k, 1, c->E, cb->mpe};
+    for (int i = 0; i < 7; i++) d->shape.names[i] = names[i], d->shape.values[i] = vals[i];
+    d->shape.count = 7;
 }
 
 /* Keeps the GPU busy for `seconds` with kernel ki, so the clock is up. */
@@ -266,7 +330,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
                           ref + (size_t)tr * c->M);
     }
     bool last_row = !c->E && c->T > tr;
-    double tol = strcmp(c->family, "matmul") ? 1e-6 : 5e-4; /* f16-staged tiles: ggml's bound */
+    /* f16-staged matmul tiles: ggml's bound */
+    double tol = strncmp(c->family, "matmul", 6) ? 1e-6 : 5e-4;
     double wbytes = 0;
     for (uint32_t p = 0; p < w.plane_count; p++) wbytes += (double)w.bytes[p];
     wbytes = wbytes / E * touched;
@@ -317,6 +382,12 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         double lo = INFINITY, hi = 0;
         for (uint32_t i = 0; i < runs; i++) lo = fmin(lo, ns[i]), hi = fmax(hi, ns[i]);
         out->us = median(ns, runs) / 1e3;
+        /* the same dispatches back to back without barriers: launch gaps hidden */
+        double span[3];
+        for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++) r = qkrt_run_span(ctx, d, runs, &span[i]);
+        if (r != QKRT_OK) break;
+        out->us_span = median(span, 3) / runs / 1e3;
+        out->pct_copy_span = copy_gbps > 0 ? 100.0 * out->bytes / (out->us_span * 1e3) / copy_gbps : 0;
         out->us_min = lo / 1e3, out->us_max = hi / 1e3;
         out->gbps = out->bytes / (out->us * 1e3);
         out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;

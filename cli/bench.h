@@ -23,7 +23,7 @@ typedef struct qk_bench_opts {
     double rewarm_s;         /* between variants of one case */
     uint64_t rotate_bytes;   /* weight copies until they exceed this (4 x L2) */
     uint64_t copy_bytes;     /* copy-bandwidth buffer */
-    const char *filter;      /* only variants whose name contains this */
+    const char *filter;      /* only variants whose name contains one of these (A,B) */
     bool all_variants;       /* also variants whose NR1 does not fit the tokens */
     uint64_t seed;
     FILE *progress;          /* a progress line, or NULL */
@@ -32,10 +32,12 @@ typedef struct qk_bench_opts {
 typedef struct qk_bench_result {
     char kernel[256];
     qk_bench_case c;
-    double us;       /* median */
+    double us;       /* median of single dispatches, each between barriers (launch included) */
+    double us_span;  /* the same dispatches back to back without barriers, per dispatch */
     double us_min, us_max;
     double bytes, flops;
     double gbps, pct_copy, tflops;
+    double pct_copy_span; /* pct_copy of us_span */
     double nmse;
     double prepare_ms; /* the first run: pipeline creation (driver compile) and one dispatch */
     bool ok;         /* the result matched the reference */
@@ -48,6 +50,12 @@ typedef struct qk_bench_result {
  * or by vkCmdCopyBuffer when the bundle has none. */
 qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
                           double *gbps, double *us);
+
+/* The harness's floor: a one-workgroup copy timed as kernels are, per
+ * dispatch between barriers (*us) and back to back (*us_span); 0 without a
+ * copy kernel in the bundle. */
+qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
+                           double *us, double *us_span);
 
 /* Benchmarks every eligible variant of the case; appends to *res (realloc'd). */
 qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c,

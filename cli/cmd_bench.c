@@ -19,15 +19,20 @@ static const uint32_t std_moe[][5] = {
     {2048, 768, 1, 128, 8},  {2048, 768, 8, 128, 8},  {2048, 768, 32, 128, 8},
     {1792, 2048, 1, 32, 4},  {1792, 2048, 8, 32, 4},
 };
+/* MoE prefill (matmul with expert ids): m, k, tokens, experts, top_k */
+static const uint32_t std_moe_mm[][5] = {
+    {768, 2048, 32, 128, 8}, {768, 2048, 512, 128, 8}, {2048, 768, 32, 128, 8},
+    {2048, 768, 512, 128, 8}, {1792, 2048, 512, 32, 4},
+};
 static const char *std_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
 
 static void json_result(FILE *f, const qk_bench_result *r, bool first) {
     fprintf(f,
             "%s\n    { \"kernel\": \"%s\", \"family\": \"%s\", \"format\": \"%s\", \"M\": %u, "
-            "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_min\": %.3f, \"us_max\": %.3f, "
+            "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_span\": %.3f, \"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, "
             "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
             "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"ok\": %s, \"best\": %s, \"error\": \"%s\" }",
-            first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E, r->c.top_k, r->us,
+            first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E, r->c.top_k, r->us, r->us_span, r->pct_copy_span,
             r->us_min, r->us_max, r->bytes, r->gbps, r->pct_copy, r->tflops, r->nmse, r->prepare_ms,
             r->ok ? "true" : "false", r->best ? "true" : "false", r->error);
 }
@@ -42,8 +47,9 @@ static void print_row(const qk_bench_result *r) {
     if (!r->ok)
         printf("%-46s %-22s %s\n", r->kernel, shape, r->error[0] ? r->error : "failed");
     else
-        printf("%-46s %-22s %9.2f %8.1f %6.1f%% %7.3f %8.0f%s\n", r->kernel, shape, r->us, r->gbps,
-               r->pct_copy, r->tflops, r->prepare_ms, r->best ? "  *" : "");
+        printf("%-46s %-22s %9.2f %8.1f %6.1f%% %7.3f %8.2f %6.1f%% %8.0f%s\n", r->kernel, shape,
+               r->us, r->gbps, r->pct_copy, r->tflops, r->us_span, r->pct_copy_span, r->prepare_ms,
+               r->best ? "  *" : "");
 }
 
 int cmd_bench(qk_args *a) {
@@ -63,7 +69,9 @@ int cmd_bench(qk_args *a) {
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
                  "m=4096 k=14336, 512 tokens; MoE mat-vec with expert ids, 128 experts top-8\n"
                  "m=768 k=2048 and m=2048 k=768 for 1, 8, 32 tokens, 32 experts top-4 m=1792\n"
-                 "k=2048 for 1 and 8; --family matvec, matmul or moe for one) for the\n"
+                 "k=2048 for 1 and 8; MoE matmul with expert ids for 32 and 512 tokens of\n"
+                 "those shapes (32 experts: 512); --family matvec, matmul, moe (mat-vec with\n"
+                 "ids) or moe_matmul for one) for the\n"
                  "formats q4_0 q8_0 q4_K q5_K q6_K iq4_nl mlx4_g64 that the bundle holds.\n"
                  "Each variant is first checked against the CPU reference (a wrong result is\n"
                  "reported and not timed); weights rotate among copies larger than --rotate-mb\n"
@@ -71,7 +79,12 @@ int cmd_bench(qk_args *a) {
                  "--warmup-ms (default 1000) before each case; times are the median of --runs\n"
                  "(default 50, at least 20) Vulkan timestamp intervals. The device's copy\n"
                  "bandwidth is measured first over --copy-mb (default 1024) and every row\n"
-                 "gives its percentage. '*' marks the fastest variant of each case.");
+                 "gives its percentage. '*' marks the fastest variant of each case.\n\n"
+                 "Two times per variant: 'us', each dispatch alone between barriers (what a\n"
+                 "chain of dependent kernels sees, launch included), and 'b2b us', the same\n"
+                 "dispatches back to back without barriers (launch gaps overlapped). The\n"
+                 "'dispatch floor' line gives both for a one-workgroup copy.\n"
+                 "--filter A,B keeps the variants whose name contains A or B.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
@@ -103,10 +116,10 @@ int cmd_bench(qk_args *a) {
     if (runs < 20) return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
     if (copy_mb < 1) return qk_usage_error(a->cmd, "--copy-mb must be at least 1");
     if (strcmp(family, "matvec") && strcmp(family, "matmul") && strcmp(family, "moe") &&
-        strcmp(family, "all"))
-        return qk_usage_error(a->cmd,
-                              "--family: '%s' is not benchmarked (matvec, matmul, moe, all)",
-                              family);
+        strcmp(family, "moe_matmul") && strcmp(family, "all"))
+        return qk_usage_error(
+            a->cmd, "--family: '%s' is not benchmarked (matvec, matmul, moe, moe_matmul, all)",
+            family);
 
     qkrt_context *ctx;
     qkrt_bundle *b;
@@ -133,8 +146,15 @@ int cmd_bench(qk_args *a) {
     snprintf(fmts, sizeof fmts, "%s", formats ? formats : std_formats);
     qk_bench_result *res = NULL;
     uint32_t nres = 0;
-    printf("%-46s %-22s %9s %8s %7s %7s %8s\n", "kernel", "shape", "us", "GB/s", "copy", "TFLOP/s",
-           "prep ms");
+    double floor_us = 0, floor_span = 0;
+    if (rc == QK_EXIT_OK && qk_bench_floor(ctx, b, &o, &floor_us, &floor_span) != QKRT_OK) {
+        fprintf(stderr, "qkgen bench: floor: %s\n", qkrt_last_error(ctx));
+        rc = QK_EXIT_FAIL;
+    }
+    printf("dispatch floor: %.2f us between barriers, %.2f us back to back (a one-workgroup copy)\n",
+           floor_us, floor_span);
+    printf("%-46s %-22s %9s %8s %7s %7s %8s %7s %8s\n", "kernel", "shape", "us", "GB/s", "copy",
+           "TFLOP/s", "b2b us", "b2b", "prep ms");
     for (char *fmt = strtok(fmts, ","); fmt && rc == QK_EXIT_OK; fmt = strtok(NULL, ",")) {
         qk_weights probe = {.format = fmt, .variant = ""};
         char variant[16] = "";
@@ -149,13 +169,15 @@ int cmd_bench(qk_args *a) {
             continue; /* the standard set skips formats the bundle lacks */
         }
         /* the cases of this format: the chosen shape, or the standard set */
-        qk_bench_case cases[32];
+        qk_bench_case cases[40];
         uint32_t nc = 0;
         bool all_f = !strcmp(family, "all");
         bool mv = all_f || !strcmp(family, "matvec"), mm = all_f || !strcmp(family, "matmul");
-        bool moe = all_f || !strcmp(family, "moe");
+        bool moe = all_f || !strcmp(family, "moe"), moe_mm = all_f || !strcmp(family, "moe_matmul");
         if (m) {
-            const char *fam = experts ? "matvec_id" : mm && !mv ? "matmul" : "matvec";
+            const char *fam = experts ? (moe_mm && !moe ? "matmul_id" : "matvec_id")
+                              : mm && !mv ? "matmul"
+                                          : "matvec";
             cases[nc++] = (qk_bench_case){fam, fmt, variant, (uint32_t)m, (uint32_t)k,
                                           (uint32_t)t, (uint32_t)experts, (uint32_t)topk};
         } else {
@@ -168,6 +190,10 @@ int cmd_bench(qk_args *a) {
                 cases[nc++] = (qk_bench_case){"matvec_id", fmt, variant, std_moe[i][0],
                                               std_moe[i][1], std_moe[i][2], std_moe[i][3],
                                               std_moe[i][4]};
+            for (uint32_t i = 0; moe_mm && i < sizeof std_moe_mm / sizeof std_moe_mm[0]; i++)
+                cases[nc++] = (qk_bench_case){"matmul_id", fmt, variant, std_moe_mm[i][0],
+                                              std_moe_mm[i][1], std_moe_mm[i][2], std_moe_mm[i][3],
+                                              std_moe_mm[i][4]};
         }
         for (uint32_t ci = 0; ci < nc && rc == QK_EXIT_OK; ci++) {
             uint32_t first = nres;
@@ -176,7 +202,7 @@ int cmd_bench(qk_args *a) {
                                   sizeof err) != QKRT_OK) {
                 if (o.progress) fputs("\r\033[K", stderr);
                 fprintf(stderr, "qkgen bench: %s\n", err);
-                if (!strstr(err, "no matmul kernel")) rc = QK_EXIT_FAIL;
+                if (!strstr(err, "no matmul")) rc = QK_EXIT_FAIL;
             }
             if (o.progress) fputs("\r\033[K", stderr);
             for (uint32_t i = first; i < nres; i++)
@@ -192,8 +218,10 @@ int cmd_bench(qk_args *a) {
             fprintf(stderr, "qkgen bench: %s: cannot write\n", json);
             rc = QK_EXIT_FAIL;
         } else {
-            fprintf(f, "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, \"seed\": %llu,\n  \"results\": [",
-                    dev->name, dev->driver, copy_gbps, (unsigned long long)seed);
+            fprintf(f,
+                    "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "
+                    "\"floor_us\": %.3f, \"floor_span_us\": %.3f, \"seed\": %llu,\n  \"results\": [",
+                    dev->name, dev->driver, copy_gbps, floor_us, floor_span, (unsigned long long)seed);
             for (uint32_t i = 0; i < nres; i++) json_result(f, &res[i], i == 0);
             fputs("\n  ]\n}\n", f);
             fclose(f);

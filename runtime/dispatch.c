@@ -334,7 +334,7 @@ static qkrt_result bind_buffers(qkrt_context *ctx, uint32_t i, const qkrt_kernel
 }
 
 static qkrt_result record(qkrt_context *ctx, uint32_t i, const qkrt_dispatch *d, bool timed,
-                          VkPipeline *bound, bool *empty_out) {
+                          bool barrier, VkPipeline *bound, bool *empty_out) {
     const qkrt_bundle *bundle = d->bundle;
     if (!bundle || bundle->ctx != ctx || d->kernel >= bundle->count)
         return fail_at(ctx, i, NULL, "no kernel %u in %s", d->kernel,
@@ -372,7 +372,7 @@ static qkrt_result record(qkrt_context *ctx, uint32_t i, const qkrt_dispatch *d,
     if (r == QKRT_OK) r = bind_buffers(ctx, i, k, d, set);
     if (r != QKRT_OK) return r;
 
-    if (i > 0) qkrt_cmd_barrier(ctx);
+    if (i > 0 && barrier) qkrt_cmd_barrier(ctx);
     if (timed) write_timestamp(ctx, 2 * i);
     bool empty = !d->indirect && (!groups[0] || !groups[1] || !groups[2]);
     *empty_out = empty;
@@ -407,12 +407,34 @@ qkrt_result qkrt_run(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, doub
     VkPipeline bound = VK_NULL_HANDLE;
     for (uint32_t i = 0; i < n && r == QKRT_OK; i++) {
         bool empty = false;
-        r = record(ctx, i, &d[i], ns != NULL, &bound, &empty);
+        r = record(ctx, i, &d[i], ns != NULL, true, &bound, &empty);
         if (ns) ns[i] = empty ? -1.0 : 0.0;
     }
     /* an abandoned recording is reset by the next qkrt_cmd_begin */
     if (r == QKRT_OK) r = qkrt_cmd_submit(ctx);
     if (r == QKRT_OK && ns) r = read_times(ctx, n, ns);
+    return r;
+}
+
+qkrt_result qkrt_run_span(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *span_ns) {
+    if (n == 0 || !d || !span_ns)
+        return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_run_span: needs dispatches and span_ns");
+    qkrt_result r = reserve_queries(ctx, "qkrt_run_span", 2);
+    if (r == QKRT_OK) r = reset_pools(ctx);
+    if (r == QKRT_OK) r = qkrt_cmd_begin(ctx);
+    if (r != QKRT_OK) return r;
+    vkCmdResetQueryPool(ctx->cmd, ctx->query_pool, 0, 2);
+    write_timestamp(ctx, 0);
+    VkPipeline bound = VK_NULL_HANDLE;
+    for (uint32_t i = 0; i < n && r == QKRT_OK; i++) {
+        bool empty = false;
+        r = record(ctx, i, &d[i], false, false, &bound, &empty);
+    }
+    if (r != QKRT_OK) return r;
+    write_timestamp(ctx, 1);
+    *span_ns = 0;
+    r = qkrt_cmd_submit(ctx);
+    if (r == QKRT_OK) r = read_times(ctx, 1, span_ns);
     return r;
 }
 

@@ -197,6 +197,13 @@ typedef struct qkrt_dispatch {
  * nanoseconds from timestamp queries. */
 qkrt_result qkrt_run(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *ns);
 
+/* Records the n dispatches back to back with NO barrier between them (the
+ * caller asserts they are independent, or does not care about their results),
+ * submits and waits; *span_ns receives the GPU time from before the first to
+ * after the last. Benchmarks use it for throughput with launch gaps hidden
+ * (qkrt_run's per-dispatch times include each dispatch's launch). */
+qkrt_result qkrt_run_span(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *span_ns);
+
 /* Copies src to dst on the GPU (n times, back to back in one submission) and
  * returns the GPU time of each copy in ns[0..n). Used to measure copy bandwidth. */
 qkrt_result qkrt_copy(qkrt_context *ctx, qkrt_buffer *dst, qkrt_buffer *src, size_t bytes,
