@@ -85,6 +85,7 @@ int main(int argc, char **argv) {
         if (strcmp(k->family, "matvec") || strcmp(k->fusion, "none") ||
             (filter && !strstr(k->name, filter)))
             continue;
+        if (gpu_skip_shared(ctx, k)) continue;
         if (qkrt_kernel_check(ctx, b, ki) != QKRT_OK) {
             printf("FAIL %s: the device cannot run it: %s\n", k->name, qkrt_last_error(ctx));
             fail++;

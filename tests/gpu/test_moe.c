@@ -272,6 +272,7 @@ int main(int argc, char **argv) {
         bool id = !strcmp(k->family, "matvec_id") || !strcmp(k->family, "matvec_id_sep");
         bool glu = !strcmp(k->family, "matvec") && !strcmp(k->fusion, "swiglu");
         if ((!id && !glu) || (filter && !strstr(k->name, filter))) continue;
+        if (gpu_skip_shared(ctx, k)) continue;
         if (qkrt_kernel_check(ctx, b, ki) != QKRT_OK) {
             printf("FAIL %s: the device cannot run it: %s\n", k->name, qkrt_last_error(ctx));
             g_fail++;
