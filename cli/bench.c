@@ -26,21 +26,31 @@ static double median(double *v, uint32_t n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* The copy kernels of the bundle (family "copy"), fastest wins; without one,
- * vkCmdCopyBuffer. */
+/* Whether kernel i of the bundle is a copy kernel (family "copy") that this
+ * device runs. */
+static bool is_copy_kernel(qkrt_context *ctx, const qkrt_bundle *b, uint32_t i) {
+    return !strcmp(qkrt_bundle_kernel(b, i)->family, "copy") && qkrt_kernel_check(ctx, b, i) == QKRT_OK;
+}
+
+/* n dispatches of copy kernel ki over `words` 32-bit words, src to dst (malloc'd). */
+static qkrt_dispatch *copy_dispatches(const qkrt_bundle *b, uint32_t ki, qkrt_buffer *src,
+                                      qkrt_buffer *dst, uint64_t words, uint32_t n) {
+    qkrt_dispatch *ds = malloc(sizeof *ds * n);
+    for (uint32_t j = 0; j < n; j++) {
+        ds[j] = (qkrt_dispatch){.bundle = b, .kernel = ki, .buffers = {src, dst}};
+        ds[j].shape.names[0] = "N", ds[j].shape.values[0] = (int64_t)words, ds[j].shape.count = 1;
+    }
+    return ds;
+}
+
+/* The copy kernels of the bundle, fastest wins; without one, vkCmdCopyBuffer. */
 static qkrt_result time_copy_kernels(qkrt_context *ctx, const qkrt_bundle *b, qkrt_buffer *src,
                                      qkrt_buffer *dst, const qk_bench_opts *o, uint32_t n,
                                      double *ns, double *best) {
     qkrt_result r = QKRT_OK;
     for (uint32_t i = 0; b && i < qkrt_bundle_kernel_count(b) && r == QKRT_OK; i++) {
-        if (strcmp(qkrt_bundle_kernel(b, i)->family, "copy")) continue;
-        if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) continue;
-        qkrt_dispatch d = {.bundle = b, .kernel = i, .buffers = {src, dst}};
-        d.shape.names[0] = "N";
-        d.shape.values[0] = (int64_t)(o->copy_bytes / 4);
-        d.shape.count = 1;
-        qkrt_dispatch *ds = malloc(sizeof *ds * n);
-        for (uint32_t j = 0; j < n; j++) ds[j] = d;
+        if (!is_copy_kernel(ctx, b, i)) continue;
+        qkrt_dispatch *ds = copy_dispatches(b, i, src, dst, o->copy_bytes / 4, n);
         for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < o->warmup_s;)
             r = qkrt_run(ctx, ds, 4, NULL);
         if (r == QKRT_OK) r = qkrt_run(ctx, ds, n, ns);
@@ -80,21 +90,15 @@ qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_ben
     enum { N = 1024 }; /* one workgroup's worth of a copy: 4 KiB */
     uint32_t n = o->runs < 20 ? 20 : o->runs, ki = UINT32_MAX;
     for (uint32_t i = 0; b && i < qkrt_bundle_kernel_count(b) && ki == UINT32_MAX; i++)
-        if (!strcmp(qkrt_bundle_kernel(b, i)->family, "copy") &&
-            qkrt_kernel_check(ctx, b, i) == QKRT_OK)
-            ki = i;
+        if (is_copy_kernel(ctx, b, i)) ki = i;
     *us = *us_span = 0;
     if (ki == UINT32_MAX) return QKRT_OK;
     qkrt_buffer *src = NULL, *dst = NULL;
     qkrt_result r = qkrt_buffer_create(ctx, N * 4, &src);
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, N * 4, &dst);
     if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
-    qkrt_dispatch *ds = malloc(sizeof *ds * n);
+    qkrt_dispatch *ds = copy_dispatches(b, ki, src, dst, N, n);
     double *ns = calloc(n, sizeof *ns), span[5];
-    for (uint32_t j = 0; j < n; j++) {
-        ds[j] = (qkrt_dispatch){.bundle = b, .kernel = ki, .buffers = {src, dst}};
-        ds[j].shape.names[0] = "N", ds[j].shape.values[0] = N, ds[j].shape.count = 1;
-    }
     if (r == QKRT_OK) r = qkrt_run(ctx, ds, n, ns);
     for (uint32_t i = 0; i < 5 && r == QKRT_OK; i++) r = qkrt_run_span(ctx, ds, n, &span[i]);
     if (r == QKRT_OK) {
@@ -208,12 +212,11 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
     if (r == QKRT_OK && ids && !strcmp(c->family, "matmul_id")) {
         /* the routing moe_route would build on the GPU, built here */
         uint32_t *tpe = calloc(c->E, sizeof *tpe), *route = calloc((size_t)c->E * c->T, 4);
+        /* once to count, once packed to [E, mpe] with mpe the busiest expert's count */
         qk_route_ref(ids, c->T, c->top_k, c->E, c->T, tpe, route);
         cb->mpe = 1;
         for (uint32_t e = 0; e < c->E; e++) cb->mpe = tpe[e] > cb->mpe ? tpe[e] : cb->mpe;
-        /* packed to [E, mpe] */
-        for (uint32_t e = 0; e < c->E; e++)
-            memmove(route + (size_t)e * cb->mpe, route + (size_t)e * c->T, (size_t)cb->mpe * 4);
+        qk_route_ref(ids, c->T, c->top_k, c->E, cb->mpe, tpe, route);
         r = qkrt_buffer_create(ctx, (size_t)c->E * cb->mpe * 4, &cb->route);
         if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->route, 0, route, (size_t)c->E * cb->mpe * 4);
         if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->E * 4, &cb->tpe);

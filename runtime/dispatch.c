@@ -395,47 +395,45 @@ static qkrt_result record(qkrt_context *ctx, uint32_t i, const qkrt_dispatch *d,
     return QKRT_OK;
 }
 
+/* Records the n dispatches in one command buffer and submits it: with ns,
+ * barriers between them and each one's time; with span, back to back without
+ * barriers and one time around them all. */
+static qkrt_result run_dispatches(qkrt_context *ctx, const char *what, const qkrt_dispatch *d,
+                                  uint32_t n, double *ns, double *span) {
+    uint32_t queries = ns ? 2 * n : span ? 2 : 0;
+    qkrt_result r = queries ? reserve_queries(ctx, what, queries) : QKRT_OK;
+    if (r == QKRT_OK) r = reset_pools(ctx);
+    if (r == QKRT_OK) r = qkrt_cmd_begin(ctx);
+    if (r != QKRT_OK) return r;
+    if (queries) vkCmdResetQueryPool(ctx->cmd, ctx->query_pool, 0, queries);
+    if (span) write_timestamp(ctx, 0);
+    VkPipeline bound = VK_NULL_HANDLE;
+    for (uint32_t i = 0; i < n && r == QKRT_OK; i++) {
+        bool empty = false;
+        r = record(ctx, i, &d[i], ns != NULL, span == NULL, &bound, &empty);
+        if (ns) ns[i] = empty ? -1.0 : 0.0;
+    }
+    if (span) {
+        write_timestamp(ctx, 1);
+        *span = 0;
+    }
+    /* an abandoned recording is reset by the next qkrt_cmd_begin */
+    if (r == QKRT_OK) r = qkrt_cmd_submit(ctx);
+    if (r == QKRT_OK && queries) r = read_times(ctx, ns ? n : 1, ns ? ns : span);
+    return r;
+}
+
 qkrt_result qkrt_run(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *ns) {
     if (n == 0) return QKRT_OK;
     if (!d) return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_run: %u dispatches but d is NULL", n);
     if (n > UINT32_MAX / 2) return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_run: n too large");
-    qkrt_result r = ns ? reserve_queries(ctx, "qkrt_run", 2 * n) : QKRT_OK;
-    if (r == QKRT_OK) r = reset_pools(ctx);
-    if (r == QKRT_OK) r = qkrt_cmd_begin(ctx);
-    if (r != QKRT_OK) return r;
-    if (ns) vkCmdResetQueryPool(ctx->cmd, ctx->query_pool, 0, 2 * n);
-    VkPipeline bound = VK_NULL_HANDLE;
-    for (uint32_t i = 0; i < n && r == QKRT_OK; i++) {
-        bool empty = false;
-        r = record(ctx, i, &d[i], ns != NULL, true, &bound, &empty);
-        if (ns) ns[i] = empty ? -1.0 : 0.0;
-    }
-    /* an abandoned recording is reset by the next qkrt_cmd_begin */
-    if (r == QKRT_OK) r = qkrt_cmd_submit(ctx);
-    if (r == QKRT_OK && ns) r = read_times(ctx, n, ns);
-    return r;
+    return run_dispatches(ctx, "qkrt_run", d, n, ns, NULL);
 }
 
 qkrt_result qkrt_run_span(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *span_ns) {
     if (n == 0 || !d || !span_ns)
         return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_run_span: needs dispatches and span_ns");
-    qkrt_result r = reserve_queries(ctx, "qkrt_run_span", 2);
-    if (r == QKRT_OK) r = reset_pools(ctx);
-    if (r == QKRT_OK) r = qkrt_cmd_begin(ctx);
-    if (r != QKRT_OK) return r;
-    vkCmdResetQueryPool(ctx->cmd, ctx->query_pool, 0, 2);
-    write_timestamp(ctx, 0);
-    VkPipeline bound = VK_NULL_HANDLE;
-    for (uint32_t i = 0; i < n && r == QKRT_OK; i++) {
-        bool empty = false;
-        r = record(ctx, i, &d[i], false, false, &bound, &empty);
-    }
-    if (r != QKRT_OK) return r;
-    write_timestamp(ctx, 1);
-    *span_ns = 0;
-    r = qkrt_cmd_submit(ctx);
-    if (r == QKRT_OK) r = read_times(ctx, 1, span_ns);
-    return r;
+    return run_dispatches(ctx, "qkrt_run_span", d, n, NULL, span_ns);
 }
 
 qkrt_result qkrt_copy(qkrt_context *ctx, qkrt_buffer *dst, qkrt_buffer *src, size_t bytes,

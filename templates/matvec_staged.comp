@@ -6,46 +6,27 @@
 // A workgroup owns (WG / TPR) * NR0 rows; partial sums meet in shared memory,
 // so no subgroup operation (and no subgroup size) is assumed.
 //
-// MoE form (an ids binding, NR1 = 1): column p of the grid is the (token, slot)
-// pair p = token * top_k + slot against expert ids[p] of E stacked experts
-// (clamped), reading the token's activations (ne11 = 1) or the pair's own
-// (ne11 = top_k), writing row p of y [tokens, top_k, M]; as in matvec.comp.
+// MoE form (an ids binding, NR1 = 1): column p of the grid is the pair
+// p = token * top_k + slot (include/matvec_cols.glsl), writing row p of
+// y [tokens, top_k, M]; as in matvec.comp.
 
 #define CHUNK_BLOCKS (NK / QK)
 #define RG (WG / TPR)
 
 shared float qk_red[NR0 * NR1][WG];
 
-// Activations of one hook call for token offset xb (elements), block e0.
-void load_x(uint xb, uint e0, uint sub, out float xv[QK_SUB_N]) {
-#if QK_SUB_RUN >= 4
-    [[unroll]] for (uint j = 0; j < QK_SUB_N / 4; j++) {
-        vec4 v = x4[(xb + e0 + qk_sub_elem(sub, 4u * j)) >> 2];
-        xv[4 * j] = v.x, xv[4 * j + 1] = v.y, xv[4 * j + 2] = v.z, xv[4 * j + 3] = v.w;
-    }
-#else
-    [[unroll]] for (uint i = 0; i < QK_SUB_N; i++) xv[i] = x[xb + e0 + qk_sub_elem(sub, i)];
-#endif
-}
+#include "include/matvec_cols.glsl"
 
 void main() {
-    const uint M = pc.M, K = pc.K, T = pc.T;
+    const uint M = pc.M, K = pc.K;
     const uint lid = gl_LocalInvocationID.x;
     const uint lane = lid % TPR, rg = lid / TPR;
     const uint row0 = (gl_WorkGroupID.x * RG + rg) * NR0;
     const uint tok0 = gl_WorkGroupID.y * NR1;
     const uint nb = K / QK, nchunks = K / NK;
 
-    // Rows and tokens past the end are clamped, computed and never stored.
-    uint toks[NR1];
-#ifdef BINDING_ids
-    const uint ncols = T * pc.top_k, tok = tok0 / pc.top_k, slot = tok0 % pc.top_k;
-    const uint expert_blk = uint(clamp(ids[tok0], 0, int(pc.E) - 1)) * M * nb;
-    toks[0] = (tok * pc.ne11 + slot % pc.ne11) * K;
-#else
-    const uint ncols = T, expert_blk = 0u;
-    [[unroll]] for (uint t = 0; t < NR1; t++) toks[t] = min(tok0 + t, T - 1u) * K;
-#endif
+    uint toks[NR1], ncols;
+    const uint expert_blk = qk_mv_columns(tok0, toks, ncols);
     uint rowblk[NR0];
     [[unroll]] for (uint r = 0; r < NR0; r++) rowblk[r] = expert_blk + min(row0 + r, M - 1u) * nb;
 

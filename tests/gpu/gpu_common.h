@@ -57,6 +57,18 @@ static inline bool gpu_open(const char *bundle, qkrt_context **ctx, qkrt_bundle 
     return true;
 }
 
+/* The start of every GPU test: `argv[0] BUNDLE [FILTER]`, then gpu_open.
+ * Returns 0, or the exit status (2: usage, 1: no device or bundle). */
+static inline int gpu_start(int argc, char **argv, const char **filter, qkrt_context **ctx,
+                            qkrt_bundle **b) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s BUNDLE [FILTER]\n", argv[0]);
+        return 2;
+    }
+    *filter = argc > 2 ? argv[2] : NULL;
+    return gpu_open(argv[1], ctx, b) ? 0 : 1;
+}
+
 /* A kernel the device refuses only for its shared-memory size (lavapipe gives
  * 32 KiB; the bandwidth tiles are sized for the 48 KiB of discrete GPUs) is
  * skipped, said so and never counted as passing; any other refusal fails. */

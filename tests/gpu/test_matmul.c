@@ -260,14 +260,11 @@ static void test_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, int route, con
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_gpu_matmul BUNDLE [FILTER]\n");
-        return 2;
-    }
-    const char *filter = argc > 2 ? argv[2] : NULL;
+    const char *filter;
     qkrt_context *ctx;
     qkrt_bundle *b;
-    if (!gpu_open(argv[1], &ctx, &b)) return 1;
+    int start = gpu_start(argc, argv, &filter, &ctx, &b);
+    if (start) return start;
     rng = g_rng; /* the printed seed */
     const qkrt_device_info *dev = qkrt_device(ctx);
     printf("cooperative matrix NV: %s\n", dev->cooperative_matrix_nv ? "yes" : "no");

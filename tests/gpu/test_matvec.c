@@ -67,15 +67,12 @@ static double run_one(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_gpu_matvec BUNDLE [FILTER]\n");
-        return 2;
-    }
-    const char *filter = argc > 2 ? argv[2] : NULL;
     bool all_shapes = getenv("QKGEN_TEST_FULL") && atoi(getenv("QKGEN_TEST_FULL"));
+    const char *filter;
     qkrt_context *ctx;
     qkrt_bundle *b;
-    if (!gpu_open(argv[1], &ctx, &b)) return 1;
+    int start = gpu_start(argc, argv, &filter, &ctx, &b);
+    if (start) return start;
     uint64_t rng = g_rng; /* the printed seed */
     int pass = 0, fail = 0, kernels = 0, nstats = 0;
     format_stat *stats = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *stats);

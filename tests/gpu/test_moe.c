@@ -258,14 +258,11 @@ static void test_block(qkrt_context *ctx, const qkrt_bundle *b, const char *form
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_gpu_moe BUNDLE [FILTER]\n");
-        return 2;
-    }
-    const char *filter = argc > 2 ? argv[2] : NULL;
+    const char *filter;
     qkrt_context *ctx;
     qkrt_bundle *b;
-    if (!gpu_open(argv[1], &ctx, &b)) return 1;
+    int start = gpu_start(argc, argv, &filter, &ctx, &b);
+    if (start) return start;
     uint32_t kernels = 0, n = 0;
     for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);

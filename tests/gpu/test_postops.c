@@ -156,14 +156,11 @@ static void test_embed(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uin
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_gpu_postops BUNDLE [FILTER]\n");
-        return 2;
-    }
-    const char *filter = argc > 2 ? argv[2] : NULL;
+    const char *filter;
     qkrt_context *ctx;
     qkrt_bundle *b;
-    if (!gpu_open(argv[1], &ctx, &b)) return 1;
+    int start = gpu_start(argc, argv, &filter, &ctx, &b);
+    if (start) return start;
     const char *families[] = {"router_topk", "moe_combine", "swiglu", "embed"};
     uint32_t seen[4] = {0};
     for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {

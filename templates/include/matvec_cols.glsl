@@ -1,0 +1,39 @@
+// Shared by the bandwidth mat-vec templates (matvec_staged.comp,
+// matvec_shared.comp): which activation rows a workgroup's NR1 columns read,
+// and the activations of one hook call.
+
+// Column setup for the workgroup whose first column is tok0: toks[t] is the
+// element offset of column t's activation row, ncols the number of columns
+// that exist; returns the first block of the weights to read. Rows of tokens
+// past the end are clamped, computed and never stored.
+//
+// MoE form (an ids binding, NR1 = 1): column p is the pair p = token * top_k +
+// slot against expert ids[p] of E stacked experts (clamped, so a bad id
+// cannot read out of bounds), reading the token's activations (ne11 = 1) or
+// the pair's own (ne11 = top_k).
+uint qk_mv_columns(uint tok0, out uint toks[NR1], out uint ncols) {
+    const uint K = pc.K;
+#ifdef BINDING_ids
+    const uint tok = tok0 / pc.top_k, slot = tok0 % pc.top_k;
+    ncols = pc.T * pc.top_k;
+    toks[0] = (tok * pc.ne11 + slot % pc.ne11) * K;
+    return uint(clamp(ids[tok0], 0, int(pc.E) - 1)) * pc.M * (K / QK);
+#else
+    ncols = pc.T;
+    [[unroll]] for (uint t = 0; t < NR1; t++) toks[t] = min(tok0 + t, pc.T - 1u) * K;
+    return 0u;
+#endif
+}
+
+// Activations of one hook call for token offset xb (elements), block e0:
+// vec4 loads where the format's runs allow.
+void load_x(uint xb, uint e0, uint sub, out float xv[QK_SUB_N]) {
+#if QK_SUB_RUN >= 4
+    [[unroll]] for (uint j = 0; j < QK_SUB_N / 4; j++) {
+        vec4 v = x4[(xb + e0 + qk_sub_elem(sub, 4u * j)) >> 2];
+        xv[4 * j] = v.x, xv[4 * j + 1] = v.y, xv[4 * j + 2] = v.z, xv[4 * j + 3] = v.w;
+    }
+#else
+    [[unroll]] for (uint i = 0; i < QK_SUB_N; i++) xv[i] = x[xb + e0 + qk_sub_elem(sub, i)];
+#endif
+}
