@@ -333,8 +333,6 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
                           ref + (size_t)tr * c->M);
     }
     bool last_row = !c->E && c->T > tr;
-    /* f16-staged matmul tiles: ggml's bound */
-    double tol = strncmp(c->family, "matmul", 6) ? 1e-6 : 5e-4;
     double wbytes = 0;
     for (uint32_t p = 0; p < w.plane_count; p++) wbytes += (double)w.bytes[p];
     wbytes = wbytes / E * touched;
@@ -373,7 +371,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         if (last_row) /* the checked rows side by side, as the reference has them */
             memcpy(y + (size_t)tr * c->M, y + (size_t)(c->T - 1) * c->M, (size_t)c->M * 4);
         out->nmse = qk_nmse(y, ref, (size_t)(last_row ? tr + 1 : tr) * c->M);
-        out->ok = out->nmse <= tol;
+        out->ok = out->nmse <= qk_nmse_bound(k);
         if (!out->ok) {
             snprintf(out->error, sizeof out->error, "wrong result: NMSE %.3g", out->nmse);
             continue;

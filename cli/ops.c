@@ -127,6 +127,10 @@ void qk_free_weights(qk_weights *w) {
     w->plane_count = 0;
 }
 
+double qk_nmse_bound(const qkrt_kernel_info *k) {
+    return !strncmp(k->family, "matmul", 6) || !strcmp(k->mma, "coopmat") ? 5e-4 : 1e-6;
+}
+
 double qk_nmse(const float *out, const double *ref, size_t n) {
     double num = 0, den = 0;
     for (size_t i = 0; i < n; i++) {

@@ -79,6 +79,16 @@ static inline bool gpu_skip_shared(qkrt_context *ctx, const qkrt_kernel_info *k)
     return true;
 }
 
+/* Whether to skip kernel ki because the device lacks the cooperative matrices
+ * its path needs (said so, never counted as passing); any other refusal is
+ * left to the caller to fail. */
+static inline bool gpu_skip_coopmat(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    if (strcmp(k->mma, "coopmat") || qkrt_kernel_check(ctx, b, ki) == QKRT_OK) return false;
+    printf("SKIP %s: %s (not counted as passing)\n", k->name, qkrt_last_error(ctx));
+    return true;
+}
+
 /* Ends the test: validation errors fail it. Returns the exit status. */
 static inline int gpu_close(qkrt_context *ctx, qkrt_bundle *b) {
     uint32_t verrs = qkrt_validation_errors(ctx);
