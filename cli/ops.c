@@ -34,10 +34,13 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
             snprintf(why, sizeof why, "%s", qkrt_last_error(ctx));
             continue;
         }
-        /* Without tuning data: enough token columns for the tokens, then the
-         * most rows per workgroup, then the widest workgroup. */
-        uint32_t score = (k->nr1 >= tokens ? 1u << 24 : k->nr1 << 16) | k->nr0 << 8 |
-                         (k->workgroup_size[0] >> 2);
+        /* Without tuning data: f32 arithmetic where the family has it (the
+         * mat-vec's cooperative-matrix kernels round operands to f16), then
+         * enough token columns for the tokens, then the most rows per
+         * workgroup, then the widest workgroup. */
+        bool f32 = strcmp(k->mma, "coopmat") || strcmp(family, "matvec");
+        uint32_t score = (uint32_t)f32 << 25 | (k->nr1 >= tokens ? 1u << 24 : k->nr1 << 16) |
+                         k->nr0 << 8 | (k->workgroup_size[0] >> 2);
         if (best < 0 || score > best_score) best = (int)i, best_score = score;
     }
     if (best < 0)
