@@ -8,12 +8,15 @@
 // split K and never wait for each other until the end:
 // - a subgroup takes chunks of NK elements (whole blocks) of each row:
 //   LPR = 32 / NR0 lanes share a row, lane (r, h) holds chunk c0 + h of row r
-//   in registers (staged: true, aligned vector loads);
+//   in registers (staged: true, aligned vector loads; without staging, as
+//   matvec_mma_global for q6_K and MLX, the hooks read memory in place),
+//   and with it its activations for the whole chunk, packed to f16 (one
+//   wait on memory per chunk, not one per slice);
 // - per slice of NR0 positions of the chunk, every lane dequantizes its
 //   NR0 weights through the format hooks and stores them as f16 in the
-//   subgroup's own 32-wide weight tile; the lanes convert the matching
-//   activations (NR1 tokens x 32) to f16 in the activation tile; then two
-//   16-deep products per 16-row block accumulate in f32 matrices;
+//   subgroup's own 32-wide weight tile; 4 * NR1 lanes store the matching
+//   activations (NR1 tokens x 32) in the activation tile; then two 16-deep
+//   products per 16-row block accumulate in f32 matrices;
 // - at the end each subgroup stores its sums over its own tiles, and one
 //   workgroup barrier lets the invocations add the subgroups' parts.
 //
