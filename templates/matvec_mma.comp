@@ -49,9 +49,9 @@ shared uvec4 qk_tile[NSG * SG_WORDS];
 
 #include "include/matvec_cols.glsl"
 
-uvec4 pack8(float v[8]) {
-    return uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])),
-                 packHalf2x16(vec2(v[4], v[5])), packHalf2x16(vec2(v[6], v[7])));
+// 8 values as f16, one 16-byte tile store
+uvec4 pack8(vec4 a, vec4 b) {
+    return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
 }
 
 void main() {
@@ -69,7 +69,7 @@ void main() {
     // xp0 .. xp0 + 7, which come from chunk c + xp0 / SLW at position
     // s * SLW + xp0 % SLW (lanes past 4 * NR1 units have none)
     const uint xt = min(lane / 4u, NR1 - 1u), xp0 = (lane % 4u) * 8u;
-    const uint xrow = min(tok0 + xt, pc.T - 1u) * K;
+    const uint xrow = toks[xt];
 
     const uint abase = sgbase, bbase = sgbase + A_WORDS;
     for (uint i = lane; i < (CM - NR1) * TSW; i += 32u)
@@ -95,16 +95,7 @@ void main() {
             const uint c = min(c0 + xp0 / SLW, nchunks - 1u);
             const uint xb = xrow + c * NK + (q / QK) * QK;
             const uint sub = (q % QK) / QK_SUB_N, i0 = q % QK_SUB_N;
-            float v[8];
-#if QK_SUB_RUN >= 4
-            [[unroll]] for (uint l = 0; l < 8u; l += 4u) {
-                const vec4 x4v = x4[(xb + qk_sub_elem(sub, i0 + l)) >> 2];
-                v[l] = x4v.x, v[l + 1u] = x4v.y, v[l + 2u] = x4v.z, v[l + 3u] = x4v.w;
-            }
-#else
-            [[unroll]] for (uint l = 0; l < 8u; l++) v[l] = x[xb + qk_sub_elem(sub, i0 + l)];
-#endif
-            xpk[s] = pack8(v);
+            xpk[s] = pack8(load_x4(xb, 0u, sub, i0), load_x4(xb, 0u, sub, i0 + 4u));
         }
         [[unroll]] for (uint s = 0; s < NK / SLW; s++) {
             [[unroll]] for (uint j = 0; j < SLW / QK_SUB_N; j++) {
@@ -112,9 +103,10 @@ void main() {
                 float w[QK_SUB_N];
                 qk_dequant_sub(0u, wblk0 + q / QK, (q % QK) / QK_SUB_N, w);
                 [[unroll]] for (uint i = 0; i < QK_SUB_N; i += 8u) {
-                    float v[8];
-                    [[unroll]] for (uint l = 0; l < 8u; l++) v[l] = have ? w[i + l] : 0.0;
-                    qk_tile[abase + r * TSW + (h * SLW + j * QK_SUB_N + i) / 8u] = pack8(v);
+                    const vec4 a = vec4(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
+                    const vec4 b = vec4(w[i + 4u], w[i + 5u], w[i + 6u], w[i + 7u]);
+                    qk_tile[abase + r * TSW + (h * SLW + j * QK_SUB_N + i) / 8u] =
+                        have ? pack8(a, b) : uvec4(0u);
                 }
             }
             if (lane < 4u * NR1) qk_tile[bbase + xt * TSW + xp0 / 8u] = xpk[s];

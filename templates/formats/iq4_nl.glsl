@@ -6,10 +6,6 @@
 // T = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 const uvec4 QK_IQ4_NL_TABLE = uvec4(0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u);
 
-uint qk_sub_elem(uint sub, uint i) {
-    return qk_split32_elem(sub, i);
-}
-
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     float d = qkf_d(m, blk);
     uint c[QK_SUB_N];

@@ -6,10 +6,6 @@
 // T = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
 const uvec4 QK_MXFP4_TABLE = uvec4(0x03020100u, 0x0c080604u, 0xfdfeff00u, 0xf4f8fafcu);
 
-uint qk_sub_elem(uint sub, uint i) {
-    return qk_split32_elem(sub, i);
-}
-
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     float s = ldexp(1.0, int(qkf_e(m, blk)) - 128);
     uint c[QK_SUB_N];

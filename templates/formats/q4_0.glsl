@@ -3,10 +3,6 @@
 #include "include/nibbles.glsl"
 #include "include/split32.glsl"
 
-uint qk_sub_elem(uint sub, uint i) {
-    return qk_split32_elem(sub, i);
-}
-
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     float d = qkf_d(m, blk);
     uint c[QK_SUB_N];

@@ -4,10 +4,6 @@
 #include "include/split32.glsl"
 #include "include/f16.glsl"
 
-uint qk_sub_elem(uint sub, uint i) {
-    return qk_split32_elem(sub, i);
-}
-
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     vec2 dm = qk_f16x2(m, blk * QK_BYTES + QKF_d_OFFSET);
     uint c[QK_SUB_N];

@@ -25,12 +25,23 @@ uint qk_mv_columns(uint tok0, out uint toks[NR1], out uint ncols) {
 #endif
 }
 
-// Activations of one hook call for token offset xb (elements), block e0:
-// vec4 loads where the format's runs allow.
-void load_x(uint xb, uint e0, uint sub, out float xv[QK_SUB_N]) {
+// Activations i0 .. i0 + 3 of hook call sub (i0 a multiple of 4) for token
+// offset xb (elements), block e0: one vec4 load where the format's runs allow.
+vec4 load_x4(uint xb, uint e0, uint sub, uint i0) {
 #if QK_SUB_RUN >= 4
+    return x4[(xb + e0 + qk_sub_elem(sub, i0)) >> 2];
+#else
+    vec4 v;
+    [[unroll]] for (uint l = 0; l < 4u; l++) v[l] = x[xb + e0 + qk_sub_elem(sub, i0 + l)];
+    return v;
+#endif
+}
+
+// Activations of one hook call for token offset xb (elements), block e0.
+void load_x(uint xb, uint e0, uint sub, out float xv[QK_SUB_N]) {
+#if QK_SUB_N % 4 == 0
     [[unroll]] for (uint j = 0; j < QK_SUB_N / 4; j++) {
-        vec4 v = x4[(xb + e0 + qk_sub_elem(sub, 4u * j)) >> 2];
+        vec4 v = load_x4(xb, e0, sub, 4u * j);
         xv[4 * j] = v.x, xv[4 * j + 1] = v.y, xv[4 * j + 2] = v.z, xv[4 * j + 3] = v.w;
     }
 #else

@@ -3,8 +3,9 @@
 // A hook call of QK_SUB_N elements reads QK_SUB_N / 2 bytes as whole words:
 // their low nibbles are y[0 .. QK_SUB_N/2), their high nibbles the rest.
 
-// The element of the block that y[i] of hook call sub holds.
-uint qk_split32_elem(uint sub, uint i) {
+// The element order hook of these formats (as include/linear.glsl is for
+// consecutive ones): the element of the block that y[i] of hook call sub holds.
+uint qk_sub_elem(uint sub, uint i) {
     const uint half_n = QK_SUB_N / 2u;
     return (i < half_n ? 0u : 16u) + sub * half_n + i % half_n;
 }
