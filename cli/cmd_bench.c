@@ -161,7 +161,12 @@ int cmd_bench(qk_args *a) {
         if (!strncmp(fmt, "mlx", 3)) snprintf(variant, sizeof variant, "bf16");
         probe.variant = variant;
         char err[512] = "";
-        if (qk_pick_kernel(ctx, b, strcmp(family, "matmul") ? "matvec" : "matmul", &probe, "f32", 1, err, sizeof err) < 0) {
+        /* does the bundle hold the format, in the family benchmarked? */
+        const char *probe_family = !strcmp(family, "matmul")       ? "matmul"
+                                   : !strcmp(family, "moe")        ? "matvec_id"
+                                   : !strcmp(family, "moe_matmul") ? "matmul_id"
+                                                                   : "matvec";
+        if (qk_pick_kernel(ctx, b, probe_family, &probe, "f32", 1, err, sizeof err) < 0) {
             if (formats) {
                 fprintf(stderr, "qkgen bench: %s\n", err);
                 rc = QK_EXIT_USAGE;
