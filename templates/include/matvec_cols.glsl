@@ -2,6 +2,8 @@
 // matvec_shared.comp): which activation rows a workgroup's NR1 columns read,
 // and the activations of one hook call.
 
+#include "include/act.glsl"
+
 // Column setup for the workgroup whose first column is tok0: toks[t] is the
 // element offset of column t's activation row, ncols the number of columns
 // that exist; returns the first block of the weights to read. Rows of tokens
@@ -22,18 +24,6 @@ uint qk_mv_columns(uint tok0, out uint toks[NR1], out uint ncols) {
     ncols = pc.T;
     [[unroll]] for (uint t = 0; t < NR1; t++) toks[t] = min(tok0 + t, pc.T - 1u) * K;
     return 0u;
-#endif
-}
-
-// Activations i0 .. i0 + 3 of hook call sub (i0 a multiple of 4) for token
-// offset xb (elements), block e0: one vec4 load where the format's runs allow.
-vec4 load_x4(uint xb, uint e0, uint sub, uint i0) {
-#if QK_SUB_RUN >= 4
-    return x4[(xb + e0 + qk_sub_elem(sub, i0)) >> 2];
-#else
-    vec4 v;
-    [[unroll]] for (uint l = 0; l < 4u; l++) v[l] = x[xb + e0 + qk_sub_elem(sub, i0 + l)];
-    return v;
 #endif
 }
 
