@@ -74,9 +74,11 @@ int cmd_devices(qk_args *a) {
     return QK_EXIT_OK;
 }
 
-/* K for a verification run: a few blocks, a multiple of 256 where it can. */
-static uint32_t verify_k(uint32_t qk) {
-    return qk >= 256 ? 2 * qk : 512;
+/* K for a verification run: a few blocks, a multiple of 256 where it can (the
+ * mat-vec kernels' deepest chunks); for matmuls of small blocks an odd count
+ * (13), so that steps of several blocks end with a partial one. */
+static uint32_t verify_k(uint32_t qk, bool mm) {
+    return qk >= 256 ? 2 * qk : mm ? 13 * qk : 512;
 }
 
 /* One run of a product kernel (matvec, matmul, their _id forms, plain or
@@ -92,7 +94,7 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
          strcmp(k->family, "matmul") && strcmp(k->family, "matmul_id")) ||
         (!glu && strcmp(k->fusion, "none")))
         return QKRT_ERROR_UNSUPPORTED;
-    uint32_t K = verify_k(k->block_elements), E = id ? 4 : 1, top_k = id ? 2 : 1;
+    uint32_t K = verify_k(k->block_elements, mm), E = id ? 4 : 1, top_k = id ? 2 : 1;
     uint32_t T = mm ? (id ? 5 : 37) : k->nr1 > 1 ? k->nr1 + 1 : id ? 3 : 1, nw = glu ? 2 : 1;
     qk_weights w[2];
     for (uint32_t m = 0; m < nw; m++)

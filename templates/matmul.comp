@@ -2,9 +2,10 @@
 // tokens, and its MoE form matmul_id, selected by a `tpe` binding.
 //
 // A workgroup owns an NR0 x NR1 output tile (weight rows x token columns) and
-// walks K in steps of NK: include/tile_load.glsl stages each step's weights
-// (dequantized through the format hooks) and activations in shared memory as
-// f16; the math path accumulates in f32:
+// walks K in steps of NK (32 to 128: within a block or whole blocks):
+// include/tile_load.glsl stages each step's weights (dequantized through the
+// format hooks) and activations in shared memory as f16, 16 bytes per store;
+// the math path accumulates in f32:
 //  - scalar (any device): invocation i keeps weight row i % NR0 and the
 //    columns i / NR0 + j * (WG / NR0), NR0 * NR1 / WG of them, so each shared
 //    weight word it reads serves all its columns;
@@ -12,8 +13,8 @@
 //    WG / 32 subgroups form a QK_SG_R x QK_SG_C grid, each owning QK_WR x
 //    QK_WC blocks, so per 16-deep slice a subgroup loads QK_WR weight and QK_WC
 //    activation matrices from shared memory for QK_WR * QK_WC products; results
-//    go back through shared memory so that the bounds checks and the output
-//    indirection are the scalar path's.
+//    go back through shared memory (the tiles' array, reused) so that the
+//    bounds checks and the output indirection are the scalar path's.
 //
 // MoE form (BINDING_tpe; specs/kernels/matmul_id.yaml): grid z is the expert
 // e; column c of the grid is the pair p = ids[e][c] = token * top_k + slot,
@@ -29,6 +30,21 @@
 
 #ifdef BINDING_tpe
 #define QK_MOE 1
+#endif
+
+// The tiles' shared array (include/tile_load.glsl), in 16-byte units; the
+// coopmat path stores its f32 results there after the last step. With
+// NK = 32 the coopmat path keeps two sets of tiles, so that one barrier per
+// step separates the products of one step from the staging of the next
+// (which then overlap across subgroups): on the H100 (run 17) that gained
+// 9% at NK = 32 (q4_0 54.4 -> 59.4 TFLOP/s) and lost 30% at NK = 64, whose
+// two sets take twice the shared memory, so NK = 64 keeps one.
+#ifdef MMA_coopmat
+#define QK_TILE_SETS (NK == 32u ? 2u : 1u)
+#define QK_OUT_UNITS (QK_NW * NR0 * NR1 / 4u)
+#define QK_SMEM_UNITS (QK_TILE_SETS * QK_TILE_UNITS > QK_OUT_UNITS ? QK_TILE_SETS * QK_TILE_UNITS : QK_OUT_UNITS)
+#else
+#define QK_SMEM_UNITS QK_TILE_UNITS
 #endif
 
 #include "include/tile_load.glsl"
@@ -60,7 +76,6 @@ float qk_result(float v[QK_NW]) {
 #define QK_WC (QK_CT_C > QK_SG_C ? QK_CT_C / QK_SG_C : 1u)
 #define QK_F16MAT fcoopmatNV<16, gl_ScopeSubgroup, CM, CM>
 #define QK_F32MAT fcoopmatNV<32, gl_ScopeSubgroup, CM, CM>
-shared float qk_ot[QK_NW * NR0 * NR1]; // column-major results, stride NR0
 #else
 #define QK_NC (NR0 * NR1 / WG)  // columns per invocation
 #endif
@@ -91,41 +106,72 @@ void main() {
 
 #ifdef MMA_coopmat
     const uint sg = tid / 32u, sgr = sg % QK_SG_R, sgc = sg / QK_SG_R;
-    const bool busy = sgc * QK_WC < QK_CT_C; // uniform in the subgroup
+    // uniform in the subgroup; known true at compile time where the subgroup
+    // grid fits the blocks (then nothing branches around the products)
+    const bool busy = QK_SG_C * QK_WC <= QK_CT_C || sgc * QK_WC < QK_CT_C;
     QK_F32MAT acc[QK_NW][QK_WR][QK_WC];
     for (uint m = 0; m < QK_NW; m++)
         for (uint i = 0; i < QK_WR; i++)
             for (uint j = 0; j < QK_WC; j++) acc[m][i][j] = QK_F32MAT(0.0);
-    for (uint k0 = 0; k0 < K; k0 += NK) {
-        barrier(); // the previous step's tiles are read (and qk_xrow is set)
-        qk_tile_load(wbase, row0, M, nb, k0);
+    // the products of the step whose tiles start at unit t0
+#define QK_MMA_STEP(t0)                                                                        \
+    if (busy)                                                                                  \
+        [[unroll]] for (uint kk = 0; kk < NK / 8u; kk += CM / 8u) { /* in 16-byte units */    \
+            QK_F16MAT b[QK_WC];                                                                \
+            [[unroll]] for (uint j = 0; j < QK_WC; j++) /* K x N, column-major */              \
+                coopMatLoadNV(b[j], qk_sm, (t0) + QK_XT0 + (sgc * QK_WC + j) * CM * TSV + kk,  \
+                              TSV, true);                                                      \
+            [[unroll]] for (uint m = 0; m < QK_NW; m++)                                        \
+                [[unroll]] for (uint i = 0; i < QK_WR; i++) {                                  \
+                    QK_F16MAT a;                                                               \
+                    coopMatLoadNV(a, qk_sm, (t0) + (m * NR0 + (sgr * QK_WR + i) * CM) * TSV + kk, \
+                                  TSV, false);                                                 \
+                    [[unroll]] for (uint j = 0; j < QK_WC; j++)                                \
+                        acc[m][i][j] = coopMatMulAddNV(a, b[j], acc[m][i][j]);                \
+                }                                                                              \
+        }
+    const uint nsteps = (K + NK - 1u) / NK;
+    if (QK_TILE_SETS == 2u) { // a constant: the other loop is not compiled
+        // Step s's tiles are in set s % 2. The barrier at the top of iteration s
+        // means: set s % 2 is complete, and every subgroup is done with step
+        // s - 1's products, so set (s + 1) % 2 may be overwritten.
+        barrier(); // qk_xrow is set
+        qk_tile_load(wbase, row0, M, nb, 0u, K, 0u);
+        for (uint s = 0; s + 1u < nsteps; s++) {
+            barrier();
+            qk_tile_load(wbase, row0, M, nb, (s + 1u) * NK, K, ((s + 1u) & 1u) * QK_TILE_UNITS);
+            QK_MMA_STEP((s & 1u) * QK_TILE_UNITS)
+        }
         barrier();
-        if (busy)
-            for (uint kk = 0; kk < NK; kk += CM) {
-                QK_F16MAT b[QK_WC];
-                for (uint j = 0; j < QK_WC; j++) // K x N, column-major
-                    coopMatLoadNV(b[j], qk_xt, (sgc * QK_WC + j) * CM * TS + kk, TS, true);
-                for (uint m = 0; m < QK_NW; m++)
-                    for (uint i = 0; i < QK_WR; i++) {
-                        QK_F16MAT a;
-                        coopMatLoadNV(a, qk_wt, (m * NR0 + (sgr * QK_WR + i) * CM) * TS + kk, TS, false);
-                        for (uint j = 0; j < QK_WC; j++) acc[m][i][j] = coopMatMulAddNV(a, b[j], acc[m][i][j]);
-                    }
-            }
+        QK_MMA_STEP(((nsteps - 1u) & 1u) * QK_TILE_UNITS)
+    } else {
+        for (uint s = 0; s < nsteps; s++) {
+            barrier(); // the previous step's tiles are read (and qk_xrow is set)
+            qk_tile_load(wbase, row0, M, nb, s * NK, K, 0u);
+            barrier();
+            QK_MMA_STEP(0u)
+        }
     }
+    // the results, column-major with stride NR0, over the tiles: float
+    // m * NR0 * NR1 + column * NR0 + row is word f of unit f / 4
+    barrier(); // every subgroup is done with the last tiles
     if (busy)
         for (uint m = 0; m < QK_NW; m++)
             for (uint i = 0; i < QK_WR; i++)
                 for (uint j = 0; j < QK_WC; j++) {
                     const uint tr = sgr * QK_WR + i, tc = sgc * QK_WC + j;
-                    coopMatStoreNV(acc[m][i][j], qk_ot, m * NR0 * NR1 + tc * CM * NR0 + tr * CM, NR0, true);
+                    coopMatStoreNV(acc[m][i][j], qk_sm, (m * NR0 * NR1 + tc * CM * NR0 + tr * CM) / 4u,
+                                   NR0 / 4u, true);
                 }
     barrier();
     // consecutive invocations store consecutive rows of one column
     for (uint i = tid; i < NR0 * NR1; i += WG) {
         const uint r = i % NR0, c = i / NR0;
         float v[QK_NW];
-        for (uint m = 0; m < QK_NW; m++) v[m] = qk_ot[m * NR0 * NR1 + i];
+        for (uint m = 0; m < QK_NW; m++) {
+            const uint f = m * NR0 * NR1 + i;
+            v[m] = uintBitsToFloat(qk_sm[f / 4u][f % 4u]);
+        }
         if (qk_yrow[c] != ~0u && row0 + r < M) y[qk_yrow[c] + row0 + r] = qk_result(v);
     }
 #else
@@ -135,14 +181,14 @@ void main() {
         for (uint j = 0; j < QK_NC; j++) acc[m][j] = 0.0;
     for (uint k0 = 0; k0 < K; k0 += NK) {
         barrier(); // the previous step's tiles are read (and qk_xrow is set)
-        qk_tile_load(wbase, row0, M, nb, k0);
+        qk_tile_load(wbase, row0, M, nb, k0, K, 0u);
         barrier();
         for (uint kk = 0; kk < NK / 2u; kk++) { // two K elements per shared word
             vec2 xv[QK_NC];
             for (uint j = 0; j < QK_NC; j++)
-                xv[j] = unpackHalf2x16(qk_xt[(c0 + j * (WG / NR0)) * (TS / 2u) + kk]);
+                xv[j] = unpackHalf2x16(qk_tile_word((QK_XT0 + (c0 + j * (WG / NR0)) * TSV) * 4u + kk));
             for (uint m = 0; m < QK_NW; m++) {
-                const vec2 wv = unpackHalf2x16(qk_wt[(m * NR0 + r) * (TS / 2u) + kk]);
+                const vec2 wv = unpackHalf2x16(qk_tile_word((m * NR0 + r) * TSV * 4u + kk));
                 for (uint j = 0; j < QK_NC; j++)
                     acc[m][j] = fma(wv.y, xv[j].y, fma(wv.x, xv[j].x, acc[m][j]));
             }

@@ -3,68 +3,85 @@
 // activation tile (NR1 columns), for either math path of templates/matmul.comp.
 //
 // Both tiles hold a step's NK elements in the hooks' order (column
-// s * QK_SUB_N + i is element qk_sub_elem(sub0 + s, i) of the block), not in
-// K order: a dot product does not care about the order as long as weights and
-// activations agree, and so a step needs only whole hook calls inside one
-// block (the rules NK % QK_SUB_N == 0 and QK % NK == 0), whatever order the
-// format keeps its elements in.
+// s * QK_SUB_N + i is element qk_sub_elem(sub, i) of the block that hook
+// call s of the step falls in), not in K order: a dot product does not care
+// about the order as long as weights and activations agree, and so any format
+// works whatever order it keeps its elements in. A step is whole hook calls
+// (NK % QK_SUB_N == 0) and either lies inside one block (QK % NK == 0) or is
+// whole blocks (NK % QK == 0); positions past K in a last, partial step are
+// zeros in both tiles, so K needs only be a multiple of the block.
 //
 // f16 holds magnitudes up to 65504: beyond, a staged value is inf and so is
 // the result (no silent saturation), as in other f16-staged matmuls.
 //
+// Every store is 16 bytes (8 f16): weights by hook call (QK_SUB_N is a
+// multiple of 8), activations by two vec4 loads (a format's runs are at
+// least 4 elements long).
+//
 // The including template fills qk_xrow[c] (the element offset of column c's
 // activation row) before the first step.
 
-// f16 per tile row: NK plus 8 (16 bytes), so that consecutive rows start on
-// different shared-memory banks; 16 bytes keeps coopMatLoadNV's rows aligned.
-#define TS (NK + 8u)
-#define QK_TSUB (NK / QK_SUB_N) // hook calls per tile row and step
+#include "include/act.glsl"
 
+// Tile rows (weights) and columns (activations) are NK + 8 f16 long: an odd
+// number of 16-byte units, so the 8 invocations of a store phase hit distinct
+// banks, and 16-byte aligned for coopMatLoadNV.
+#define TS (NK + 8u)
+#define TSV (TS / 8u)                       // 16-byte units per tile row
+#define QK_TSUB (NK / QK_SUB_N)             // hook calls per tile row and step
+#define QK_WUNITS (QK_NW * NR0 * QK_TSUB)   // hook calls per step
+#define QK_XUNITS (NR1 * NK / 8u)           // 8-activation stores per step
+#define QK_XT0 (QK_NW * NR0 * TSV)          // the activation tile's first unit
+#define QK_TILE_UNITS (QK_XT0 + NR1 * TSV)
+
+// The tiles in one array of 16-byte units (weight rows, then activation
+// columns: QK_TILE_UNITS a set); matmul.comp sizes it (QK_SMEM_UNITS) for
+// the sets of tiles it keeps and its f32 results.
+shared uvec4 qk_sm[QK_SMEM_UNITS];
 shared uint qk_xrow[NR1];
 
-#ifdef MMA_coopmat
-// coopMatLoadNV reads f16 arrays.
-shared float16_t qk_wt[QK_NW * NR0 * TS];
-shared float16_t qk_xt[NR1 * TS];
-
-void qk_put_w(uint e, float a, float b) {
-    qk_wt[e] = float16_t(a);
-    qk_wt[e + 1u] = float16_t(b);
+// 8 values as f16
+uvec4 qk_pack8(vec4 a, vec4 b) {
+    return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
 }
-void qk_put_x(uint e, float a, float b) {
-    qk_xt[e] = float16_t(a);
-    qk_xt[e + 1u] = float16_t(b);
+
+// Word w (two f16) of the tiles, for the scalar path.
+uint qk_tile_word(uint w) {
+    return qk_sm[w >> 2][w & 3u];
 }
-#else
-// Two f16 per u32 word: the scalar path needs no shaderFloat16, which keeps
-// it portable, and reads two K elements per shared load.
-shared uint qk_wt[QK_NW * NR0 * TS / 2u];
-shared uint qk_xt[NR1 * TS / 2u];
 
-void qk_put_w(uint e, float a, float b) { qk_wt[e >> 1] = packHalf2x16(vec2(a, b)); }
-void qk_put_x(uint e, float a, float b) { qk_xt[e >> 1] = packHalf2x16(vec2(a, b)); }
-#endif
-
-// Stages the step at depth k0 (a multiple of NK). Weight rows start at block
-// wbase + row * nb (wbase: the expert's first block); rows past M are clamped
-// to M - 1, computed and never stored, so that every invocation stays on the
-// same path.
-void qk_tile_load(uint wbase, uint row0, uint M, uint nb, uint k0) {
-    const uint kb = k0 / QK, sub0 = (k0 % QK) / QK_SUB_N;
-    for (uint m = 0; m < QK_NW; m++)
-        for (uint c = gl_LocalInvocationID.x; c < NR0 * QK_TSUB; c += WG) {
-            const uint r = c / QK_TSUB, s = c % QK_TSUB;
+// Stages the step at depth k0 (a multiple of NK) in the tiles starting at
+// unit t0. Weight rows start at block wbase + row * nb (wbase: the expert's
+// first block); rows past M are clamped to M - 1, computed and never stored,
+// so that every invocation stays on the same path. Hook calls past K read the
+// last one and store zeros. No branch depends on data and the loops have
+// constant trip counts, so that every load of the step can be in flight
+// before the first is used.
+void qk_tile_load(uint wbase, uint row0, uint M, uint nb, uint k0, uint K, uint t0) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint j = 0; j < (QK_WUNITS + WG - 1u) / WG; j++) {
+        const uint c = tid + j * WG;
+        if (QK_WUNITS % WG == 0u || c < QK_WUNITS) {
+            const uint m = c / (NR0 * QK_TSUB), r = (c / QK_TSUB) % NR0, s = c % QK_TSUB;
+            const uint e = k0 + s * QK_SUB_N, ec = min(e, K - QK_SUB_N); // the hook call's first element
             float y[QK_SUB_N];
-            qk_dequant_sub(m, wbase + min(row0 + r, M - 1u) * nb + kb, sub0 + s, y);
-            const uint e = (m * NR0 + r) * TS + s * QK_SUB_N;
-            for (uint i = 0; i < QK_SUB_N; i += 2u) qk_put_w(e + i, y[i], y[i + 1u]);
+            qk_dequant_sub(m, wbase + min(row0 + r, M - 1u) * nb + ec / QK, (ec % QK) / QK_SUB_N, y);
+            const uint u = t0 + (m * NR0 + r) * TSV + s * (QK_SUB_N / 8u);
+            [[unroll]] for (uint i = 0; i < QK_SUB_N; i += 8u) {
+                const uvec4 v = qk_pack8(vec4(y[i], y[i + 1u], y[i + 2u], y[i + 3u]),
+                                         vec4(y[i + 4u], y[i + 5u], y[i + 6u], y[i + 7u]));
+                qk_sm[u + i / 8u] = e < K ? v : uvec4(0u);
+            }
         }
-    // two elements per invocation and iteration (QK_SUB_N is even)
-    for (uint c = gl_LocalInvocationID.x; c < NR1 * NK / 2u; c += WG) {
-        const uint col = c / (NK / 2u), j = (c % (NK / 2u)) * 2u;
-        const uint sub = sub0 + j / QK_SUB_N, i = j % QK_SUB_N;
-        const uint base = qk_xrow[col] + kb * QK;
-        qk_put_x(col * TS + j, float(x[base + qk_sub_elem(sub, i)]),
-                 float(x[base + qk_sub_elem(sub, i + 1u)]));
+    }
+    [[unroll]] for (uint j = 0; j < (QK_XUNITS + WG - 1u) / WG; j++) {
+        const uint c = tid + j * WG;
+        if (QK_XUNITS % WG == 0u || c < QK_XUNITS) {
+            const uint col = c / (NK / 8u), p = (c % (NK / 8u)) * 8u;
+            const uint e = k0 + (p / QK_SUB_N) * QK_SUB_N, ec = min(e, K - QK_SUB_N);
+            const uint xb = qk_xrow[col] + (ec / QK) * QK, sub = (ec % QK) / QK_SUB_N, i0 = p % QK_SUB_N;
+            const uvec4 v = qk_pack8(load_x4(xb, 0u, sub, i0), load_x4(xb, 0u, sub, i0 + 4u));
+            qk_sm[t0 + QK_XT0 + col * TSV + p / 8u] = e < K ? v : uvec4(0u);
+        }
     }
 }
