@@ -149,9 +149,9 @@ int cmd_verify(qk_args *a) {
                  "plain, with expert ids and with the swiglu fusion, that the device supports\n"
                  "once on fresh random weights against the CPU reference (float64 sums) and\n"
                  "prints kernel, device, NMSE and pass/fail (bounds: 1e-6 for f32 paths, 5e-4\n"
-                 "for f16-staged tiles: matmuls, cooperative matrices). Post-op, routing and separate-expert kernels\n"
-                 "are counted as skipped: the test suite checks them. Exit status 1 if any\n"
-                 "kernel fails.");
+                 "for f16-staged tiles: matmuls, cooperative matrices). Post-op, routing and\n"
+                 "separate-expert kernels are counted as skipped: the test suite checks them.\n"
+                 "Exit status 1 if any kernel fails.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||

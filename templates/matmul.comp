@@ -36,14 +36,16 @@
 // coopmat path stores its f32 results there after the last step. With
 // NK = 32 the coopmat path keeps two sets of tiles, so that one barrier per
 // step separates the products of one step from the staging of the next
-// (which then overlap across subgroups): on the H100 (run 17) that gained
-// 9% at NK = 32 (q4_0 54.4 -> 59.4 TFLOP/s) and lost 30% at NK = 64, whose
-// two sets take twice the shared memory, so NK = 64 keeps one.
+// (which then overlap across subgroups). On the H100 (run 17, with the
+// staging made branch-free in the same run) q4_0's best NK = 32 tile went
+// from 51.1 to 59.4 TFLOP/s, and the NK = 64 tile, whose two sets take twice
+// the shared memory, from 54.4 to 37.7: so NK = 64 keeps one set.
 #ifdef MMA_coopmat
 #define QK_TILE_SETS (NK == 32u ? 2u : 1u)
 #define QK_OUT_UNITS (QK_NW * NR0 * NR1 / 4u)
 #define QK_SMEM_UNITS (QK_TILE_SETS * QK_TILE_UNITS > QK_OUT_UNITS ? QK_TILE_SETS * QK_TILE_UNITS : QK_OUT_UNITS)
 #else
+#define QK_TILE_SETS 1u
 #define QK_SMEM_UNITS QK_TILE_UNITS
 #endif
 
@@ -104,6 +106,7 @@ void main() {
     }
 #endif
 
+    const uint nsteps = (K + NK - 1u) / NK;
 #ifdef MMA_coopmat
     const uint sg = tid / 32u, sgr = sg % QK_SG_R, sgc = sg / QK_SG_R;
     // uniform in the subgroup; known true at compile time where the subgroup
@@ -114,7 +117,7 @@ void main() {
         for (uint i = 0; i < QK_WR; i++)
             for (uint j = 0; j < QK_WC; j++) acc[m][i][j] = QK_F32MAT(0.0);
     // the products of the step whose tiles start at unit t0
-#define QK_MMA_STEP(t0)                                                                        \
+#define QK_STEP(t0)                                                                            \
     if (busy)                                                                                  \
         [[unroll]] for (uint kk = 0; kk < NK / 8u; kk += CM / 8u) { /* in 16-byte units */    \
             QK_F16MAT b[QK_WC];                                                                \
@@ -130,7 +133,25 @@ void main() {
                         acc[m][i][j] = coopMatMulAddNV(a, b[j], acc[m][i][j]);                \
                 }                                                                              \
         }
-    const uint nsteps = (K + NK - 1u) / NK;
+#else
+    const uint r = tid % NR0, c0 = tid / NR0;
+    float acc[QK_NW][QK_NC];
+    for (uint m = 0; m < QK_NW; m++)
+        for (uint j = 0; j < QK_NC; j++) acc[m][j] = 0.0;
+    // the products of the step whose tiles start at unit t0, two K elements
+    // per shared word
+#define QK_STEP(t0)                                                                            \
+    for (uint kk = 0; kk < NK / 2u; kk++) {                                                    \
+        vec2 xv[QK_NC];                                                                        \
+        for (uint j = 0; j < QK_NC; j++)                                                       \
+            xv[j] = unpackHalf2x16(qk_tile_word(((t0) + QK_XT0 + (c0 + j * (WG / NR0)) * TSV) * 4u + kk)); \
+        for (uint m = 0; m < QK_NW; m++) {                                                     \
+            const vec2 wv = unpackHalf2x16(qk_tile_word(((t0) + (m * NR0 + r) * TSV) * 4u + kk)); \
+            for (uint j = 0; j < QK_NC; j++)                                                   \
+                acc[m][j] = fma(wv.y, xv[j].y, fma(wv.x, xv[j].x, acc[m][j]));                 \
+        }                                                                                      \
+    }
+#endif
     if (QK_TILE_SETS == 2u) { // a constant: the other loop is not compiled
         // Step s's tiles are in set s % 2. The barrier at the top of iteration s
         // means: set s % 2 is complete, and every subgroup is done with step
@@ -140,18 +161,20 @@ void main() {
         for (uint s = 0; s + 1u < nsteps; s++) {
             barrier();
             qk_tile_load(wbase, row0, M, nb, (s + 1u) * NK, K, ((s + 1u) & 1u) * QK_TILE_UNITS);
-            QK_MMA_STEP((s & 1u) * QK_TILE_UNITS)
+            QK_STEP((s & 1u) * QK_TILE_UNITS)
         }
         barrier();
-        QK_MMA_STEP(((nsteps - 1u) & 1u) * QK_TILE_UNITS)
+        QK_STEP(((nsteps - 1u) & 1u) * QK_TILE_UNITS)
     } else {
         for (uint s = 0; s < nsteps; s++) {
             barrier(); // the previous step's tiles are read (and qk_xrow is set)
             qk_tile_load(wbase, row0, M, nb, s * NK, K, 0u);
             barrier();
-            QK_MMA_STEP(0u)
+            QK_STEP(0u)
         }
     }
+
+#ifdef MMA_coopmat
     // the results, column-major with stride NR0, over the tiles: float
     // m * NR0 * NR1 + column * NR0 + row is word f of unit f / 4
     barrier(); // every subgroup is done with the last tiles
@@ -175,25 +198,6 @@ void main() {
         if (qk_yrow[c] != ~0u && row0 + r < M) y[qk_yrow[c] + row0 + r] = qk_result(v);
     }
 #else
-    const uint r = tid % NR0, c0 = tid / NR0;
-    float acc[QK_NW][QK_NC];
-    for (uint m = 0; m < QK_NW; m++)
-        for (uint j = 0; j < QK_NC; j++) acc[m][j] = 0.0;
-    for (uint k0 = 0; k0 < K; k0 += NK) {
-        barrier(); // the previous step's tiles are read (and qk_xrow is set)
-        qk_tile_load(wbase, row0, M, nb, k0, K, 0u);
-        barrier();
-        for (uint kk = 0; kk < NK / 2u; kk++) { // two K elements per shared word
-            vec2 xv[QK_NC];
-            for (uint j = 0; j < QK_NC; j++)
-                xv[j] = unpackHalf2x16(qk_tile_word((QK_XT0 + (c0 + j * (WG / NR0)) * TSV) * 4u + kk));
-            for (uint m = 0; m < QK_NW; m++) {
-                const vec2 wv = unpackHalf2x16(qk_tile_word((m * NR0 + r) * TSV * 4u + kk));
-                for (uint j = 0; j < QK_NC; j++)
-                    acc[m][j] = fma(wv.y, xv[j].y, fma(wv.x, xv[j].x, acc[m][j]));
-            }
-        }
-    }
     for (uint j = 0; j < QK_NC; j++) {
         const uint c = c0 + j * (WG / NR0);
         float v[QK_NW];

@@ -48,11 +48,7 @@
 shared uvec4 qk_tile[NSG * SG_WORDS];
 
 #include "include/matvec_cols.glsl"
-
-// 8 values as f16, one 16-byte tile store
-uvec4 pack8(vec4 a, vec4 b) {
-    return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
-}
+#include "include/pack.glsl"
 
 void main() {
     const uint M = pc.M, K = pc.K;
@@ -95,19 +91,16 @@ void main() {
             const uint c = min(c0 + xp0 / SLW, nchunks - 1u);
             const uint xb = xrow + c * NK + (q / QK) * QK;
             const uint sub = (q % QK) / QK_SUB_N, i0 = q % QK_SUB_N;
-            xpk[s] = pack8(load_x4(xb, 0u, sub, i0), load_x4(xb, 0u, sub, i0 + 4u));
+            xpk[s] = qk_pack8_x(xb, 0u, sub, i0);
         }
         [[unroll]] for (uint s = 0; s < NK / SLW; s++) {
             [[unroll]] for (uint j = 0; j < SLW / QK_SUB_N; j++) {
                 const uint q = s * SLW + j * QK_SUB_N; // position in the chunk
                 float w[QK_SUB_N];
                 qk_dequant_sub(0u, wblk0 + q / QK, (q % QK) / QK_SUB_N, w);
-                [[unroll]] for (uint i = 0; i < QK_SUB_N; i += 8u) {
-                    const vec4 a = vec4(w[i], w[i + 1u], w[i + 2u], w[i + 3u]);
-                    const vec4 b = vec4(w[i + 4u], w[i + 5u], w[i + 6u], w[i + 7u]);
+                [[unroll]] for (uint i = 0; i < QK_SUB_N; i += 8u)
                     qk_tile[abase + r * TSW + (h * SLW + j * QK_SUB_N + i) / 8u] =
-                        have ? pack8(a, b) : uvec4(0u);
-                }
+                        have ? qk_pack8_w(w, i) : uvec4(0u);
             }
             if (lane < 4u * NR1) qk_tile[bbase + xt * TSW + xp0 / 8u] = xpk[s];
             subgroupMemoryBarrierShared();

@@ -1,6 +1,6 @@
-// Shared by the bandwidth mat-vec templates (matvec_staged.comp,
-// matvec_shared.comp): which activation rows a workgroup's NR1 columns read,
-// and the activations of one hook call.
+// Shared by the mat-vec templates (matvec_staged.comp, matvec_shared.comp,
+// matvec_mma.comp): which activation rows a workgroup's NR1 columns read, and
+// the activations of one hook call.
 
 #include "include/act.glsl"
 

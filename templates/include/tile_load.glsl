@@ -21,7 +21,7 @@
 // The including template fills qk_xrow[c] (the element offset of column c's
 // activation row) before the first step.
 
-#include "include/act.glsl"
+#include "include/pack.glsl"
 
 // Tile rows (weights) and columns (activations) are NK + 8 f16 long: an odd
 // number of 16-byte units, so the 8 invocations of a store phase hit distinct
@@ -40,11 +40,6 @@
 shared uvec4 qk_sm[QK_SMEM_UNITS];
 shared uint qk_xrow[NR1];
 
-// 8 values as f16
-uvec4 qk_pack8(vec4 a, vec4 b) {
-    return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
-}
-
 // Word w (two f16) of the tiles, for the scalar path.
 uint qk_tile_word(uint w) {
     return qk_sm[w >> 2][w & 3u];
@@ -56,7 +51,9 @@ uint qk_tile_word(uint w) {
 // so that every invocation stays on the same path. Hook calls past K read the
 // last one and store zeros. No branch depends on data and the loops have
 // constant trip counts, so that every load of the step can be in flight
-// before the first is used.
+// before the first is used. The values are packed before the zero select:
+// glslang turns a ?: with a call in it into a branch, which cost 14% on the
+// H100 (run 20: q4_0 65.0 -> 56.3 TFLOP/s).
 void qk_tile_load(uint wbase, uint row0, uint M, uint nb, uint k0, uint K, uint t0) {
     const uint tid = gl_LocalInvocationID.x;
     [[unroll]] for (uint j = 0; j < (QK_WUNITS + WG - 1u) / WG; j++) {
@@ -68,8 +65,7 @@ void qk_tile_load(uint wbase, uint row0, uint M, uint nb, uint k0, uint K, uint 
             qk_dequant_sub(m, wbase + min(row0 + r, M - 1u) * nb + ec / QK, (ec % QK) / QK_SUB_N, y);
             const uint u = t0 + (m * NR0 + r) * TSV + s * (QK_SUB_N / 8u);
             [[unroll]] for (uint i = 0; i < QK_SUB_N; i += 8u) {
-                const uvec4 v = qk_pack8(vec4(y[i], y[i + 1u], y[i + 2u], y[i + 3u]),
-                                         vec4(y[i + 4u], y[i + 5u], y[i + 6u], y[i + 7u]));
+                const uvec4 v = qk_pack8_w(y, i);
                 qk_sm[u + i / 8u] = e < K ? v : uvec4(0u);
             }
         }
@@ -80,7 +76,7 @@ void qk_tile_load(uint wbase, uint row0, uint M, uint nb, uint k0, uint K, uint 
             const uint col = c / (NK / 8u), p = (c % (NK / 8u)) * 8u;
             const uint e = k0 + (p / QK_SUB_N) * QK_SUB_N, ec = min(e, K - QK_SUB_N);
             const uint xb = qk_xrow[col] + (ec / QK) * QK, sub = (ec % QK) / QK_SUB_N, i0 = p % QK_SUB_N;
-            const uvec4 v = qk_pack8(load_x4(xb, 0u, sub, i0), load_x4(xb, 0u, sub, i0 + 4u));
+            const uvec4 v = qk_pack8_x(xb, 0u, sub, i0);
             qk_sm[t0 + QK_XT0 + col * TSV + p / 8u] = e < K ? v : uvec4(0u);
         }
     }
