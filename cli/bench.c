@@ -29,7 +29,8 @@ static double median(double *v, uint32_t n) {
 /* Whether kernel i of the bundle is a copy kernel (family "copy") that this
  * device runs. */
 static bool is_copy_kernel(qkrt_context *ctx, const qkrt_bundle *b, uint32_t i) {
-    return !strcmp(qkrt_bundle_kernel(b, i)->family, "copy") && qkrt_kernel_check(ctx, b, i) == QKRT_OK;
+    return !strcmp(qkrt_bundle_kernel(b, i)->family, "copy") &&
+           qkrt_kernel_check(ctx, b, i) == QKRT_OK;
 }
 
 /* n dispatches of copy kernel ki over `words` 32-bit words, src to dst (malloc'd). */
@@ -100,7 +101,8 @@ qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_ben
     qkrt_dispatch *ds = copy_dispatches(b, ki, src, dst, N, n);
     double *ns = calloc(n, sizeof *ns), span[5];
     if (r == QKRT_OK) r = qkrt_run(ctx, ds, n, ns);
-    for (uint32_t i = 0; i < 5 && r == QKRT_OK; i++) r = qkrt_run_span(ctx, ds, n, &span[i]);
+    for (uint32_t i = 0; i < 5 && r == QKRT_OK; i++)
+        r = qkrt_run_span(ctx, ds, n, &span[i]);
     if (r == QKRT_OK) {
         *us = median(ns, n) / 1e3;
         *us_span = median(span, 5) / n / 1e3;
@@ -113,15 +115,7 @@ qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_ben
 
 /* Whether the case's shape meets the kernel's constraints. */
 static bool fits(const qkrt_kernel_info *k, const qk_bench_case *c) {
-    qkrt_shape s = {7, {"M", "K", "T", "top_k", "ne11", "E", "max_per_expert"},
-                    {c->M, c->K, c->T, c->top_k, 1, c->E, c->T}};
-    for (uint32_t i = 0; i < k->constraint_count; i++) {
-        bool ok = false;
-        char err[256];
-        if (qkrt_eval_bool(k->constraints[i], &s, &ok, err, sizeof err) != QKRT_OK || !ok)
-            return false;
-    }
-    return true;
+    return qk_kernel_fits(k, c->M, c->K, c->T, c->E, c->top_k, 1, c->T);
 }
 
 /* Whether name contains one of the comma-separated texts of filter. */
@@ -185,11 +179,12 @@ static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
 }
 
 static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const float *x,
-                                const int32_t *ids, double touched_fraction,
-                                const qk_bench_case *c, uint64_t rotate, case_buffers *cb) {
+                                const int32_t *ids, double touched_fraction, const qk_bench_case *c,
+                                uint64_t rotate, case_buffers *cb) {
     /* rotate on the bytes one dispatch reads: only the touched experts */
     double wbytes = 0;
-    for (uint32_t p = 0; p < w->plane_count; p++) wbytes += (double)w->bytes[p];
+    for (uint32_t p = 0; p < w->plane_count; p++)
+        wbytes += (double)w->bytes[p];
     wbytes *= touched_fraction;
     cb->planes = w->plane_count;
     cb->copies = (uint32_t)((double)rotate / wbytes + 1);
@@ -215,10 +210,12 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
         /* once to count, once packed to [E, mpe] with mpe the busiest expert's count */
         qk_route_ref(ids, c->T, c->top_k, c->E, c->T, tpe, route);
         cb->mpe = 1;
-        for (uint32_t e = 0; e < c->E; e++) cb->mpe = tpe[e] > cb->mpe ? tpe[e] : cb->mpe;
+        for (uint32_t e = 0; e < c->E; e++)
+            cb->mpe = tpe[e] > cb->mpe ? tpe[e] : cb->mpe;
         qk_route_ref(ids, c->T, c->top_k, c->E, cb->mpe, tpe, route);
         r = qkrt_buffer_create(ctx, (size_t)c->E * cb->mpe * 4, &cb->route);
-        if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->route, 0, route, (size_t)c->E * cb->mpe * 4);
+        if (r == QKRT_OK)
+            r = qkrt_buffer_upload(ctx, cb->route, 0, route, (size_t)c->E * cb->mpe * 4);
         if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->E * 4, &cb->tpe);
         if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->tpe, 0, tpe, (size_t)c->E * 4);
         free(tpe), free(route);
@@ -241,11 +238,13 @@ static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case
                            : !strcmp(role, "ids")         ? (cb->route ? cb->route : cb->ids)
                            : !strcmp(role, "tpe")         ? cb->tpe
                                                           : cb->y;
-        for (uint32_t j = 0; j < k->bindings[i].count; j++) d->buffers[slot++] = buf;
+        for (uint32_t j = 0; j < k->bindings[i].count; j++)
+            d->buffers[slot++] = buf;
     }
     const char *names[] = {"M", "K", "T", "top_k", "ne11", "E", "max_per_expert"};
     int64_t vals[] = {c->M, c->K, c->T, c->top_k, 1, c->E, cb->mpe};
-    for (int i = 0; i < 7; i++) d->shape.names[i] = names[i], d->shape.values[i] = vals[i];
+    for (int i = 0; i < 7; i++)
+        d->shape.names[i] = names[i], d->shape.values[i] = vals[i];
     d->shape.count = 7;
 }
 
@@ -254,17 +253,19 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                         const qk_bench_case *c, const case_buffers *cb, double seconds) {
     enum { BATCH = 64 };
     qkrt_dispatch *d = malloc(sizeof *d * BATCH);
-    for (uint32_t i = 0; i < BATCH; i++) make_dispatch(b, ki, c, cb, i % cb->copies, &d[i]);
+    for (uint32_t i = 0; i < BATCH; i++)
+        make_dispatch(b, ki, c, cb, i % cb->copies, &d[i]);
     qkrt_result r = QKRT_OK;
-    for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < seconds;) r = qkrt_run(ctx, d, BATCH, NULL);
+    for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < seconds;)
+        r = qkrt_run(ctx, d, BATCH, NULL);
     free(d);
     return r;
 }
 
 static void progress(const qk_bench_opts *o, const qk_bench_case *c, const char *kernel) {
     if (!o->progress) return;
-    fprintf(o->progress, "\r\033[K%s %s m=%u k=%u t=%u: %s", c->family, c->format, c->M, c->K,
-            c->T, kernel);
+    fprintf(o->progress, "\r\033[K%s %s m=%u k=%u t=%u: %s", c->family, c->format, c->M, c->K, c->T,
+            kernel);
     fflush(o->progress);
 }
 
@@ -308,7 +309,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
                     rng = rng * 6364136223846793005ull + 1442695040888963407ull;
                     e = (int32_t)((rng >> 33) % E);
                     dup = false;
-                    for (uint32_t j = 0; j < s; j++) dup |= ids[t * c->top_k + j] == e;
+                    for (uint32_t j = 0; j < s; j++)
+                        dup |= ids[t * c->top_k + j] == e;
                 } while (dup);
                 ids[t * c->top_k + s] = e;
                 touched += !used[e];
@@ -334,7 +336,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     }
     bool last_row = !c->E && c->T > tr;
     double wbytes = 0;
-    for (uint32_t p = 0; p < w.plane_count; p++) wbytes += (double)w.bytes[p];
+    for (uint32_t p = 0; p < w.plane_count; p++)
+        wbytes += (double)w.bytes[p];
     wbytes = wbytes / E * touched;
     case_buffers cb = {0};
     qkrt_result r = make_buffers(ctx, &w, x, ids, (double)touched / E, c, o->rotate_bytes, &cb);
@@ -377,18 +380,22 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             continue;
         }
         r = warm(ctx, b, idx[v], c, &cb, v == 0 ? o->warmup_s : o->rewarm_s);
-        for (uint32_t i = 0; i < runs; i++) make_dispatch(b, idx[v], c, &cb, i % cb.copies, &d[i]);
+        for (uint32_t i = 0; i < runs; i++)
+            make_dispatch(b, idx[v], c, &cb, i % cb.copies, &d[i]);
         if (r == QKRT_OK) r = qkrt_run(ctx, d, runs, ns);
         if (r != QKRT_OK) break;
         double lo = INFINITY, hi = 0;
-        for (uint32_t i = 0; i < runs; i++) lo = fmin(lo, ns[i]), hi = fmax(hi, ns[i]);
+        for (uint32_t i = 0; i < runs; i++)
+            lo = fmin(lo, ns[i]), hi = fmax(hi, ns[i]);
         out->us = median(ns, runs) / 1e3;
         /* the same dispatches back to back without barriers: launch gaps hidden */
         double span[3];
-        for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++) r = qkrt_run_span(ctx, d, runs, &span[i]);
+        for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
+            r = qkrt_run_span(ctx, d, runs, &span[i]);
         if (r != QKRT_OK) break;
         out->us_span = median(span, 3) / runs / 1e3;
-        out->pct_copy_span = copy_gbps > 0 ? 100.0 * out->bytes / (out->us_span * 1e3) / copy_gbps : 0;
+        out->pct_copy_span =
+            copy_gbps > 0 ? 100.0 * out->bytes / (out->us_span * 1e3) / copy_gbps : 0;
         out->us_min = lo / 1e3, out->us_max = hi / 1e3;
         out->gbps = out->bytes / (out->us * 1e3);
         out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;

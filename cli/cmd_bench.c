@@ -15,13 +15,13 @@ static const uint32_t std_matvec[][2] = {{4096, 14336}, {14336, 4096}};
 static const uint32_t std_tokens[] = {1, 2, 4, 8};
 /* MoE decode (mat-vec with expert ids): m, k, tokens, experts, top_k */
 static const uint32_t std_moe[][5] = {
-    {768, 2048, 1, 128, 8},  {768, 2048, 8, 128, 8},  {768, 2048, 32, 128, 8},
-    {2048, 768, 1, 128, 8},  {2048, 768, 8, 128, 8},  {2048, 768, 32, 128, 8},
-    {1792, 2048, 1, 32, 4},  {1792, 2048, 8, 32, 4},
+    {768, 2048, 1, 128, 8}, {768, 2048, 8, 128, 8}, {768, 2048, 32, 128, 8},
+    {2048, 768, 1, 128, 8}, {2048, 768, 8, 128, 8}, {2048, 768, 32, 128, 8},
+    {1792, 2048, 1, 32, 4}, {1792, 2048, 8, 32, 4},
 };
 /* MoE prefill (matmul with expert ids): m, k, tokens, experts, top_k */
 static const uint32_t std_moe_mm[][5] = {
-    {768, 2048, 32, 128, 8}, {768, 2048, 512, 128, 8}, {2048, 768, 32, 128, 8},
+    {768, 2048, 32, 128, 8},  {768, 2048, 512, 128, 8}, {2048, 768, 32, 128, 8},
     {2048, 768, 512, 128, 8}, {1792, 2048, 512, 32, 4},
 };
 static const char *std_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
@@ -29,12 +29,14 @@ static const char *std_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
 static void json_result(FILE *f, const qk_bench_result *r, bool first) {
     fprintf(f,
             "%s\n    { \"kernel\": \"%s\", \"family\": \"%s\", \"format\": \"%s\", \"M\": %u, "
-            "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_span\": %.3f, \"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, "
+            "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_span\": %.3f, "
+            "\"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, "
             "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
             "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"ok\": %s, \"best\": %s, \"error\": \"%s\" }",
-            first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E, r->c.top_k, r->us, r->us_span, r->pct_copy_span,
-            r->us_min, r->us_max, r->bytes, r->gbps, r->pct_copy, r->tflops, r->nmse, r->prepare_ms,
-            r->ok ? "true" : "false", r->best ? "true" : "false", r->error);
+            first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E,
+            r->c.top_k, r->us, r->us_span, r->pct_copy_span, r->us_min, r->us_max, r->bytes,
+            r->gbps, r->pct_copy, r->tflops, r->nmse, r->prepare_ms, r->ok ? "true" : "false",
+            r->best ? "true" : "false", r->error);
 }
 
 static void print_row(const qk_bench_result *r) {
@@ -90,11 +92,11 @@ int cmd_bench(qk_args *a) {
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
             qk_opt(a, "--json", &json) || qk_opt(a, "--formats", &formats) ||
             qk_opt(a, "--filter", &filter) || qk_opt(a, "--family", &family) ||
-            qk_opt_u64(a, "--m", &m) || qk_opt_u64(a, "--k", &k) ||
-            qk_opt_u64(a, "--tokens", &t) || qk_opt_u64(a, "--runs", &runs) ||
-            qk_opt_u64(a, "--seed", &seed) || qk_opt_u64(a, "--copy-mb", &copy_mb) ||
-            qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
-            qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk))
+            qk_opt_u64(a, "--m", &m) || qk_opt_u64(a, "--k", &k) || qk_opt_u64(a, "--tokens", &t) ||
+            qk_opt_u64(a, "--runs", &runs) || qk_opt_u64(a, "--seed", &seed) ||
+            qk_opt_u64(a, "--copy-mb", &copy_mb) || qk_opt_u64(a, "--warmup-ms", &warm_ms) ||
+            qk_opt_u64(a, "--rotate-mb", &rotate_mb) || qk_opt_u64(a, "--experts", &experts) ||
+            qk_opt_u64(a, "--top-k", &topk))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -113,7 +115,8 @@ int cmd_bench(qk_args *a) {
     if (topk > experts)
         return qk_usage_error(a->cmd, "--top-k %llu is more than --experts %llu",
                               (unsigned long long)topk, (unsigned long long)experts);
-    if (runs < 20) return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
+    if (runs < 20)
+        return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
     if (copy_mb < 1) return qk_usage_error(a->cmd, "--copy-mb must be at least 1");
     if (strcmp(family, "matvec") && strcmp(family, "matmul") && strcmp(family, "moe") &&
         strcmp(family, "moe_matmul") && strcmp(family, "all"))
@@ -125,10 +128,15 @@ int cmd_bench(qk_args *a) {
     qkrt_bundle *b;
     int open_rc = qk_open(a->cmd, device, false, bundle, &ctx, &b);
     if (open_rc) return open_rc;
-    qk_bench_opts o = {.runs = (uint32_t)runs, .warmup_s = warm_ms / 1e3,
-                       .rewarm_s = warm_ms / 4e3, .rotate_bytes = rotate_mb << 20,
-                       .copy_bytes = copy_mb << 20, .filter = filter, .all_variants = all,
-                       .seed = seed, .progress = isatty(2) ? stderr : NULL};
+    qk_bench_opts o = {.runs = (uint32_t)runs,
+                       .warmup_s = warm_ms / 1e3,
+                       .rewarm_s = warm_ms / 4e3,
+                       .rotate_bytes = rotate_mb << 20,
+                       .copy_bytes = copy_mb << 20,
+                       .filter = filter,
+                       .all_variants = all,
+                       .seed = seed,
+                       .progress = isatty(2) ? stderr : NULL};
     const qkrt_device_info *dev = qkrt_device(ctx);
     printf("device %u: %s, driver %s, seed %llu\n", dev->index, dev->name, dev->driver,
            (unsigned long long)seed);
@@ -151,8 +159,9 @@ int cmd_bench(qk_args *a) {
         fprintf(stderr, "qkgen bench: floor: %s\n", qkrt_last_error(ctx));
         rc = QK_EXIT_FAIL;
     }
-    printf("dispatch floor: %.2f us between barriers, %.2f us back to back (a one-workgroup copy)\n",
-           floor_us, floor_span);
+    printf(
+        "dispatch floor: %.2f us between barriers, %.2f us back to back (a one-workgroup copy)\n",
+        floor_us, floor_span);
     printf("%-46s %-22s %9s %8s %7s %7s %8s %7s %8s\n", "kernel", "shape", "us", "GB/s", "copy",
            "TFLOP/s", "b2b us", "b2b", "prep ms");
     for (char *fmt = strtok(fmts, ","); fmt && rc == QK_EXIT_OK; fmt = strtok(NULL, ",")) {
@@ -166,7 +175,7 @@ int cmd_bench(qk_args *a) {
                                    : !strcmp(family, "moe")        ? "matvec_id"
                                    : !strcmp(family, "moe_matmul") ? "matmul_id"
                                                                    : "matvec";
-        if (qk_pick_kernel(ctx, b, probe_family, &probe, "f32", 1, err, sizeof err) < 0) {
+        if (qk_pick_kernel(ctx, b, probe_family, &probe, "f32", 0, 1, err, sizeof err) < 0) {
             if (formats) {
                 fprintf(stderr, "qkgen bench: %s\n", err);
                 rc = QK_EXIT_USAGE;
@@ -180,25 +189,28 @@ int cmd_bench(qk_args *a) {
         bool mv = all_f || !strcmp(family, "matvec"), mm = all_f || !strcmp(family, "matmul");
         bool moe = all_f || !strcmp(family, "moe"), moe_mm = all_f || !strcmp(family, "moe_matmul");
         if (m) {
-            const char *fam = experts ? (moe_mm && !moe ? "matmul_id" : "matvec_id")
+            const char *fam = experts     ? (moe_mm && !moe ? "matmul_id" : "matvec_id")
                               : mm && !mv ? "matmul"
                                           : "matvec";
-            cases[nc++] = (qk_bench_case){fam, fmt, variant, (uint32_t)m, (uint32_t)k,
-                                          (uint32_t)t, (uint32_t)experts, (uint32_t)topk};
+            cases[nc++] =
+                (qk_bench_case){fam,         fmt,         variant,           (uint32_t)m,
+                                (uint32_t)k, (uint32_t)t, (uint32_t)experts, (uint32_t)topk};
         } else {
             for (uint32_t s = 0; mv && s < 2; s++)
                 for (uint32_t ti = 0; ti < 4; ti++)
-                    cases[nc++] = (qk_bench_case){"matvec", fmt, variant, std_matvec[s][0],
-                                                  std_matvec[s][1], std_tokens[ti], 0, 0};
+                    cases[nc++] = (qk_bench_case){
+                        "matvec",       fmt, variant, std_matvec[s][0], std_matvec[s][1],
+                        std_tokens[ti], 0,   0};
             if (mm) cases[nc++] = (qk_bench_case){"matmul", fmt, variant, 4096, 14336, 512, 0, 0};
             for (uint32_t i = 0; moe && i < sizeof std_moe / sizeof std_moe[0]; i++)
-                cases[nc++] = (qk_bench_case){"matvec_id", fmt, variant, std_moe[i][0],
-                                              std_moe[i][1], std_moe[i][2], std_moe[i][3],
-                                              std_moe[i][4]};
+                cases[nc++] =
+                    (qk_bench_case){"matvec_id",   fmt,           variant,       std_moe[i][0],
+                                    std_moe[i][1], std_moe[i][2], std_moe[i][3], std_moe[i][4]};
             for (uint32_t i = 0; moe_mm && i < sizeof std_moe_mm / sizeof std_moe_mm[0]; i++)
-                cases[nc++] = (qk_bench_case){"matmul_id", fmt, variant, std_moe_mm[i][0],
-                                              std_moe_mm[i][1], std_moe_mm[i][2], std_moe_mm[i][3],
-                                              std_moe_mm[i][4]};
+                cases[nc++] = (qk_bench_case){"matmul_id",      fmt,
+                                              variant,          std_moe_mm[i][0],
+                                              std_moe_mm[i][1], std_moe_mm[i][2],
+                                              std_moe_mm[i][3], std_moe_mm[i][4]};
         }
         for (uint32_t ci = 0; ci < nc && rc == QK_EXIT_OK; ci++) {
             uint32_t first = nres;
@@ -216,18 +228,21 @@ int cmd_bench(qk_args *a) {
         }
     }
     for (uint32_t i = 0; i < nres; i++)
-        if (!res[i].ok && !strstr(res[i].error, "lacks") && !strstr(res[i].error, "needs")) rc = QK_EXIT_FAIL;
+        if (!res[i].ok && !strstr(res[i].error, "lacks") && !strstr(res[i].error, "needs"))
+            rc = QK_EXIT_FAIL;
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) {
             fprintf(stderr, "qkgen bench: %s: cannot write\n", json);
             rc = QK_EXIT_FAIL;
         } else {
-            fprintf(f,
-                    "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "
-                    "\"floor_us\": %.3f, \"floor_span_us\": %.3f, \"seed\": %llu,\n  \"results\": [",
-                    dev->name, dev->driver, copy_gbps, floor_us, floor_span, (unsigned long long)seed);
-            for (uint32_t i = 0; i < nres; i++) json_result(f, &res[i], i == 0);
+            fprintf(
+                f,
+                "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "
+                "\"floor_us\": %.3f, \"floor_span_us\": %.3f, \"seed\": %llu,\n  \"results\": [",
+                dev->name, dev->driver, copy_gbps, floor_us, floor_span, (unsigned long long)seed);
+            for (uint32_t i = 0; i < nres; i++)
+                json_result(f, &res[i], i == 0);
             fputs("\n  ]\n}\n", f);
             fclose(f);
         }

@@ -84,9 +84,9 @@ static uint32_t verify_k(uint32_t qk, bool mm) {
 /* One run of a product kernel (matvec, matmul, their _id forms, plain or
  * swiglu) on fresh random data against its float64 reference.
  * QKRT_ERROR_UNSUPPORTED: a family or fusion without a reference here. */
-static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                                  uint32_t M, uint64_t *rng, double *nmse, double *tol,
-                                  char *err, size_t err_size) {
+static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t M,
+                                  uint64_t *rng, double *nmse, double *tol, char *err,
+                                  size_t err_size) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
     bool mm = !strncmp(k->family, "matmul", 6), id = strstr(k->family, "_id") != NULL;
     bool glu = !strcmp(k->fusion, "swiglu");
@@ -96,10 +96,15 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
         return QKRT_ERROR_UNSUPPORTED;
     uint32_t K = verify_k(k->block_elements, mm), E = id ? 4 : 1, top_k = id ? 2 : 1;
     uint32_t T = mm ? (id ? 5 : 37) : k->nr1 > 1 ? k->nr1 + 1 : id ? 3 : 1, nw = glu ? 2 : 1;
+    /* a kernel that wants whole steps (the staged matmuls: K % NK == 0) gets
+     * the next depth it takes */
+    while (!qk_kernel_fits(k, M, K, T, E, top_k, 1, T) && K < 64 * k->block_elements)
+        K += k->block_elements;
     qk_weights w[2];
     for (uint32_t m = 0; m < nw; m++)
         if (!qk_random_weights(k->format, k->format_variant, M * E, K, rng, &w[m])) {
-            for (uint32_t j = 0; j < m; j++) qk_free_weights(&w[j]);
+            for (uint32_t j = 0; j < m; j++)
+                qk_free_weights(&w[j]);
             return QKRT_ERROR_UNSUPPORTED;
         }
     size_t pairs = (size_t)T * top_k;
@@ -133,7 +138,8 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
     *nmse = r == QKRT_OK ? qk_nmse(y, ref, pairs * M) : INFINITY;
     *tol = qk_nmse_bound(k);
     free(x), free(y), free(xd), free(ref), free(ids);
-    for (uint32_t m = 0; m < nw; m++) qk_free_weights(&w[m]);
+    for (uint32_t m = 0; m < nw; m++)
+        qk_free_weights(&w[m]);
     return r;
 }
 
@@ -210,10 +216,13 @@ int cmd_verify(qk_args *a) {
     }
     if (skip_device)
         printf("skipped %u kernels this device cannot run (e.g. cooperative-matrix variants "
-               "without VK_NV_cooperative_matrix); --verbose lists them\n", skip_device);
+               "without VK_NV_cooperative_matrix); --verbose lists them\n",
+               skip_device);
     if (skip_family)
-        printf("skipped %u post-op, routing, copy and separate-expert kernels: the test suite checks those "
-               "(ctest -R 'gpu[.]'); --verbose lists them\n", skip_family);
+        printf("skipped %u post-op, routing, copy and separate-expert kernels: the test suite "
+               "checks those "
+               "(ctest -R 'gpu[.]'); --verbose lists them\n",
+               skip_family);
     uint32_t skip = skip_device + skip_family;
     if (qkrt_validation_errors(ctx)) {
         printf("validation layer reported %u errors\n", qkrt_validation_errors(ctx));
@@ -384,12 +393,13 @@ static qkrt_result matmul_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     char why[512] = "";
     const char *few = ids ? "matvec_id" : "matvec", *many = ids ? "matmul_id" : "matmul";
     int ki = -1;
-    if (T > QK_MATVEC_MAX_TOKENS) ki = qk_pick_kernel(ctx, b, many, w, "f32", T, why, sizeof why);
+    if (T > QK_MATVEC_MAX_TOKENS)
+        ki = qk_pick_kernel(ctx, b, many, w, "f32", K, T, why, sizeof why);
     if (ki >= 0) {
         return ids ? qk_run_matmul_id(ctx, b, (uint32_t)ki, w, x, ids, moe, y, NULL, err, err_size)
                    : qk_run_matmul(ctx, b, (uint32_t)ki, w, x, M, K, T, y, NULL, err, err_size);
     }
-    ki = qk_pick_kernel(ctx, b, few, w, "f32", T, err, err_size);
+    ki = qk_pick_kernel(ctx, b, few, w, "f32", K, T, err, err_size);
     if (ki < 0) return QKRT_ERROR_UNSUPPORTED;
     err[0] = 0;
     return ids ? qk_run_matvec_id(ctx, b, (uint32_t)ki, w, 1, ids, x, M, K, T, moe->top_k,
@@ -469,7 +479,7 @@ int cmd_matmul(qk_args *a) {
     qk_moe_shape moe = {0};
     float *y = NULL;
     /* Any kernel of the format tells its layout; the choice by shape follows. */
-    int ki = qk_pick_kernel(ctx, b, "matvec", &w, "f32", 1, err, sizeof err);
+    int ki = qk_pick_kernel(ctx, b, "matvec", &w, "f32", 0, 1, err, sizeof err);
     if (ki < 0) {
         fprintf(stderr, "qkgen matmul: %s\n", err);
         rc = QK_EXIT_USAGE;

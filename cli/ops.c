@@ -15,8 +15,22 @@ static bool parse_format(const char *format, uint32_t *bits, uint32_t *group) {
     return sscanf(format, "mlx%u_g%u", bits, group) == 2;
 }
 
-int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
-                   const qk_weights *w, const char *activation, uint32_t tokens, char *err,
+bool qk_kernel_fits(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t T, uint32_t E,
+                    uint32_t top_k, uint32_t ne11, uint32_t max_per_expert) {
+    qkrt_shape s = {7,
+                    {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"},
+                    {M, K, T, E, top_k, ne11, max_per_expert}};
+    for (uint32_t i = 0; i < k->constraint_count; i++) {
+        bool ok = false;
+        char err[256];
+        if (qkrt_eval_bool(k->constraints[i], &s, &ok, err, sizeof err) != QKRT_OK || !ok)
+            return false;
+    }
+    return true;
+}
+
+int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const qk_weights *w,
+                   const char *activation, uint32_t K, uint32_t tokens, char *err,
                    size_t err_size) {
     int best = -1;
     uint32_t best_score = 0;
@@ -30,6 +44,8 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
             continue;
         /* exact: "f16" is a substring of "bf16", so the kernel name cannot tell */
         if (w->variant && w->variant[0] && strcmp(k->format_variant, w->variant)) continue;
+        /* e.g. the staged kernels' whole steps (K % NK == 0) */
+        if (K && !qk_kernel_fits(k, 1, K, tokens ? tokens : 1, 1, 1, 1, 1)) continue;
         if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) {
             snprintf(why, sizeof why, "%s", qkrt_last_error(ctx));
             continue;
@@ -51,9 +67,9 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
     return best;
 }
 
-qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                          const qk_weights *w, const float *x, uint32_t M, uint32_t K, uint32_t T,
-                          float *y, double *ns, char *err, size_t err_size) {
+qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const qk_weights *w,
+                          const float *x, uint32_t M, uint32_t K, uint32_t T, float *y, double *ns,
+                          char *err, size_t err_size) {
     /* the dense product is the MoE one with a single expert and one slot per
      * token; kernels without an ids binding ignore the ids */
     int32_t *ids = calloc(T ? T : 1, sizeof *ids);
@@ -90,7 +106,8 @@ bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K,
         ok = ref_row(w, r, K, row);
         for (uint32_t t = 0; t < T && ok; t++) {
             double s = 0;
-            for (uint32_t i = 0; i < K; i++) s += row[i] * x[(size_t)t * K + i];
+            for (uint32_t i = 0; i < K; i++)
+                s += row[i] * x[(size_t)t * K + i];
             y[(size_t)t * M + r] = s;
         }
     }
@@ -110,7 +127,8 @@ bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint
         w->plane_count = 3;
         w->bytes[0] = (size_t)M * K * bits / 8;
         w->bytes[1] = w->bytes[2] = (size_t)M * (K / group) * ss;
-        for (int i = 0; i < 3; i++) w->plane[i] = malloc(w->bytes[i]);
+        for (int i = 0; i < 3; i++)
+            w->plane[i] = malloc(w->bytes[i]);
         qkref_mlx_random(bits, group, st, rng, M, K, (uint32_t *)w->plane[0], (void *)w->plane[1],
                          (void *)w->plane[2]);
         return true;
@@ -126,7 +144,8 @@ bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint
 }
 
 void qk_free_weights(qk_weights *w) {
-    for (uint32_t i = 0; i < w->plane_count; i++) free((void *)w->plane[i]);
+    for (uint32_t i = 0; i < w->plane_count; i++)
+        free((void *)w->plane[i]);
     w->plane_count = 0;
 }
 

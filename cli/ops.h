@@ -20,17 +20,22 @@ typedef struct qk_weights {
     size_t bytes[4];
 } qk_weights;
 
+/* Whether a shape (M, K, T and, for MoE kernels, E, top_k, ne11 and
+ * max_per_expert) meets every constraint of kernel k. */
+bool qk_kernel_fits(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t T, uint32_t E,
+                    uint32_t top_k, uint32_t ne11, uint32_t max_per_expert);
+
 /* Index of the best kernel of family for (format, variant, activation) that
- * the device can run, or -1 (why in err). */
-int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
-                   const qk_weights *w, const char *activation, uint32_t tokens, char *err,
-                   size_t err_size);
+ * the device can run and whose constraints depth K meets (0: any depth), or
+ * -1 (why in err). */
+int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const qk_weights *w,
+                   const char *activation, uint32_t K, uint32_t tokens, char *err, size_t err_size);
 
 /* y[T, M] = x[T, K] * W[M, K]^T on the device with kernel index ki. y is
  * poisoned with NaN before the run. ns (optional) gets the GPU time. */
-qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                          const qk_weights *w, const float *x, uint32_t M, uint32_t K, uint32_t T,
-                          float *y, double *ns, char *err, size_t err_size);
+qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const qk_weights *w,
+                          const float *x, uint32_t M, uint32_t K, uint32_t T, float *y, double *ns,
+                          char *err, size_t err_size);
 
 /* The CPU reference in float64 through the independent dequantizers of
  * tests/ref; false if it has none for the format. */

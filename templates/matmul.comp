@@ -2,7 +2,7 @@
 // tokens, and its MoE form matmul_id, selected by a `tpe` binding.
 //
 // A workgroup owns an NR0 x NR1 output tile (weight rows x token columns) and
-// walks K in steps of NK (32 to 128: within a block or whole blocks):
+// walks K in steps of NK (32 or 64: within a block or whole blocks):
 // include/tile_load.glsl stages each step's weights (dequantized through the
 // format hooks) and activations in shared memory as f16, 16 bytes per store;
 // the math path accumulates in f32:
@@ -13,8 +13,12 @@
 //    WG / 32 subgroups form a QK_SG_R x QK_SG_C grid, each owning QK_WR x
 //    QK_WC blocks, so per 16-deep slice a subgroup loads QK_WR weight and QK_WC
 //    activation matrices from shared memory for QK_WR * QK_WC products; results
-//    go back through shared memory (the tiles' array, reused) so that the
-//    bounds checks and the output indirection are the scalar path's.
+//    go out through a scratch in shared memory (the tiles' array, reused) so
+//    that the bounds checks and the output indirection are the scalar path's.
+//
+// staged: shared (matmul_shared, matmul_id_shared): the raw blocks of each
+// step are loaded a step ahead into registers and dequantized from shared
+// memory (include/tile_load.glsl), so no step waits on a global load.
 //
 // MoE form (BINDING_tpe; specs/kernels/matmul_id.yaml): grid z is the expert
 // e; column c of the grid is the pair p = ids[e][c] = token * top_k + slot,
@@ -33,16 +37,22 @@
 #endif
 
 // The tiles' shared array (include/tile_load.glsl), in 16-byte units; the
-// coopmat path stores its f32 results there after the last step. With
+// coopmat path passes its f32 results through it after the last step (a
+// 16 x 16 scratch per subgroup and weight matrix, QK_OUT_UNITS). With
 // NK = 32 the coopmat path keeps two sets of tiles, so that one barrier per
 // step separates the products of one step from the staging of the next
 // (which then overlap across subgroups). On the H100 (run 17, with the
 // staging made branch-free in the same run) q4_0's best NK = 32 tile went
 // from 51.1 to 59.4 TFLOP/s, and the NK = 64 tile, whose two sets take twice
-// the shared memory, from 54.4 to 37.7: so NK = 64 keeps one set.
+// the shared memory, from 54.4 to 37.7: so NK = 64 keeps one set, and so
+// does the staged form (staged: shared), whose raw blocks are a step ahead.
 #ifdef MMA_coopmat
+#ifdef QK_STAGE_SHARED
+#define QK_TILE_SETS 1u
+#else
 #define QK_TILE_SETS (NK == 32u ? 2u : 1u)
-#define QK_OUT_UNITS (QK_NW * NR0 * NR1 / 4u)
+#endif
+#define QK_OUT_UNITS (WG / 32u * QK_NW * 64u)
 #define QK_SMEM_UNITS (QK_TILE_SETS * QK_TILE_UNITS > QK_OUT_UNITS ? QK_TILE_SETS * QK_TILE_UNITS : QK_OUT_UNITS)
 #else
 #define QK_TILE_SETS 1u
@@ -68,11 +78,17 @@ float qk_result(float v[QK_NW]) {
 #define QK_CT_R (NR0 / CM)      // 16 x 16 blocks along the rows of the tile
 #define QK_CT_C (NR1 / CM)
 // The subgroup grid, sized for subgroups of 32 (the rule WG % 32 == 0; NV
-// cooperative matrices are NVIDIA's, whose subgroups are 32 wide): rows of
-// blocks first. All counts are powers of two (the spec's axes). Subgroups
-// past the tile's blocks (QK_SG_C > QK_CT_C) only help load the tiles.
+// cooperative matrices are NVIDIA's, whose subgroups are 32 wide): as many
+// rows of blocks as there are subgroups, halved (once or twice) while that
+// cuts the matrices a subgroup loads per 16-deep slice, QK_WR + QK_WC (128 x
+// 64 of 8 subgroups: 8 x 1 loads 1 + 4, 4 x 2 loads 2 + 2). All counts are
+// powers of two (the spec's axes). Subgroups past the tile's blocks
+// (QK_SG_C > QK_CT_C) only help load the tiles.
 #define QK_NSG (WG / 32u)
-#define QK_SG_R (QK_CT_R < QK_NSG ? QK_CT_R : QK_NSG)
+#define QK_SGR0 (QK_CT_R < QK_NSG ? QK_CT_R : QK_NSG)
+#define QK_LOADS(r) (QK_CT_R / (r) + QK_CT_C * (r) / QK_NSG)
+#define QK_HALVE(r) ((r) >= 2u && QK_NSG / ((r) / 2u) <= QK_CT_C && QK_LOADS((r) / 2u) < QK_LOADS(r))
+#define QK_SG_R (QK_HALVE(QK_SGR0) ? (QK_HALVE(QK_SGR0 / 2u) ? QK_SGR0 / 4u : QK_SGR0 / 2u) : QK_SGR0)
 #define QK_SG_C (QK_NSG / QK_SG_R)
 #define QK_WR (QK_CT_R / QK_SG_R)
 #define QK_WC (QK_CT_C > QK_SG_C ? QK_CT_C / QK_SG_C : 1u)
@@ -152,6 +168,24 @@ void main() {
         }                                                                                      \
     }
 #endif
+#ifdef QK_STAGE_SHARED
+    // Step s's raw weights are in raw set s % 2 when iteration s starts, its
+    // activations in registers; step s + 1's loads are issued before step
+    // s's dequantization and products and land in the other raw set after
+    // them. Two barriers per step, as below.
+    barrier(); // qk_xrow is set
+    qk_prefetch(wbase, row0, M, nb, 0u);
+    qk_raw_store(0u);
+    for (uint s = 0; s < nsteps; s++) {
+        barrier(); // raw set s % 2 is complete; step s - 1's products are done
+        qk_x_store(0u);
+        if (s + 1u < nsteps) qk_prefetch(wbase, row0, M, nb, s + 1u);
+        qk_tile_decode(s & 1u, 0u);
+        barrier();
+        QK_STEP(0u)
+        if (s + 1u < nsteps) qk_raw_store((s + 1u) & 1u);
+    }
+#else
     if (QK_TILE_SETS == 2u) { // a constant: the other loop is not compiled
         // Step s's tiles are in set s % 2. The barrier at the top of iteration s
         // means: set s % 2 is complete, and every subgroup is done with step
@@ -173,30 +207,34 @@ void main() {
             QK_STEP(0u)
         }
     }
+#endif
 
 #ifdef MMA_coopmat
-    // the results, column-major with stride NR0, over the tiles: float
-    // m * NR0 * NR1 + column * NR0 + row is word f of unit f / 4
+    // The results go out a 16 x 16 block at a time through a scratch of the
+    // subgroup's own over the tiles (QK_NW blocks of 256 floats, column-major),
+    // so that the bounds checks and the output indirection are the scalar
+    // path's and the tile's size is not bound by a shared copy of its results.
     barrier(); // every subgroup is done with the last tiles
-    if (busy)
-        for (uint m = 0; m < QK_NW; m++)
-            for (uint i = 0; i < QK_WR; i++)
-                for (uint j = 0; j < QK_WC; j++) {
-                    const uint tr = sgr * QK_WR + i, tc = sgc * QK_WC + j;
-                    coopMatStoreNV(acc[m][i][j], qk_sm, (m * NR0 * NR1 + tc * CM * NR0 + tr * CM) / 4u,
-                                   NR0 / 4u, true);
+    const uint lane = tid % 32u, scr = sg * QK_NW * CM * CM; // scratch, in floats
+    if (busy) // unrolled: a dynamic index would put the accumulators in memory
+        [[unroll]] for (uint i = 0; i < QK_WR; i++)
+            [[unroll]] for (uint j = 0; j < QK_WC; j++) {
+                [[unroll]] for (uint m = 0; m < QK_NW; m++)
+                    coopMatStoreNV(acc[m][i][j], qk_sm, (scr + m * CM * CM) / 4u, CM / 4u, true);
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                const uint r0 = row0 + (sgr * QK_WR + i) * CM, c0 = (sgc * QK_WC + j) * CM;
+                for (uint f = lane; f < CM * CM; f += 32u) { // consecutive lanes, consecutive rows
+                    float v[QK_NW];
+                    for (uint m = 0; m < QK_NW; m++) {
+                        const uint w = scr + m * CM * CM + f;
+                        v[m] = uintBitsToFloat(qk_sm[w / 4u][w % 4u]);
+                    }
+                    const uint yr = qk_yrow[c0 + f / CM];
+                    if (yr != ~0u && r0 + f % CM < M) y[yr + r0 + f % CM] = qk_result(v);
                 }
-    barrier();
-    // consecutive invocations store consecutive rows of one column
-    for (uint i = tid; i < NR0 * NR1; i += WG) {
-        const uint r = i % NR0, c = i / NR0;
-        float v[QK_NW];
-        for (uint m = 0; m < QK_NW; m++) {
-            const uint f = m * NR0 * NR1 + i;
-            v[m] = uintBitsToFloat(qk_sm[f / 4u][f % 4u]);
-        }
-        if (qk_yrow[c] != ~0u && row0 + r < M) y[qk_yrow[c] + row0 + r] = qk_result(v);
-    }
+                subgroupBarrier(); // read before the next block overwrites the scratch
+            }
 #else
     for (uint j = 0; j < QK_NC; j++) {
         const uint c = c0 + j * (WG / NR0);

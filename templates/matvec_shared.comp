@@ -36,6 +36,18 @@
 #define VLOAD(i) qk_w[0].data[i]
 #endif
 
+// The tile (include/bytes.glsl, QK_STAGE_SHARED): NR0 rows of WG / NR0 chunks
+// each, a row's chunks side by side. The row stride in words is odd, so
+// invocations reading one offset of consecutive rows hit distinct banks;
+// qk_sh_base is the word of this invocation's chunk.
+#define QK_SH_STRIDE ((WG / NR0 * QK_STAGE_WORDS) | 1u)
+shared uint qk_sh[NR0 * QK_SH_STRIDE];
+uint qk_sh_base;
+
+uint qk_word(uint m, uint w) {
+    return qk_sh[qk_sh_base + w];
+}
+
 // Vector v of one row's step lies at words [row * QK_SH_STRIDE + v * SV, + SV).
 void store_vec(uint w, VEC q) {
 #if SV == 1

@@ -6,20 +6,14 @@
 // registers qk_stage[slot] with aligned vector loads (qk_stage_load); the
 // readers then take (slot, byte offset in the chunk), which unrolled loops
 // make compile-time constants: no branches, no unaligned memory reads. With
-// QK_STAGE_SHARED (staged: shared) the chunk lies in a shared-memory tile.
+// QK_STAGE_SHARED (staged: shared) the chunk lies in a shared-memory tile
+// that the template fills and reads through its qk_word.
 
 #if defined(QK_STAGED) && defined(QK_STAGE_SHARED)
-// staged: shared. The workgroup's tile holds NR0 rows of WG / NR0 chunks
-// each, a row's chunks side by side (matvec_shared.comp fills it). The row
-// stride in words is odd, so invocations reading one offset of consecutive
-// rows hit distinct banks; qk_sh_base is the word of this invocation's chunk.
-#define QK_SH_STRIDE ((WG / NR0 * QK_STAGE_WORDS) | 1u)
-shared uint qk_sh[NR0 * QK_SH_STRIDE];
-uint qk_sh_base;
-
-uint qk_word(uint m, uint w) {
-    return qk_sh[qk_sh_base + w];
-}
+// staged: shared. The chunk lies in a shared-memory tile whose layout is the
+// template's (matvec_shared.comp, matmul.comp through include/tile_load.glsl),
+// and so is the reader: word w of weight matrix m's chunk.
+uint qk_word(uint m, uint w);
 #elif defined(QK_STAGED)
 uint qk_stage[QK_STAGE_SLOTS][QK_STAGE_WORDS];
 

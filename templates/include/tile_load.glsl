@@ -45,6 +45,107 @@ uint qk_tile_word(uint w) {
     return qk_sm[w >> 2][w & 3u];
 }
 
+#ifdef QK_STAGE_SHARED
+// staged: shared (specs/kernels/matmul_shared.yaml, matmul_id_shared.yaml):
+// the weights take a detour that hides their latency. Each step's chunk of
+// whole blocks (QK_STAGE_WORDS words a row, NK % QK == 0) is read with
+// aligned vector loads contiguous along each row into registers a step
+// ahead (qk_prefetch, with the step's activations), written to one of two
+// raw sets in shared memory after the products of the step before
+// (qk_raw_store), and dequantized from there by the hooks (qk_word) into the
+// f16 tile (qk_tile_decode): no global load is waited on between two
+// barriers. Steps are whole (the kernel's constraint K % NK == 0), so
+// nothing is zeroed.
+#define QK_RAW_STRIDE (QK_STAGE_WORDS | 1u)            // odd: rows on distinct banks
+#define QK_RAW_NV (QK_STAGE_WORDS / QK_STAGE_VEC)      // vectors of a row's chunk
+#define QK_RAW_V (NR0 * QK_RAW_NV)                     // vectors of a matrix's step
+#define QK_RAW_J ((QK_RAW_V + WG - 1u) / WG)
+#define QK_RAW_SET (QK_NW * NR0 * QK_RAW_STRIDE)
+#define QK_XJ ((QK_XUNITS + WG - 1u) / WG)
+#if QK_STAGE_VEC == 4
+#define QK_VEC uvec4
+#define QK_VLOAD(m, i) qk_w4[m].data[i]
+#elif QK_STAGE_VEC == 2
+#define QK_VEC uvec2
+#define QK_VLOAD(m, i) qk_w2[m].data[i]
+#else
+#define QK_VEC uint
+#define QK_VLOAD(m, i) qk_w[m].data[i]
+#endif
+
+shared uint qk_raw[2u * QK_RAW_SET];
+uint qk_raw_base; // the first word of the chunk the hooks read, in matrix 0
+QK_VEC qk_wpre[QK_NW][QK_RAW_J];
+vec4 qk_xpre[QK_XJ][2];
+
+uint qk_word(uint m, uint w) {
+    return qk_raw[qk_raw_base + m * (NR0 * QK_RAW_STRIDE) + w];
+}
+
+// Loads step s's raw weights and activations into registers; nothing waits
+// for them here. Lanes past the step's vectors re-read the last one.
+void qk_prefetch(uint wbase, uint row0, uint M, uint nb, uint s) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint m = 0; m < QK_NW; m++)
+        [[unroll]] for (uint j = 0; j < QK_RAW_J; j++) {
+            const uint i = min(tid + j * WG, QK_RAW_V - 1u), r = i / QK_RAW_NV;
+            const uint row = wbase + min(row0 + r, M - 1u) * nb; // first block
+            qk_wpre[m][j] = QK_VLOAD(m, row * QK_BYTES / (4u * QK_STAGE_VEC) + s * QK_RAW_NV + i % QK_RAW_NV);
+        }
+    [[unroll]] for (uint j = 0; j < QK_XJ; j++) {
+        const uint c = min(tid + j * WG, QK_XUNITS - 1u);
+        const uint col = c / (NK / 8u), p = (c % (NK / 8u)) * 8u, e = s * NK + p;
+        const uint sub = (e % QK) / QK_SUB_N, i0 = p % QK_SUB_N;
+        qk_xpre[j][0] = load_x4(qk_xrow[col] + (e / QK) * QK, 0u, sub, i0);
+        qk_xpre[j][1] = load_x4(qk_xrow[col] + (e / QK) * QK, 0u, sub, i0 + 4u);
+    }
+}
+
+// The prefetched weights into raw set `set`.
+void qk_raw_store(uint set) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint m = 0; m < QK_NW; m++)
+        [[unroll]] for (uint j = 0; j < QK_RAW_J; j++) {
+            const uint i = tid + j * WG;
+            if (QK_RAW_V % WG == 0u || i < QK_RAW_V) {
+                const uint w = set * QK_RAW_SET + (m * NR0 + i / QK_RAW_NV) * QK_RAW_STRIDE +
+                               (i % QK_RAW_NV) * QK_STAGE_VEC;
+#if QK_STAGE_VEC == 1
+                qk_raw[w] = qk_wpre[m][j];
+#else
+                [[unroll]] for (uint l = 0; l < QK_STAGE_VEC; l++) qk_raw[w + l] = qk_wpre[m][j][l];
+#endif
+            }
+        }
+}
+
+// The prefetched activations, as f16, into the activation tile at t0.
+void qk_x_store(uint t0) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint j = 0; j < QK_XJ; j++) {
+        const uint c = tid + j * WG;
+        if (QK_XUNITS % WG == 0u || c < QK_XUNITS)
+            qk_sm[t0 + QK_XT0 + (c / (NK / 8u)) * TSV + c % (NK / 8u)] = qk_pack8(qk_xpre[j][0], qk_xpre[j][1]);
+    }
+}
+
+// Raw set `set` dequantized into the weight tiles at t0, a hook call per
+// 8 to 32 values as in qk_tile_load.
+void qk_tile_decode(uint set, uint t0) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint j = 0; j < (QK_WUNITS + WG - 1u) / WG; j++) {
+        const uint c = tid + j * WG;
+        if (QK_WUNITS % WG == 0u || c < QK_WUNITS) {
+            const uint m = c / (NR0 * QK_TSUB), r = (c / QK_TSUB) % NR0, s = c % QK_TSUB;
+            qk_raw_base = set * QK_RAW_SET + r * QK_RAW_STRIDE;
+            float y[QK_SUB_N];
+            qk_dequant_sub(m, (s * QK_SUB_N) / QK, (s * QK_SUB_N) % QK / QK_SUB_N, y);
+            const uint u = t0 + (m * NR0 + r) * TSV + s * (QK_SUB_N / 8u);
+            [[unroll]] for (uint i = 0; i < QK_SUB_N; i += 8u) qk_sm[u + i / 8u] = qk_pack8_w(y, i);
+        }
+    }
+}
+#else
 // Stages the step at depth k0 (a multiple of NK) in the tiles starting at
 // unit t0. Weight rows start at block wbase + row * nb (wbase: the expert's
 // first block); rows past M are clamped to M - 1, computed and never stored,
@@ -81,3 +182,4 @@ void qk_tile_load(uint wbase, uint row0, uint M, uint nb, uint k0, uint K, uint 
         }
     }
 }
+#endif
