@@ -17,6 +17,8 @@ cp -r specs/formats specs/fusions "$dir/"
 cp specs/kernels/{copy,matmul,matmul_shared,matmul_id,matmul_id_shared}.yaml "$dir/kernels/"
 sed -i 's/^  bits: .*/  bits: [4]/; s/^  group: .*/  group: [64]/; s/^  scale_type: .*/  scale_type: [bf16]/' \
     "$dir/formats/mlx.yaml"
+# the formats' layout checks name ggml's structs relative to specs/formats
+sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$dir"/formats/*.yaml
 k=$dir/kernels
 sed -i 's/^mma: .*/mma: [coopmat]/; s/^fusions: .*/fusions: [none]/; s/^  NK: .*/  NK: [64]/;
         s/^  NR0: .*/  NR0: [64, 128]/; s/^  WG: .*/  WG: [256]/' "$k"/matmul*.yaml
