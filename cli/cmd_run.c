@@ -220,8 +220,7 @@ int cmd_verify(qk_args *a) {
                skip_device);
     if (skip_family)
         printf("skipped %u post-op, routing, copy and separate-expert kernels: the test suite "
-               "checks those "
-               "(ctest -R 'gpu[.]'); --verbose lists them\n",
+               "checks those (ctest -R 'gpu[.]'); --verbose lists them\n",
                skip_family);
     uint32_t skip = skip_device + skip_family;
     if (qkrt_validation_errors(ctx)) {

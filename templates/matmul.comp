@@ -178,9 +178,9 @@ void main() {
     qk_raw_store(0u);
     for (uint s = 0; s < nsteps; s++) {
         barrier(); // raw set s % 2 is complete; step s - 1's products are done
-        qk_x_store(0u);
+        qk_x_store();
         if (s + 1u < nsteps) qk_prefetch(wbase, row0, M, nb, s + 1u);
-        qk_tile_decode(s & 1u, 0u);
+        qk_tile_decode(s & 1u);
         barrier();
         QK_STEP(0u)
         if (s + 1u < nsteps) qk_raw_store((s + 1u) & 1u);

@@ -98,9 +98,12 @@ void main() {
                 const uint q = s * SLW + j * QK_SUB_N; // position in the chunk
                 float w[QK_SUB_N];
                 qk_dequant_sub(0u, wblk0 + q / QK, (q % QK) / QK_SUB_N, w);
-                [[unroll]] for (uint i = 0; i < QK_SUB_N; i += 8u)
-                    qk_tile[abase + r * TSW + (h * SLW + j * QK_SUB_N + i) / 8u] =
-                        have ? qk_pack8_w(w, i) : uvec4(0u);
+                [[unroll]] for (uint i = 0; i < QK_SUB_N; i += 8u) {
+                    // packed before the select: a ?: with a call in it becomes
+                    // a branch (include/tile_load.glsl)
+                    const uvec4 v = qk_pack8_w(w, i);
+                    qk_tile[abase + r * TSW + (h * SLW + j * QK_SUB_N + i) / 8u] = have ? v : uvec4(0u);
+                }
             }
             if (lane < 4u * NR1) qk_tile[bbase + xt * TSW + xp0 / 8u] = xpk[s];
             subgroupMemoryBarrierShared();

@@ -25,17 +25,6 @@
 #define SV QK_STAGE_VEC
 #define NVEC (SW / SV) // vector loads per invocation per step
 
-#if SV == 4
-#define VEC uvec4
-#define VLOAD(i) qk_w4[0].data[i]
-#elif SV == 2
-#define VEC uvec2
-#define VLOAD(i) qk_w2[0].data[i]
-#else
-#define VEC uint
-#define VLOAD(i) qk_w[0].data[i]
-#endif
-
 // The tile (include/bytes.glsl, QK_STAGE_SHARED): NR0 rows of WG / NR0 chunks
 // each, a row's chunks side by side. The row stride in words is odd, so
 // invocations reading one offset of consecutive rows hit distinct banks;
@@ -46,15 +35,6 @@ uint qk_sh_base;
 
 uint qk_word(uint m, uint w) {
     return qk_sh[qk_sh_base + w];
-}
-
-// Vector v of one row's step lies at words [row * QK_SH_STRIDE + v * SV, + SV).
-void store_vec(uint w, VEC q) {
-#if SV == 1
-    qk_sh[w] = q;
-#else
-    [[unroll]] for (uint i = 0; i < SV; i++) qk_sh[w + i] = q[i];
-#endif
 }
 
 #include "include/matvec_cols.glsl"
@@ -80,9 +60,9 @@ void main() {
         svec[j] = tr * QK_SH_STRIDE + cols[j] * SV;
     }
     const uint rowvecs = nchunks * NVEC; // vectors in one row's K
-    VEC next[NVEC];
+    QK_VEC next[NVEC]; // vector v of a row's step: words [row * QK_SH_STRIDE + v * SV, + SV)
     [[unroll]] for (uint j = 0; j < NVEC; j++)
-        if (cols[j] < rowvecs) next[j] = VLOAD(gvec[j]);
+        if (cols[j] < rowvecs) next[j] = QK_VLOAD(0u, gvec[j]);
 
     float acc[NR1];
     [[unroll]] for (uint t = 0; t < NR1; t++) acc[t] = 0.0;
@@ -91,12 +71,14 @@ void main() {
     for (uint s = 0; s < nsteps; s++) {
         barrier(); // every group is done with the previous tile
         [[unroll]] for (uint j = 0; j < NVEC; j++)
-            if (s * KG * NVEC + cols[j] < rowvecs) store_vec(svec[j], next[j]);
+            if (s * KG * NVEC + cols[j] < rowvecs) {
+                QK_VSTORE(qk_sh, svec[j], next[j]);
+            }
         barrier();
         const uint step_vecs = (s + 1u) * KG * NVEC;
         if (s + 1u < nsteps) {
             [[unroll]] for (uint j = 0; j < NVEC; j++)
-                if (step_vecs + cols[j] < rowvecs) next[j] = VLOAD(gvec[j] + step_vecs);
+                if (step_vecs + cols[j] < rowvecs) next[j] = QK_VLOAD(0u, gvec[j] + step_vecs);
         }
 
         const uint c = s * KG + g;

@@ -9,6 +9,27 @@
 // QK_STAGE_SHARED (staged: shared) the chunk lies in a shared-memory tile
 // that the template fills and reads through its qk_word.
 
+#ifdef QK_STAGED
+// A chunk's aligned vector: QK_STAGE_VEC words (the widest load the chunk's
+// size allows), loaded as vector i of weight matrix m, stored as words
+// w .. w + QK_STAGE_VEC of the array a.
+#if QK_STAGE_VEC == 4
+#define QK_VEC uvec4
+#define QK_VLOAD(m, i) qk_w4[m].data[i]
+#elif QK_STAGE_VEC == 2
+#define QK_VEC uvec2
+#define QK_VLOAD(m, i) qk_w2[m].data[i]
+#else
+#define QK_VEC uint
+#define QK_VLOAD(m, i) qk_w[m].data[i]
+#endif
+#if QK_STAGE_VEC == 1
+#define QK_VSTORE(a, w, q) a[w] = (q)
+#else
+#define QK_VSTORE(a, w, q) [[unroll]] for (uint l_ = 0; l_ < QK_STAGE_VEC; l_++) a[(w) + l_] = (q)[l_]
+#endif
+#endif
+
 #if defined(QK_STAGED) && defined(QK_STAGE_SHARED)
 // staged: shared. The chunk lies in a shared-memory tile whose layout is the
 // template's (matvec_shared.comp, matmul.comp through include/tile_load.glsl),
@@ -24,21 +45,10 @@ uint qk_word(uint m, uint w) {
 // Copies the chunk starting at byte0 (aligned to 4 * QK_STAGE_VEC bytes) of
 // weight matrix m into slot.
 void qk_stage_load(uint slot, uint m, uint byte0) {
-#if QK_STAGE_VEC == 4
-    [[unroll]] for (uint i = 0; i < QK_STAGE_WORDS / 4; i++) {
-        uvec4 q = qk_w4[m].data[(byte0 >> 4) + i];
-        qk_stage[slot][4 * i] = q.x, qk_stage[slot][4 * i + 1] = q.y;
-        qk_stage[slot][4 * i + 2] = q.z, qk_stage[slot][4 * i + 3] = q.w;
+    [[unroll]] for (uint i = 0; i < QK_STAGE_WORDS / QK_STAGE_VEC; i++) {
+        const QK_VEC q = QK_VLOAD(m, byte0 / (4u * QK_STAGE_VEC) + i);
+        QK_VSTORE(qk_stage[slot], QK_STAGE_VEC * i, q);
     }
-#elif QK_STAGE_VEC == 2
-    [[unroll]] for (uint i = 0; i < QK_STAGE_WORDS / 2; i++) {
-        uvec2 q = qk_w2[m].data[(byte0 >> 3) + i];
-        qk_stage[slot][2 * i] = q.x, qk_stage[slot][2 * i + 1] = q.y;
-    }
-#else
-    [[unroll]] for (uint i = 0; i < QK_STAGE_WORDS; i++)
-        qk_stage[slot][i] = qk_w[m].data[(byte0 >> 2) + i];
-#endif
 }
 #else
 uint qk_word(uint m, uint w) {

@@ -62,16 +62,6 @@ uint qk_tile_word(uint w) {
 #define QK_RAW_J ((QK_RAW_V + WG - 1u) / WG)
 #define QK_RAW_SET (QK_NW * NR0 * QK_RAW_STRIDE)
 #define QK_XJ ((QK_XUNITS + WG - 1u) / WG)
-#if QK_STAGE_VEC == 4
-#define QK_VEC uvec4
-#define QK_VLOAD(m, i) qk_w4[m].data[i]
-#elif QK_STAGE_VEC == 2
-#define QK_VEC uvec2
-#define QK_VLOAD(m, i) qk_w2[m].data[i]
-#else
-#define QK_VEC uint
-#define QK_VLOAD(m, i) qk_w[m].data[i]
-#endif
 
 shared uint qk_raw[2u * QK_RAW_SET];
 uint qk_raw_base; // the first word of the chunk the hooks read, in matrix 0
@@ -110,28 +100,24 @@ void qk_raw_store(uint set) {
             if (QK_RAW_V % WG == 0u || i < QK_RAW_V) {
                 const uint w = set * QK_RAW_SET + (m * NR0 + i / QK_RAW_NV) * QK_RAW_STRIDE +
                                (i % QK_RAW_NV) * QK_STAGE_VEC;
-#if QK_STAGE_VEC == 1
-                qk_raw[w] = qk_wpre[m][j];
-#else
-                [[unroll]] for (uint l = 0; l < QK_STAGE_VEC; l++) qk_raw[w + l] = qk_wpre[m][j][l];
-#endif
+                QK_VSTORE(qk_raw, w, qk_wpre[m][j]);
             }
         }
 }
 
-// The prefetched activations, as f16, into the activation tile at t0.
-void qk_x_store(uint t0) {
+// The prefetched activations, as f16, into the activation tile.
+void qk_x_store() {
     const uint tid = gl_LocalInvocationID.x;
     [[unroll]] for (uint j = 0; j < QK_XJ; j++) {
         const uint c = tid + j * WG;
         if (QK_XUNITS % WG == 0u || c < QK_XUNITS)
-            qk_sm[t0 + QK_XT0 + (c / (NK / 8u)) * TSV + c % (NK / 8u)] = qk_pack8(qk_xpre[j][0], qk_xpre[j][1]);
+            qk_sm[QK_XT0 + (c / (NK / 8u)) * TSV + c % (NK / 8u)] = qk_pack8(qk_xpre[j][0], qk_xpre[j][1]);
     }
 }
 
-// Raw set `set` dequantized into the weight tiles at t0, a hook call per
-// 8 to 32 values as in qk_tile_load.
-void qk_tile_decode(uint set, uint t0) {
+// Raw set `set` dequantized into the weight tiles (one set of tiles), a hook
+// call per 8 to 32 values as in qk_tile_load.
+void qk_tile_decode(uint set) {
     const uint tid = gl_LocalInvocationID.x;
     [[unroll]] for (uint j = 0; j < (QK_WUNITS + WG - 1u) / WG; j++) {
         const uint c = tid + j * WG;
@@ -140,7 +126,7 @@ void qk_tile_decode(uint set, uint t0) {
             qk_raw_base = set * QK_RAW_SET + r * QK_RAW_STRIDE;
             float y[QK_SUB_N];
             qk_dequant_sub(m, (s * QK_SUB_N) / QK, (s * QK_SUB_N) % QK / QK_SUB_N, y);
-            const uint u = t0 + (m * NR0 + r) * TSV + s * (QK_SUB_N / 8u);
+            const uint u = (m * NR0 + r) * TSV + s * (QK_SUB_N / 8u);
             [[unroll]] for (uint i = 0; i < QK_SUB_N; i += 8u) qk_sm[u + i / 8u] = qk_pack8_w(y, i);
         }
     }
