@@ -33,31 +33,44 @@ static bool is_copy_kernel(qkrt_context *ctx, const qkrt_bundle *b, uint32_t i) 
            qkrt_kernel_check(ctx, b, i) == QKRT_OK;
 }
 
-/* n dispatches of copy kernel ki over `words` 32-bit words, src to dst (malloc'd). */
-static qkrt_dispatch *copy_dispatches(const qkrt_bundle *b, uint32_t ki, qkrt_buffer *src,
-                                      qkrt_buffer *dst, uint64_t words, uint32_t n) {
+/* n dispatches of copy kernel ki over `words` 32-bit words, from src[j % nbuf]
+ * to dst[j % nbuf] (malloc'd). */
+static qkrt_dispatch *copy_dispatches(const qkrt_bundle *b, uint32_t ki, qkrt_buffer **src,
+                                      qkrt_buffer **dst, uint32_t nbuf, uint64_t words,
+                                      uint32_t n) {
     qkrt_dispatch *ds = malloc(sizeof *ds * n);
     for (uint32_t j = 0; j < n; j++) {
-        ds[j] = (qkrt_dispatch){.bundle = b, .kernel = ki, .buffers = {src, dst}};
+        ds[j] =
+            (qkrt_dispatch){.bundle = b, .kernel = ki, .buffers = {src[j % nbuf], dst[j % nbuf]}};
         ds[j].shape.names[0] = "N", ds[j].shape.values[0] = (int64_t)words, ds[j].shape.count = 1;
     }
     return ds;
 }
 
-/* The copy kernels of the bundle, fastest wins; without one, vkCmdCopyBuffer. */
-static qkrt_result time_copy_kernels(qkrt_context *ctx, const qkrt_bundle *b, qkrt_buffer *src,
-                                     qkrt_buffer *dst, const qk_bench_opts *o, uint32_t n,
-                                     double *ns, double *best) {
+/* The copy kernels of the bundle over nbuf buffer pairs in turn, fastest
+ * wins: the median per dispatch (*best, ns) and, with span, back to back
+ * (*best_span, ns). INFINITY without a copy kernel. */
+static qkrt_result time_copy_kernels(qkrt_context *ctx, const qkrt_bundle *b, qkrt_buffer **src,
+                                     qkrt_buffer **dst, uint32_t nbuf, uint64_t words,
+                                     double warmup_s, uint32_t n, double *best, double *best_span) {
     qkrt_result r = QKRT_OK;
+    double *ns = calloc(n, sizeof *ns);
+    *best = INFINITY;
+    if (best_span) *best_span = INFINITY;
     for (uint32_t i = 0; b && i < qkrt_bundle_kernel_count(b) && r == QKRT_OK; i++) {
         if (!is_copy_kernel(ctx, b, i)) continue;
-        qkrt_dispatch *ds = copy_dispatches(b, i, src, dst, o->copy_bytes / 4, n);
-        for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < o->warmup_s;)
-            r = qkrt_run(ctx, ds, 4, NULL);
+        qkrt_dispatch *ds = copy_dispatches(b, i, src, dst, nbuf, words, n);
+        for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < warmup_s;)
+            r = qkrt_run(ctx, ds, n < 16 ? n : 16, NULL);
         if (r == QKRT_OK) r = qkrt_run(ctx, ds, n, ns);
-        free(ds);
         if (r == QKRT_OK) *best = fmin(*best, median(ns, n));
+        double span[3];
+        for (uint32_t j = 0; best_span && j < 3 && r == QKRT_OK; j++)
+            r = qkrt_run_span(ctx, ds, n, &span[j]);
+        if (r == QKRT_OK && best_span) *best_span = fmin(*best_span, median(span, 3) / n);
+        free(ds);
     }
+    free(ns);
     return r;
 }
 
@@ -69,7 +82,9 @@ qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_benc
     qkrt_result r = qkrt_buffer_create(ctx, o->copy_bytes, &src);
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, o->copy_bytes, &dst);
     if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
-    if (r == QKRT_OK) r = time_copy_kernels(ctx, b, src, dst, o, n, ns, &best);
+    if (r == QKRT_OK)
+        r = time_copy_kernels(ctx, b, &src, &dst, 1, o->copy_bytes / 4, o->warmup_s, n, &best,
+                              NULL);
     if (r == QKRT_OK && best == INFINITY) {
         for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < o->warmup_s;)
             r = qkrt_copy(ctx, dst, src, o->copy_bytes, 4, NULL);
@@ -86,6 +101,33 @@ qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_benc
     return r;
 }
 
+qkrt_result qk_bench_size_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
+                               double bytes, double *us, double *us_span) {
+    /* half the bytes read, half written, in whole 16-byte vectors */
+    uint64_t words = ((uint64_t)(bytes / 8) + 3) / 4 * 4;
+    uint32_t nbuf = (uint32_t)((double)o->rotate_bytes / bytes + 1);
+    nbuf = nbuf < 2 ? 2 : nbuf > 64 ? 64 : nbuf;
+    uint32_t n = o->runs < 20 ? 20 : o->runs;
+    if (n < nbuf) n = nbuf;
+    qkrt_buffer *src[64] = {0}, *dst[64] = {0};
+    qkrt_result r = QKRT_OK;
+    for (uint32_t i = 0; i < nbuf && r == QKRT_OK; i++) {
+        r = qkrt_buffer_create(ctx, words * 4, &src[i]);
+        if (r == QKRT_OK) r = qkrt_buffer_create(ctx, words * 4, &dst[i]);
+        if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src[i], 0x3f800000u);
+    }
+    double best = INFINITY, best_span = INFINITY;
+    if (r == QKRT_OK)
+        r = time_copy_kernels(ctx, b, src, dst, nbuf, words, o->rewarm_s, n, &best, &best_span);
+    *us = best == INFINITY ? 0 : best / 1e3;
+    *us_span = best_span == INFINITY ? 0 : best_span / 1e3;
+    for (uint32_t i = 0; i < nbuf; i++) {
+        qkrt_buffer_destroy(ctx, src[i]);
+        qkrt_buffer_destroy(ctx, dst[i]);
+    }
+    return r;
+}
+
 qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
                            double *us, double *us_span) {
     enum { N = 1024 }; /* one workgroup's worth of a copy: 4 KiB */
@@ -98,7 +140,7 @@ qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_ben
     qkrt_result r = qkrt_buffer_create(ctx, N * 4, &src);
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, N * 4, &dst);
     if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
-    qkrt_dispatch *ds = copy_dispatches(b, ki, src, dst, N, n);
+    qkrt_dispatch *ds = copy_dispatches(b, ki, &src, &dst, 1, N, n);
     double *ns = calloc(n, sizeof *ns), span[5];
     if (r == QKRT_OK) r = qkrt_run(ctx, ds, n, ns);
     for (uint32_t i = 0; i < 5 && r == QKRT_OK; i++)
@@ -347,6 +389,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     double *ns = malloc(sizeof *ns * runs);
     double best_us = INFINITY;
     int best = -1;
+    const uint32_t first = *count;
     for (uint32_t v = 0; v < n && r == QKRT_OK; v++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, idx[v]);
         qk_bench_result *out;
@@ -403,6 +446,14 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         if (out->us < best_us) best_us = out->us, best = (int)(*count - 1);
     }
     if (best >= 0) (*res)[best].best = true;
+    /* the yardstick of the case's size: a copy moving as many bytes */
+    double cu = 0, cs = 0;
+    if (r == QKRT_OK && best >= 0) {
+        progress(o, c, "copy of the same bytes");
+        r = qk_bench_size_copy(ctx, b, o, (*res)[best].bytes, &cu, &cs);
+    }
+    for (uint32_t i = first; i < *count; i++)
+        (*res)[i].size_copy_us = cu, (*res)[i].size_copy_span = cs;
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     free_buffers(ctx, &cb);
     qk_free_weights(&w);

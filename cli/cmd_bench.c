@@ -32,11 +32,12 @@ static void json_result(FILE *f, const qk_bench_result *r, bool first) {
             "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_span\": %.3f, "
             "\"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, "
             "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
+            "\"size_copy_us\": %.3f, \"size_copy_span_us\": %.3f, "
             "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"ok\": %s, \"best\": %s, \"error\": \"%s\" }",
             first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E,
             r->c.top_k, r->us, r->us_span, r->pct_copy_span, r->us_min, r->us_max, r->bytes,
-            r->gbps, r->pct_copy, r->tflops, r->nmse, r->prepare_ms, r->ok ? "true" : "false",
-            r->best ? "true" : "false", r->error);
+            r->gbps, r->pct_copy, r->tflops, r->size_copy_us, r->size_copy_span, r->nmse,
+            r->prepare_ms, r->ok ? "true" : "false", r->best ? "true" : "false", r->error);
 }
 
 static void print_row(const qk_bench_result *r) {
@@ -85,7 +86,9 @@ int cmd_bench(qk_args *a) {
                  "Two times per variant: 'us', each dispatch alone between barriers (what a\n"
                  "chain of dependent kernels sees, launch included), and 'b2b us', the same\n"
                  "dispatches back to back without barriers (launch gaps overlapped). The\n"
-                 "'dispatch floor' line gives both for a one-workgroup copy.\n"
+                 "'dispatch floor' line gives both for a one-workgroup copy, and the line\n"
+                 "'(copy of the same bytes)' under each case both for a copy moving as many\n"
+                 "bytes as the case counts: the most a kernel of that size could reach.\n"
                  "--filter A,B keeps the variants whose name contains A or B.");
             return QK_EXIT_OK;
         }
@@ -224,6 +227,14 @@ int cmd_bench(qk_args *a) {
             if (o.progress) fputs("\r\033[K", stderr);
             for (uint32_t i = first; i < nres; i++)
                 if (!best_only || res[i].best || !res[i].ok) print_row(&res[i]);
+            for (uint32_t i = first; i < nres; i++)
+                if (res[i].best && res[i].size_copy_us > 0)
+                    printf("%-46s %-22s %9.2f %8.1f %6.1f%% %7s %8.2f %6.1f%%\n",
+                           "  (copy of the same bytes)", "", res[i].size_copy_us,
+                           res[i].bytes / (res[i].size_copy_us * 1e3),
+                           100.0 * res[i].bytes / (res[i].size_copy_us * 1e3) / copy_gbps, "",
+                           res[i].size_copy_span,
+                           100.0 * res[i].bytes / (res[i].size_copy_span * 1e3) / copy_gbps);
             fflush(stdout);
         }
     }
