@@ -9,6 +9,13 @@
 // MoE form (an ids binding, NR1 = 1): column p of the grid is the pair
 // p = token * top_k + slot (include/matvec_cols.glsl), writing row p of
 // y [tokens, top_k, M]; as in matvec.comp.
+//
+// With QK_X_SHARED (matvec_xs.comp) the activations come from shared memory:
+// the workgroup copies a slab of XS_CHUNKS chunks per token with contiguous
+// vec4 loads, and the lanes, each on its own chunk, read it there. Read from
+// global memory, a warp's activation load touches one cache line per lane
+// (lanes sit NK elements apart); from the slab, whose chunks are NK + 4
+// floats apart, the eight lanes of each quarter-warp hit distinct banks.
 
 #define CHUNK_BLOCKS (NK / QK)
 #define RG (WG / TPR)
@@ -16,6 +23,33 @@
 shared float qk_red[NR0 * NR1][WG];
 
 #include "include/matvec_cols.glsl"
+
+#ifdef QK_X_SHARED
+#define XS_CHUNKS (QK_XS_ELEMS / NR1 / NK)
+#define XS_STRIDE ((NK + 4) / 4) // vec4s per chunk in the slab
+shared vec4 qk_xs[NR1][XS_CHUNKS * XS_STRIDE];
+
+// Activations i0 .. i0 + 3 of hook call sub of block b of slab chunk cl.
+vec4 xs_load4(uint t, uint cl, uint b, uint sub, uint i0) {
+#if QK_SUB_RUN >= 4
+    return qk_xs[t][cl * XS_STRIDE + (b * QK + qk_sub_elem(sub, i0)) / 4u];
+#else
+    vec4 v;
+    [[unroll]] for (uint l = 0; l < 4u; l++) {
+        const uint e = b * QK + qk_sub_elem(sub, i0 + l);
+        v[l] = qk_xs[t][cl * XS_STRIDE + e / 4u][e % 4u];
+    }
+    return v;
+#endif
+}
+
+void xs_load(uint t, uint cl, uint b, uint sub, out float xv[QK_SUB_N]) {
+    [[unroll]] for (uint j = 0; j < QK_SUB_N / 4; j++) {
+        vec4 v = xs_load4(t, cl, b, sub, 4u * j);
+        xv[4 * j] = v.x, xv[4 * j + 1] = v.y, xv[4 * j + 2] = v.z, xv[4 * j + 3] = v.w;
+    }
+}
+#endif
 
 void main() {
     const uint M = pc.M, K = pc.K;
@@ -34,21 +68,38 @@ void main() {
     [[unroll]] for (uint r = 0; r < NR0; r++)
         [[unroll]] for (uint t = 0; t < NR1; t++) acc[r][t] = 0.0;
 
-    for (uint c = lane; c < nchunks; c += TPR) {
-        // every row's chunk in flight before the first use
-        [[unroll]] for (uint r = 0; r < NR0; r++)
-            qk_stage_load(r, 0u, (rowblk[r] + c * CHUNK_BLOCKS) * QK_BYTES);
-        [[unroll]] for (uint b = 0; b < CHUNK_BLOCKS; b++) {
-            const uint e0 = (c * CHUNK_BLOCKS + b) * QK;
-            [[unroll]] for (uint sub = 0; sub < QK_SUBS; sub++) {
-                float xv[NR1][QK_SUB_N];
-                [[unroll]] for (uint t = 0; t < NR1; t++) load_x(toks[t], e0, sub, xv[t]);
-                [[unroll]] for (uint r = 0; r < NR0; r++) {
-                    float w[QK_SUB_N];
-                    qk_dequant_sub(r, b, sub, w);
-                    [[unroll]] for (uint t = 0; t < NR1; t++)
-                        [[unroll]] for (uint i = 0; i < QK_SUB_N; i++)
-                            acc[r][t] = fma(w[i], xv[t][i], acc[r][t]);
+#ifdef QK_X_SHARED
+    for (uint c0 = 0; c0 < nchunks; c0 += XS_CHUNKS) {
+        const uint cend = min(c0 + XS_CHUNKS, nchunks);
+        barrier(); // every lane is done with the previous slab
+        [[unroll]] for (uint t = 0; t < NR1; t++)
+            for (uint i = lid; i < (cend - c0) * (NK / 4); i += WG)
+                qk_xs[t][i / (NK / 4) * XS_STRIDE + i % (NK / 4)] = x4[(toks[t] + c0 * NK) / 4 + i];
+        barrier();
+        for (uint c = c0 + lane; c < cend; c += TPR) {
+#else
+    {
+        for (uint c = lane; c < nchunks; c += TPR) {
+#endif
+            // every row's chunk in flight before the first use
+            [[unroll]] for (uint r = 0; r < NR0; r++)
+                qk_stage_load(r, 0u, (rowblk[r] + c * CHUNK_BLOCKS) * QK_BYTES);
+            [[unroll]] for (uint b = 0; b < CHUNK_BLOCKS; b++) {
+                [[unroll]] for (uint sub = 0; sub < QK_SUBS; sub++) {
+                    float xv[NR1][QK_SUB_N];
+#ifdef QK_X_SHARED
+                    [[unroll]] for (uint t = 0; t < NR1; t++) xs_load(t, c - c0, b, sub, xv[t]);
+#else
+                    const uint e0 = (c * CHUNK_BLOCKS + b) * QK;
+                    [[unroll]] for (uint t = 0; t < NR1; t++) load_x(toks[t], e0, sub, xv[t]);
+#endif
+                    [[unroll]] for (uint r = 0; r < NR0; r++) {
+                        float w[QK_SUB_N];
+                        qk_dequant_sub(r, b, sub, w);
+                        [[unroll]] for (uint t = 0; t < NR1; t++)
+                            [[unroll]] for (uint i = 0; i < QK_SUB_N; i++)
+                                acc[r][t] = fma(w[i], xv[t][i], acc[r][t]);
+                    }
                 }
             }
         }

@@ -4,7 +4,8 @@
  * outputs poisoned with NaN, rows that are not multiples of the tile.
  *
  * The first kernel of each format (and scale type) runs every shape of
- * `full`: M in {1, 7, 33, 1000}, K up to 4096, one token and a partial token
+ * `full`: M in {1, 7, 33, 1000}, K up to 4608 (past the 4096 activations that
+ * matvec_xs stages per slab), one token and a partial token
  * tile. The many other tile variants of that format share its dequant code, so
  * each runs one shape, odd M, cycling through K: that keeps a bundle of a
  * thousand variants within the suite's time on lavapipe. QKGEN_TEST_FULL=1
@@ -21,8 +22,8 @@ typedef struct shape {
     uint32_t M, K;
 } shape;
 
-static const shape full[] = {{1, 4096}, {7, 256}, {33, 1024}, {1000, 4096}};
-static const shape one[] = {{7, 1024}, {33, 256}, {7, 4096}, {33, 512}};
+static const shape full[] = {{1, 4608}, {7, 256}, {33, 1024}, {1000, 4096}};
+static const shape one[] = {{7, 1024}, {33, 256}, {7, 4608}, {33, 512}};
 
 /* The worst NMSE seen per format, for the summary line of each. */
 typedef struct format_stat {
