@@ -5,7 +5,7 @@
 
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     float d = qkf_d(m, blk);
-    uint c[QK_SUB_N];
-    qk_split32_codes(m, blk * QK_BYTES + QKF_qs_OFFSET, sub, c);
-    for (uint i = 0u; i < QK_SUB_N; i++) y[i] = d * (float(c[i]) - 8.0);
+    float c[QK_SUB_N];
+    qk_split32_f(m, blk * QK_BYTES + QKF_qs_OFFSET, sub, 8.0, c);
+    for (uint i = 0u; i < QK_SUB_N; i++) y[i] = d * c[i];
 }

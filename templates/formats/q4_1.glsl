@@ -6,7 +6,7 @@
 
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     vec2 dm = qk_f16x2(m, blk * QK_BYTES + QKF_d_OFFSET);
-    uint c[QK_SUB_N];
-    qk_split32_codes(m, blk * QK_BYTES + QKF_qs_OFFSET, sub, c);
-    for (uint i = 0u; i < QK_SUB_N; i++) y[i] = fma(dm.x, float(c[i]), dm.y);
+    float c[QK_SUB_N];
+    qk_split32_f(m, blk * QK_BYTES + QKF_qs_OFFSET, sub, 0.0, c);
+    for (uint i = 0u; i < QK_SUB_N; i++) y[i] = fma(dm.x, c[i], dm.y);
 }

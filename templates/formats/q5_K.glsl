@@ -13,8 +13,10 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     uint qs = base + QKF_qs_OFFSET + 32u * (j >> 1) + 16u * (sub & 1u);
     uint qh = base + QKF_qh_OFFSET + 16u * (sub & 1u);
     for (uint k = 0u; k < QK_SUB_N / 4u; k++) {
-        uvec4 lo = qk_byte_bits(qk_u32(m, qs + 4u * k), 4u * (j & 1u), 4);
-        uvec4 hi = qk_byte_bits(qk_u32(m, qh + 4u * k), j, 1);
-        for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * float(lo[i] | (hi[i] << 4)) - ml;
+        // the four 5-bit values in the low bits of the four bytes of one word
+        uint lo = (qk_u32(m, qs + 4u * k) >> (4u * (j & 1u))) & 0x0f0f0f0fu;
+        uint hi = ((qk_u32(m, qh + 4u * k) >> j) & 0x01010101u) << 4;
+        vec4 q = qk_byte_bits_f(lo | hi, 0u, 5u, 0.0);
+        for (uint i = 0u; i < 4u; i++) y[4u * k + i] = fma(dl, q[i], -ml);
     }
 }

@@ -11,8 +11,10 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     uint ql = base + QKF_ql_OFFSET + 64u * h + 32u * (t & 1u) + l0;
     uint qh = base + QKF_qh_OFFSET + 32u * h + l0;
     for (uint k = 0u; k < QK_SUB_N / 4u; k++) {
-        uvec4 lo = qk_byte_bits(qk_u32(m, ql + 4u * k), 4u * (t >> 1), 4);
-        uvec4 hi = qk_byte_bits(qk_u32(m, qh + 4u * k), 2u * t, 2);
-        for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * (float(lo[i] | (hi[i] << 4)) - 32.0);
+        // the four 6-bit values in the low bits of the four bytes of one word
+        uint lo = (qk_u32(m, ql + 4u * k) >> (4u * (t >> 1))) & 0x0f0f0f0fu;
+        uint hi = ((qk_u32(m, qh + 4u * k) >> (2u * t)) & 0x03030303u) << 4;
+        vec4 q = qk_byte_bits_f(lo | hi, 0u, 6u, 32.0);
+        for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * q[i];
     }
 }

@@ -23,3 +23,17 @@ void qk_split32_codes(uint m, uint qs, uint sub, out uint c[QK_SUB_N]) {
         }
     }
 }
+
+// The codes of hook call sub as floats minus bias (include/nibbles.glsl's
+// qk_byte_bits_f: no int-to-float conversion), in y order.
+void qk_split32_f(uint m, uint qs, uint sub, float bias, out float c[QK_SUB_N]) {
+    const uint half_n = QK_SUB_N / 2u;
+    for (uint k = 0u; k < half_n / 4u; k++) {
+        uint w = qk_u32(m, qs + sub * half_n + 4u * k);
+        vec4 lo = qk_byte_bits_f(w, 0u, 4u, bias), hi = qk_byte_bits_f(w, 4u, 4u, bias);
+        for (uint i = 0u; i < 4u; i++) {
+            c[4u * k + i] = lo[i];
+            c[half_n + 4u * k + i] = hi[i];
+        }
+    }
+}
