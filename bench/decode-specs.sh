@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Writes to DIR (default build-gpu/decode-specs) the restricted copy of specs/
+# that the decode runs of bench/RESULTS.md (run 30 on) benchmarked: copy and
+# the one-token mat-vec kernels (matvec_staged, matvec_xs, matvec_shared and
+# their expert-id forms; the portable matvec for q6_K), the formats of the
+# standard set that they take, and no fusion, so that one device call verifies
+# and times all of it. Then:
+#   bash bench/build-gpu.sh build-gpu/decode-specs
+# and on the GPU machine (RESULTS.md, "Reproduce"):
+#   qkgen verify --bundle build-gpu/pkg/bundle
+#   qkgen bench --bundle build-gpu/pkg/bundle --family matvec --m 4096 --k 14336 --tokens 1
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-gpu/decode-specs}
+rm -rf "$dir" && mkdir -p "$dir/kernels"
+cp -r specs/formats specs/fusions "$dir/"
+# the formats' layout checks name ggml's structs relative to specs/formats
+sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$dir"/formats/*.yaml
+k=$dir/kernels
+cp specs/kernels/{copy,matvec_staged,matvec_xs,matvec_shared,matvec_id_staged,matvec_id_xs,matvec_id_shared}.yaml "$k/"
+sed -i 's/^formats: .*/formats: [q4_0, q8_0, iq4_nl, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/;
+        s/^  NR1: .*/  NR1: [1]/' "$k"/matvec_*.yaml
+# q6_K has no staged kernel (a chunk of whole words is two of its 210-byte
+# blocks, too many registers): its one-token kernel is the portable one
+sed 's/^formats: .*/formats: [q6_K]/; s/^  NR1: .*/  NR1: [1]/' specs/kernels/matvec.yaml > "$k/matvec.yaml"
+echo "wrote $dir"
