@@ -5,6 +5,9 @@
 // of range are clamped to the table, so a bad id cannot read past it.
 
 void main() {
+#ifdef QK_FORMAT_INIT
+    qk_format_init(); // the format's shared table (include/lut.glsl)
+#endif
     const uint K = pc.K, t = gl_WorkGroupID.y;
     const uint j = gl_GlobalInvocationID.x; // hook call along the row
     if (j >= K / QK_SUB_N) return;

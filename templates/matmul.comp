@@ -99,6 +99,9 @@ float qk_result(float v[QK_NW]) {
 #endif
 
 void main() {
+#ifdef QK_FORMAT_INIT
+    qk_format_init(); // the format's shared table (include/lut.glsl)
+#endif
     const uint M = pc.M, K = pc.K, nb = K / QK, tid = gl_LocalInvocationID.x;
     const uint row0 = gl_WorkGroupID.x * NR0, col0 = gl_WorkGroupID.y * NR1;
 #ifdef QK_MOE

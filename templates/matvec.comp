@@ -31,6 +31,9 @@
 shared float qk_red[NMAT * NR0 * NR1][WG / MIN_SG];
 
 void main() {
+#ifdef QK_FORMAT_INIT
+    qk_format_init(); // the format's shared table (include/lut.glsl)
+#endif
     const uint M = pc.M, K = pc.K, T = pc.T;
     const uint row0 = gl_WorkGroupID.x * NR0;
     const uint col0 = gl_WorkGroupID.y * NR1;

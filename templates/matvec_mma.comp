@@ -51,6 +51,9 @@ shared uvec4 qk_tile[NSG * SG_WORDS];
 #include "include/pack.glsl"
 
 void main() {
+#ifdef QK_FORMAT_INIT
+    qk_format_init(); // the format's shared table (include/lut.glsl)
+#endif
     const uint M = pc.M, K = pc.K;
     const uint lid = gl_LocalInvocationID.x, sg = lid / 32u, lane = lid % 32u;
     const uint r = lane % NR0, h = lane / NR0;

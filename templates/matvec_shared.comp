@@ -40,6 +40,9 @@ uint qk_word(uint m, uint w) {
 #include "include/matvec_cols.glsl"
 
 void main() {
+#ifdef QK_FORMAT_INIT
+    qk_format_init(); // the format's shared table (include/lut.glsl)
+#endif
     const uint M = pc.M, K = pc.K;
     const uint id = gl_LocalInvocationID.x, lr = id % NR0, g = id / NR0;
     const uint row0 = gl_WorkGroupID.x * NR0, tok0 = gl_WorkGroupID.y * NR1;

@@ -52,6 +52,9 @@ void xs_load(uint t, uint cl, uint b, uint sub, out float xv[QK_SUB_N]) {
 #endif
 
 void main() {
+#ifdef QK_FORMAT_INIT
+    qk_format_init(); // the format's shared table (include/lut.glsl)
+#endif
     const uint M = pc.M, K = pc.K;
     const uint lid = gl_LocalInvocationID.x;
     const uint lane = lid % TPR, rg = lid / TPR;

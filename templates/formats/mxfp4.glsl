@@ -2,13 +2,18 @@
 // twice the E2M1 values, so the product is the standard MXFP4 value.
 #include "include/nibbles.glsl"
 #include "include/split32.glsl"
+#include "include/lut.glsl"
 
 // T = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
 const uvec4 QK_MXFP4_TABLE = uvec4(0x03020100u, 0x0c080604u, 0xfdfeff00u, 0xf4f8fafcu);
+
+void qk_format_init() {
+    qk_lut_init(QK_MXFP4_TABLE);
+}
 
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     float s = ldexp(1.0, int(qkf_e(m, blk)) - 128);
     uint c[QK_SUB_N];
     qk_split32_codes(m, blk * QK_BYTES + QKF_qs_OFFSET, sub, c);
-    for (uint i = 0u; i < QK_SUB_N; i++) y[i] = s * float(qk_lut16(QK_MXFP4_TABLE, c[i]));
+    for (uint i = 0u; i < QK_SUB_N; i++) y[i] = s * qk_lut[c[i]];
 }
