@@ -6,6 +6,10 @@
 // A workgroup owns (WG / TPR) * NR0 rows; partial sums meet in shared memory,
 // so no subgroup operation (and no subgroup size) is assumed.
 //
+// Without QK_STAGED (staged: false, matvec_xs_global) the hooks read the
+// weights in place: the form for the planar formats, whose three planes a
+// chunk of bytes cannot hold.
+//
 // MoE form (an ids binding, NR1 = 1): column p of the grid is the pair
 // p = token * top_k + slot (include/matvec_cols.glsl), writing row p of
 // y [tokens, top_k, M]; as in matvec.comp.
@@ -84,9 +88,11 @@ void main() {
     {
         for (uint c = lane; c < nchunks; c += TPR) {
 #endif
+#ifdef QK_STAGED
             // every row's chunk in flight before the first use
             [[unroll]] for (uint r = 0; r < NR0; r++)
                 qk_stage_load(r, 0u, (rowblk[r] + c * CHUNK_BLOCKS) * QK_BYTES);
+#endif
             [[unroll]] for (uint b = 0; b < CHUNK_BLOCKS; b++) {
                 [[unroll]] for (uint sub = 0; sub < QK_SUBS; sub++) {
                     float xv[NR1][QK_SUB_N];
@@ -98,7 +104,12 @@ void main() {
 #endif
                     [[unroll]] for (uint r = 0; r < NR0; r++) {
                         float w[QK_SUB_N];
-                        qk_dequant_sub(r, b, sub, w);
+#ifdef QK_STAGED
+                        qk_dequant_sub(r, b, sub, w); // slot r, block b of the chunk
+#else
+                        // read in place (matvec_xs_global): matrix 0, the global block
+                        qk_dequant_sub(0u, rowblk[r] + c * CHUNK_BLOCKS + b, sub, w);
+#endif
                         [[unroll]] for (uint t = 0; t < NR1; t++)
                             [[unroll]] for (uint i = 0; i < QK_SUB_N; i++)
                                 acc[r][t] = fma(w[i], xv[t][i], acc[r][t]);
