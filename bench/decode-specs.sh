@@ -27,5 +27,4 @@ sed 's/^formats: .*/formats: [q6_K]/; s/^  NR1: .*/  NR1: [1]/' specs/kernels/ma
 sed -i 's/^  bits: .*/  bits: [4]/; s/^  group: .*/  group: [64]/; s/^  scale_type: .*/  scale_type: [bf16]/' \
     "$dir/formats/mlx.yaml"
 cp specs/kernels/{matvec_xs_global,matvec_id_xs_global}.yaml "$k/"
-sed -i 's/^  NR1: .*/  NR1: [1]/' "$k"/matvec_xs_global.yaml
 echo "wrote $dir"

@@ -75,19 +75,22 @@ void main() {
     [[unroll]] for (uint r = 0; r < NR0; r++)
         [[unroll]] for (uint t = 0; t < NR1; t++) acc[r][t] = 0.0;
 
+    // slabs of chunks; without QK_X_SHARED one slab of the whole row
 #ifdef QK_X_SHARED
-    for (uint c0 = 0; c0 < nchunks; c0 += XS_CHUNKS) {
-        const uint cend = min(c0 + XS_CHUNKS, nchunks);
+    const uint slab = XS_CHUNKS;
+#else
+    const uint slab = nchunks;
+#endif
+    for (uint c0 = 0; c0 < nchunks; c0 += slab) {
+        const uint cend = min(c0 + slab, nchunks);
+#ifdef QK_X_SHARED
         barrier(); // every lane is done with the previous slab
         [[unroll]] for (uint t = 0; t < NR1; t++)
             for (uint i = lid; i < (cend - c0) * (NK / 4); i += WG)
                 qk_xs[t][i / (NK / 4) * XS_STRIDE + i % (NK / 4)] = x4[(toks[t] + c0 * NK) / 4 + i];
         barrier();
-        for (uint c = c0 + lane; c < cend; c += TPR) {
-#else
-    {
-        for (uint c = lane; c < nchunks; c += TPR) {
 #endif
+        for (uint c = c0 + lane; c < cend; c += TPR) {
 #ifdef QK_STAGED
             // every row's chunk in flight before the first use
             [[unroll]] for (uint r = 0; r < NR0; r++)

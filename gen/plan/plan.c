@@ -16,8 +16,8 @@ uint32_t qk_variant_stage_vec(const qk_variant *v) {
 }
 
 static const qk_format_spec none_spec = {.path = "(none)", .name = "none"};
-const qk_format qk_format_none = {
-    .spec = &none_spec, .name = "none", .elements = 1, .sub_elements = 1};
+const qk_format qk_format_none = {.spec = &none_spec, .name = "none", .elements = 1,
+                                  .sub_elements = 1};
 
 bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value) {
     const qk_variant *v = user;
@@ -26,13 +26,10 @@ bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value)
         const char *name;
         int64_t value;
     } vars[] = {
-        {"NR0", v->nr0},
-        {"NR1", v->nr1},
-        {"NK", v->nk},
-        {"WG", v->wg},
+        {"NR0", v->nr0},          {"NR1", v->nr1},
+        {"NK", v->nk},            {"WG", v->wg},
         {"MIN_SG", v->kernel->min_subgroup_size},
-        {"QK", f->elements},
-        {"QK_SUB_N", f->sub_elements},
+        {"QK", f->elements},      {"QK_SUB_N", f->sub_elements},
         {"QK_BYTES", f->block_bytes},
         {"NW", v->weights},
         {"TPR", v->tpr},
@@ -63,8 +60,7 @@ static void substitute(const qk_variant *v, const char *expr, char *out, size_t 
     for (const char *p = expr; *p;) {
         if (isalpha((unsigned char)*p) || *p == '_') {
             const char *s = p;
-            while (isalnum((unsigned char)*p) || *p == '_')
-                p++;
+            while (isalnum((unsigned char)*p) || *p == '_') p++;
             int64_t val;
             if (qk_variant_lookup((void *)v, s, (size_t)(p - s), &val))
                 qk_str_addf(&b, "%lld", (long long)val);
@@ -97,8 +93,7 @@ static const char *builtin_rule(const qk_variant *v, char *buf, size_t n) {
     if (v->wg % v->kernel->min_subgroup_size)
         return "the workgroup is not a whole number of the smallest subgroups it supports";
     if (v->kernel->staged && qk_variant_stage_vec(v) == 0)
-        return "a staged chunk must be whole blocks filling whole 32-bit words (NK / QK * QK_BYTES "
-               "% 4 == 0)";
+        return "a staged chunk must be whole blocks filling whole 32-bit words (NK / QK * QK_BYTES % 4 == 0)";
     return NULL;
 }
 
@@ -114,7 +109,7 @@ static bool check_variant(qk_plan *p, qk_variant *v, bool *legal, qk_error *e) {
         return false;
     }
     /* the kernel's own, and what the format's dequant code declares */
-    v->shared_memory = (uint32_t)val + (v->format ? v->format->spec->shared_memory : 0);
+    v->shared_memory = (uint32_t)val + v->format->spec->shared_memory;
     for (uint32_t i = 0; i < k->rule_count; i++) {
         const qk_rule_spec *r = &k->rules[i];
         if (!qk_expr_eval(r->check, qk_variant_lookup, v, &val, &ee)) {
@@ -133,8 +128,7 @@ static bool check_variant(qk_plan *p, qk_variant *v, bool *legal, qk_error *e) {
         add_dropped(p, v->name, "%s%s", why, "");
         return true;
     }
-    for (int i = 0; i < 3; i++)
-        substitute(v, k->grid[i], v->grid[i], sizeof v->grid[i]);
+    for (int i = 0; i < 3; i++) substitute(v, k->grid[i], v->grid[i], sizeof v->grid[i]);
     for (uint32_t i = 0; i < k->constraint_count; i++)
         substitute(v, k->constraints[i], v->constraints[v->constraint_count++],
                    sizeof v->constraints[0]);
@@ -152,21 +146,14 @@ static const qk_fusion_spec *find_fusion(const qk_spec_set *specs, const char *n
 static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_spec *k,
                           const qk_format *f, qk_error *e) {
     /* one flat index over activation x NR0 x NR1 x NK x WG x mma x fusion, last fastest */
-    uint32_t dims[8] = {k->activation_count,
-                        k->nr0_count,
-                        k->nr1_count,
-                        k->nk_count,
-                        k->wg_count,
-                        k->mma_count ? k->mma_count : 1,
-                        k->fusion_count ? k->fusion_count : 1,
-                        k->tpr_count ? k->tpr_count : 1};
+    uint32_t dims[8] = {k->activation_count, k->nr0_count, k->nr1_count, k->nk_count,
+                        k->wg_count, k->mma_count ? k->mma_count : 1,
+                        k->fusion_count ? k->fusion_count : 1, k->tpr_count ? k->tpr_count : 1};
     uint32_t total = 1;
-    for (int d = 0; d < 8; d++)
-        total *= dims[d];
+    for (int d = 0; d < 8; d++) total *= dims[d];
     for (uint32_t n = 0; n < total; n++) {
         uint32_t ix[8], rest = n;
-        for (int d = 7; d >= 0; d--)
-            ix[d] = rest % dims[d], rest /= dims[d];
+        for (int d = 7; d >= 0; d--) ix[d] = rest % dims[d], rest /= dims[d];
         qk_variant v = {.kernel = k, .format = f, .weights = k->weights};
         snprintf(v.activation, sizeof v.activation, "%s", k->activations[ix[0]]);
         v.nr0 = k->nr0[ix[1]], v.nr1 = k->nr1[ix[2]], v.nk = k->nk[ix[3]], v.wg = k->wg[ix[4]];
@@ -282,13 +269,12 @@ uint32_t qk_variant_bindings(const qk_variant *v, qk_binding_info *out, uint32_t
     uint32_t n = 0, b = 0;
     if (v->weights > 0) {
         if (f->layout == QK_LAYOUT_BLOCK) {
-            out[n++] =
-                (qk_binding_info){"w", "weights", "u32", QK_TYPE_U32, false, b++, v->weights};
+            out[n++] = (qk_binding_info){"w", "weights", "u32", QK_TYPE_U32, false, b++, v->weights};
         } else {
             for (uint32_t i = 0; i < f->plane_count && n < cap; i++) {
                 qk_binding_info *bi = &out[n++];
-                *bi = (qk_binding_info){
-                    .glsl_type = QK_TYPE_U32, .binding = b++, .count = v->weights};
+                *bi = (qk_binding_info){.glsl_type = QK_TYPE_U32, .binding = b++,
+                                        .count = v->weights};
                 snprintf(bi->name, sizeof bi->name, "%s", f->planes[i].name);
                 snprintf(bi->role, sizeof bi->role, "weights");
                 snprintf(bi->type, sizeof bi->type, "%s", qk_type_name(f->planes[i].type));
@@ -313,16 +299,14 @@ uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap
     uint32_t n = 0;
     const char *want[24];
     uint32_t nw = 0;
-    for (uint32_t i = 0; i < v->kernel->feature_count; i++)
-        want[nw++] = v->kernel->features[i];
+    for (uint32_t i = 0; i < v->kernel->feature_count; i++) want[nw++] = v->kernel->features[i];
     for (uint32_t i = 0; v->fusion && i < v->fusion->feature_count; i++)
         want[nw++] = v->fusion->features[i];
     if (!strcmp(v->activation, "f16")) want[nw++] = "storage_16bit";
     if (!strcmp(v->mma, "coopmat")) want[nw++] = "cooperative_matrix_nv";
     for (uint32_t i = 0; i < nw; i++) { /* each once, in order of first mention */
         bool seen = false;
-        for (uint32_t j = 0; j < n; j++)
-            seen |= !strcmp(out[j], want[i]);
+        for (uint32_t j = 0; j < n; j++) seen |= !strcmp(out[j], want[i]);
         if (!seen && n < cap) out[n++] = want[i];
     }
     return n;
@@ -330,8 +314,7 @@ uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap
 
 uint32_t qk_variant_push(const qk_variant *v, const char **out, uint32_t cap) {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < v->kernel->push_count && n < cap; i++)
-        out[n++] = v->kernel->push[i];
+    for (uint32_t i = 0; i < v->kernel->push_count && n < cap; i++) out[n++] = v->kernel->push[i];
     for (uint32_t i = 0; v->fusion && i < v->fusion->push_count && n < cap; i++)
         out[n++] = v->fusion->push[i];
     return n;

@@ -75,19 +75,19 @@ typedef struct qk_format_spec {
     char path[QK_MAX_PATH];
     char name[QK_MAX_NAME]; /* a name, or a pattern with {param} for families */
     qk_layout_kind layout;
-    qk_intexpr elements; /* elements per block (group for planar) */
-    qk_intexpr bytes;    /* block bytes (block layout) */
+    qk_intexpr elements;    /* elements per block (group for planar) */
+    qk_intexpr bytes;       /* block bytes (block layout) */
     uint32_t field_count;
     qk_field_spec fields[QK_MAX_FIELDS];
     uint32_t plane_count;
     qk_plane_spec planes[4];
     uint32_t param_count;
     qk_param_spec params[QK_MAX_PARAMS];
-    qk_intexpr sub_elements;    /* elements one call of the dequant hook yields */
-    uint32_t sub_run;           /* y[] comes in runs of this many consecutive elements */
-    char dequant[QK_MAX_PATH];  /* resolved path of the GLSL dequant code */
-    uint32_t shared_memory;     /* bytes of shared memory the dequant code declares */
-    char c_header[QK_MAX_PATH]; /* optional layout check; resolved path */
+    qk_intexpr sub_elements; /* elements one call of the dequant hook yields */
+    uint32_t sub_run;        /* y[] comes in runs of this many consecutive elements */
+    char dequant[QK_MAX_PATH]; /* resolved path of the GLSL dequant code */
+    uint32_t shared_memory;    /* bytes of shared memory the dequant code declares */
+    char c_header[QK_MAX_PATH];  /* optional layout check; resolved path */
     char c_struct[QK_MAX_NAME];
     qk_mark c_struct_mark;
     char description[256];
@@ -142,9 +142,9 @@ typedef struct qk_kernel_spec {
     qk_rule_spec rules[QK_MAX_RULES];
     uint32_t feature_count;
     char features[8][32];
-    uint32_t mma_count; /* math paths: "scalar", "coopmat"; 0: the axis is absent */
+    uint32_t mma_count;      /* math paths: "scalar", "coopmat"; 0: the axis is absent */
     char mma[4][16];
-    uint32_t fusion_count; /* fusions: "none" or the name of a fusion spec */
+    uint32_t fusion_count;   /* fusions: "none" or the name of a fusion spec */
     char fusions[8][QK_MAX_NAME];
     qk_mark fusions_mark;
     char description[256];

@@ -1,14 +1,14 @@
 // q8_0: y[j] = d * qs[j]. A hook call dequantizes QK_SUB_N consecutive elements,
-// four signed bytes per word read,
-// converted without I2F (include/nibbles.glsl).
+// four signed bytes per word read, converted without I2F (include/nibbles.glsl).
 #include "include/nibbles.glsl"
 #include "include/linear.glsl"
 
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     float d = qkf_d(m, blk);
     for (uint k = 0u; k < QK_SUB_N / 4u; k++) {
-        // the sign bit flipped, each byte is q + 128
-        vec4 q = qk_byte_bits_f(qkf_qs_u32(m, blk, sub * QK_SUB_N + 4u * k) ^ 0x80808080u, 0u, 8u, 128.0);
+        // the sign bits flipped, each byte is q + 128
+        uint w = qkf_qs_u32(m, blk, sub * QK_SUB_N + 4u * k) ^ 0x80808080u;
+        vec4 q = qk_byte_bits_f(w, 0u, 8u, 128.0);
         for (uint i = 0u; i < 4u; i++) y[4u * k + i] = d * q[i];
     }
 }

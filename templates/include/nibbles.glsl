@@ -7,12 +7,6 @@ uvec4 qk_nibbles(uint w, bool hi) {
     return uvec4(v & 0xffu, (v >> 8) & 0xffu, (v >> 16) & 0xffu, v >> 24);
 }
 
-// The four bytes of w as signed values.
-ivec4 qk_i8x4(uint w) {
-    return ivec4(bitfieldExtract(int(w), 0, 8), bitfieldExtract(int(w), 8, 8),
-                 bitfieldExtract(int(w), 16, 8), bitfieldExtract(int(w), 24, 8));
-}
-
 // Bits [shift, shift + bits) of each of the four bytes of w: 2-bit crumbs, high
 // bits and nibbles of the K-quants (shift + bits <= 8).
 uvec4 qk_byte_bits(uint w, uint shift, int bits) {
