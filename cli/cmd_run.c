@@ -58,9 +58,10 @@ int cmd_devices(qk_args *a) {
                d[i].subgroup_size, d[i].min_subgroup_size, d[i].max_subgroup_size,
                d[i].subgroup_arithmetic ? " with arithmetic" : "", d[i].max_shared_memory / 1024,
                d[i].max_workgroup_invocations);
-        printf("   8-bit storage %s, 16-bit storage %s, float16 %s, int8 %s\n",
+        printf("   8-bit storage %s, 16-bit storage %s, float16 %s, int8 %s, int8 dot product %s\n",
                d[i].storage_8bit ? "yes" : "no", d[i].storage_16bit ? "yes" : "no",
-               d[i].float16 ? "yes" : "no", d[i].int8 ? "yes" : "no");
+               d[i].float16 ? "yes" : "no", d[i].int8 ? "yes" : "no",
+               d[i].integer_dot_product ? "yes" : "no");
         if (d[i].cooperative_matrix_nv)
             printf("   cooperative matrix: NV (f16 %ux%ux%u)%s\n", d[i].coopmat_m, d[i].coopmat_n,
                    d[i].coopmat_k, d[i].cooperative_matrix_khr ? ", KHR" : "");

@@ -110,6 +110,7 @@ static uint32_t feature_bit(const char *name) {
         {"int64", QKRT_FEATURE_INT64},
         {"cooperative_matrix_nv", QKRT_FEATURE_COOPERATIVE_MATRIX_NV},
         {"dynamic_indexing", QKRT_FEATURE_DYNAMIC_INDEXING},
+        {"integer_dot_product", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(table[i].name, name) == 0) return table[i].bit;
@@ -466,6 +467,8 @@ static bool has_feature(const qkrt_device_caps *c, uint32_t bit) {
         return d->cooperative_matrix_nv;
     case QKRT_FEATURE_DYNAMIC_INDEXING:
         return c->dynamic_indexing;
+    case QKRT_FEATURE_INTEGER_DOT_PRODUCT:
+        return d->integer_dot_product;
     }
     return false;
 }
@@ -488,6 +491,8 @@ static const char *feature_name(uint32_t bit) {
         return "cooperative_matrix_nv";
     case QKRT_FEATURE_DYNAMIC_INDEXING:
         return "dynamic_indexing";
+    case QKRT_FEATURE_INTEGER_DOT_PRODUCT:
+        return "integer_dot_product";
     }
     return "?";
 }

@@ -105,6 +105,7 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     bool size_control = v13 || has_extension(exts, ext_count, "VK_EXT_subgroup_size_control");
     bool maintenance4 = v13 || has_extension(exts, ext_count, "VK_KHR_maintenance4");
     c->coopmat_nv_ext = has_extension(exts, ext_count, "VK_NV_cooperative_matrix");
+    bool dot_ext = has_extension(exts, ext_count, "VK_KHR_shader_integer_dot_product");
     c->info.cooperative_matrix_khr = has_extension(exts, ext_count, "VK_KHR_cooperative_matrix");
 
     VkPhysicalDeviceSubgroupSizeControlProperties size_props = {
@@ -127,13 +128,18 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
     };
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .pNext = c->coopmat_nv_ext ? &coopmat : NULL,
+    };
+    void *chain = v13 || dot_ext ? (void *)&dot : dot.pNext;
     VkPhysicalDeviceMaintenance4Features m4 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES,
-        .pNext = c->coopmat_nv_ext ? &coopmat : NULL,
+        .pNext = chain,
     };
     VkPhysicalDeviceSubgroupSizeControlFeatures size_features = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
-        .pNext = maintenance4 ? (void *)&m4 : (c->coopmat_nv_ext ? (void *)&coopmat : NULL),
+        .pNext = maintenance4 ? (void *)&m4 : chain,
     };
     VkPhysicalDeviceVulkan12Features v12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
@@ -179,6 +185,10 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     if (maintenance4) {
         c->maintenance4 = m4.maintenance4;
         c->maintenance4_ext = !v13 && c->maintenance4;
+    }
+    if (v13 || dot_ext) {
+        info->integer_dot_product = dot.shaderIntegerDotProduct;
+        c->integer_dot_ext = !v13 && info->integer_dot_product;
     }
     if (c->coopmat_nv_ext && coopmat.cooperativeMatrix) {
         query_coopmat_nv(instance, c);
@@ -308,15 +318,22 @@ qkrt_result qkrt_device_open(qkrt_context *ctx) {
         ctx->extensions[ctx->extension_count++] = "VK_EXT_subgroup_size_control";
     if (c->maintenance4_ext) ctx->extensions[ctx->extension_count++] = "VK_KHR_maintenance4";
     if (c->coopmat_nv_ext) ctx->extensions[ctx->extension_count++] = "VK_NV_cooperative_matrix";
+    if (c->integer_dot_ext)
+        ctx->extensions[ctx->extension_count++] = "VK_KHR_shader_integer_dot_product";
 
     /* only what kernels use: robustBufferAccess and friends cost speed */
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
         .cooperativeMatrix = VK_TRUE,
     };
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .pNext = c->coopmat_nv_ext ? &coopmat : NULL,
+        .shaderIntegerDotProduct = VK_TRUE,
+    };
     VkPhysicalDeviceMaintenance4Features m4 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES,
-        .pNext = c->coopmat_nv_ext ? &coopmat : NULL,
+        .pNext = info->integer_dot_product ? (void *)&dot : dot.pNext,
         .maintenance4 = VK_TRUE,
     };
     void *tail = c->maintenance4 ? (void *)&m4 : m4.pNext;

@@ -24,6 +24,7 @@ enum {
     QKRT_FEATURE_COOPERATIVE_MATRIX_NV = 1u << 5,
     QKRT_FEATURE_DYNAMIC_INDEXING = 1u << 6,
     QKRT_FEATURE_INT64 = 1u << 7,
+    QKRT_FEATURE_INTEGER_DOT_PRODUCT = 1u << 8,
 };
 
 /* Everything learnt about one physical device; shared by enumeration and creation. */
@@ -43,6 +44,7 @@ typedef struct qkrt_device_caps {
     uint32_t required_size_stages, max_workgroup_subgroups;
     bool maintenance4, maintenance4_ext;
     bool coopmat_nv_ext;
+    bool integer_dot_ext; /* VK_KHR_shader_integer_dot_product to enable (before Vulkan 1.3) */
 } qkrt_device_caps;
 
 struct qkrt_buffer {

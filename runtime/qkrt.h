@@ -68,6 +68,7 @@ typedef struct qkrt_device_info {
     bool storage_8bit, storage_16bit; /* storageBuffer8/16BitAccess */
     bool float16, int8;               /* shaderFloat16, shaderInt8 */
     bool int64;                       /* shaderInt64 */
+    bool integer_dot_product;         /* shaderIntegerDotProduct (1.3 or the KHR ext.) */
     bool cooperative_matrix_nv;       /* VK_NV_cooperative_matrix with a f16 x f16 -> f32 shape */
     bool cooperative_matrix_khr;      /* VK_KHR_cooperative_matrix */
     uint32_t coopmat_m, coopmat_n, coopmat_k; /* first usable NV f16 shape, 0 if none */

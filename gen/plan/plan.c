@@ -38,6 +38,7 @@ bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value)
         {"SW", f->elements ? (int64_t)v->nk / f->elements * f->block_bytes / 4 : 0},
         {"SV", qk_variant_stage_vec(v)},
         {"COOPMAT", !strcmp(v->mma, "coopmat")},
+        {"QK_DOT8", f->spec->int8_dot},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (strlen(vars[i].name) == len && !strncmp(vars[i].name, name, len)) {
@@ -304,6 +305,7 @@ uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap
         want[nw++] = v->fusion->features[i];
     if (!strcmp(v->activation, "f16")) want[nw++] = "storage_16bit";
     if (!strcmp(v->mma, "coopmat")) want[nw++] = "cooperative_matrix_nv";
+    if (!strcmp(v->mma, "dot8")) want[nw++] = "integer_dot_product";
     for (uint32_t i = 0; i < nw; i++) { /* each once, in order of first mention */
         bool seen = false;
         for (uint32_t j = 0; j < n; j++) seen |= !strcmp(out[j], want[i]);

@@ -151,7 +151,7 @@ static bool load_format(yw *w, qk_format_spec *f) {
     ynode *root = yw_root(w);
     static const char *const keys[] = {"format", "description", "layout", "params",  "block",
                                        "fields", "planes",      "sub",    "dequant", "c_struct",
-                                       "shared_memory", NULL};
+                                       "shared_memory", "int8_dot", NULL};
     static const char *const req[] = {"format", "block", "sub", "dequant", NULL};
     if (!yw_check_map(w, root, "", keys, req)) return false;
     ynode *n;
@@ -237,6 +237,8 @@ static bool load_format(yw *w, qk_format_spec *f) {
     if ((n = yw_get(w, root, "shared_memory")) &&
         !yw_uint(w, n, "shared_memory", 0, 49152, &f->shared_memory))
         return false;
+    if ((n = yw_get(w, root, "int8_dot")) && !yw_bool(w, n, "int8_dot", &f->int8_dot))
+        return false;
     if ((n = yw_get(w, root, "c_struct"))) {
         static const char *const ckeys[] = {"header", "name", NULL};
         if (!yw_check_map(w, n, "c_struct", ckeys, ckeys) ||
@@ -307,7 +309,7 @@ static bool load_features(yw *w, ynode *n, char (*out)[32], uint32_t *count) {
     static const char *const known[] = {"subgroup_arithmetic", "subgroup_shuffle", "storage_8bit",
                                         "storage_16bit",       "float16",          "int8",
                                         "int64",               "cooperative_matrix_nv",
-                                        "dynamic_indexing",    NULL};
+                                        "dynamic_indexing",    "integer_dot_product", NULL};
     if (!yw_str_list(w, n, "features", out[0], sizeof out[0], 8, count)) return false;
     for (uint32_t i = 0; i < *count; i++) {
         bool ok = false;
@@ -440,8 +442,9 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
         if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count))
             return false;
         for (uint32_t i = 0; i < k->mma_count; i++)
-            if (strcmp(k->mma[i], "scalar") && strcmp(k->mma[i], "coopmat"))
-                return yw_fail(w, n, "mma", "'%s' is not a math path (scalar or coopmat)",
+            if (strcmp(k->mma[i], "scalar") && strcmp(k->mma[i], "coopmat") &&
+                strcmp(k->mma[i], "dot8"))
+                return yw_fail(w, n, "mma", "'%s' is not a math path (scalar, coopmat or dot8)",
                                k->mma[i]);
     }
     if ((n = yw_get(w, root, "fusions"))) {
