@@ -311,6 +311,24 @@ static void progress(const qk_bench_opts *o, const qk_bench_case *c, const char 
     fflush(o->progress);
 }
 
+/* The float64 reference of case c on activations xd: every MoE pair, or the
+ * first tr tokens and, where T > tr, the last one after them. */
+static void bench_ref(const qk_bench_case *c, const qk_weights *w, const int32_t *ids,
+                      const double *xd, uint32_t tr, double *ref) {
+    if (c->E) {
+        for (uint32_t p = 0; p < c->T * c->top_k; p++) {
+            qk_weights we = qk_weights_expert(w, (uint32_t)ids[p], c->E);
+            qk_ref_matvec(&we, xd + (size_t)(p / c->top_k) * c->K, c->M, c->K, 1,
+                          ref + (size_t)p * c->M);
+        }
+    } else {
+        qk_ref_matvec(w, xd, c->M, c->K, tr, ref);
+        if (c->T > tr)
+            qk_ref_matvec(w, xd + (size_t)(c->T - 1) * c->K, c->M, c->K, 1,
+                          ref + (size_t)tr * c->M);
+    }
+}
+
 qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c,
                               const qk_bench_opts *o, double copy_gbps, qk_bench_result **res,
                               uint32_t *count, char *err, size_t err_size) {
@@ -362,21 +380,20 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     }
     /* The reference in float64: every MoE pair; for dense cases at most the
      * first 4 tokens and the last, enough to catch a wrong tile and
-     * affordable for 512-token prefills. */
+     * affordable for 512-token prefills. The int8-dot kernels get theirs on
+     * activations rounded as they round them. */
     uint32_t tr = c->E ? pairs : c->T < 5 ? c->T : 4;
-    if (c->E) {
-        for (uint32_t p = 0; p < pairs; p++) {
-            qk_weights we = qk_weights_expert(&w, (uint32_t)ids[p], E);
-            qk_ref_matvec(&we, xd + (size_t)(p / c->top_k) * c->K, c->M, c->K, 1,
-                          ref + (size_t)p * c->M);
-        }
-    } else {
-        qk_ref_matvec(&w, xd, c->M, c->K, tr, ref);
-        if (c->T > tr)
-            qk_ref_matvec(&w, xd + (size_t)(c->T - 1) * c->K, c->M, c->K, 1,
-                          ref + (size_t)tr * c->M);
-    }
     bool last_row = !c->E && c->T > tr;
+    bench_ref(c, &w, ids, xd, tr, ref);
+    double *ref8 = NULL;
+    for (uint32_t v = 0; v < n && !ref8; v++)
+        if (qk_rounds_x8(qkrt_bundle_kernel(b, idx[v]))) {
+            double *x8 = malloc(nx * 8);
+            ref8 = malloc(ny * 8);
+            qk_round_x8(x8, x, nx);
+            bench_ref(c, &w, ids, x8, tr, ref8);
+            free(x8);
+        }
     double wbytes = 0;
     for (uint32_t p = 0; p < w.plane_count; p++)
         wbytes += (double)w.bytes[p];
@@ -416,7 +433,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         if (r != QKRT_OK) break;
         if (last_row) /* the checked rows side by side, as the reference has them */
             memcpy(y + (size_t)tr * c->M, y + (size_t)(c->T - 1) * c->M, (size_t)c->M * 4);
-        out->nmse = qk_nmse(y, ref, (size_t)(last_row ? tr + 1 : tr) * c->M);
+        out->nmse =
+            qk_nmse(y, qk_rounds_x8(k) ? ref8 : ref, (size_t)(last_row ? tr + 1 : tr) * c->M);
         out->ok = out->nmse <= qk_nmse_bound(k);
         if (!out->ok) {
             snprintf(out->error, sizeof out->error, "wrong result: NMSE %.3g", out->nmse);
@@ -457,6 +475,6 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     free_buffers(ctx, &cb);
     qk_free_weights(&w);
-    free(x), free(y), free(xd), free(ref), free(d), free(ns), free(ids);
+    free(x), free(y), free(xd), free(ref), free(ref8), free(d), free(ns), free(ids);
     return r;
 }

@@ -116,6 +116,7 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
         *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
         xd[j] = x[j] = (float)((double)(*rng >> 11) / 9007199254740992.0 * 2 - 1);
     }
+    if (qk_rounds_x8(k)) qk_round_x8(xd, x, (size_t)T * K);
     for (size_t p = 0; p < pairs; p++) /* distinct experts per token: slot s takes t + s */
         ids[p] = (int32_t)((p / top_k + p % top_k) % E);
     qkrt_result r;

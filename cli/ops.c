@@ -51,10 +51,11 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, 
             continue;
         }
         /* Without tuning data: f32 arithmetic where the family has it (the
-         * mat-vec's cooperative-matrix kernels round operands to f16), then
-         * enough token columns for the tokens, then the most rows per
-         * workgroup, then the widest workgroup. */
-        bool f32 = strcmp(k->mma, "coopmat") || strcmp(family, "matvec");
+         * mat-vec's cooperative-matrix kernels round operands to f16, the
+         * int8-dot ones activations to 8 bits), then enough token columns
+         * for the tokens, then the most rows per workgroup, then the widest
+         * workgroup. */
+        bool f32 = !qk_rounds_x8(k) && (strcmp(k->mma, "coopmat") || strcmp(family, "matvec"));
         uint32_t score = (uint32_t)f32 << 25 | (k->nr1 >= tokens ? 1u << 24 : k->nr1 << 16) |
                          k->nr0 << 8 | (k->workgroup_size[0] >> 2);
         if (best < 0 || score > best_score) best = (int)i, best_score = score;
@@ -150,7 +151,27 @@ void qk_free_weights(qk_weights *w) {
 }
 
 double qk_nmse_bound(const qkrt_kernel_info *k) {
-    return !strncmp(k->family, "matmul", 6) || !strcmp(k->mma, "coopmat") ? 5e-4 : 1e-6;
+    if (!strncmp(k->family, "matmul", 6) || !strcmp(k->mma, "coopmat")) return 5e-4;
+    /* against qk_round_x8's activations: f32 sums, and codes a reciprocal's
+     * last bit can flip where 127 x / max|x| lies within an ulp of a half */
+    return qk_rounds_x8(k) ? 1e-5 : 1e-6;
+}
+
+bool qk_rounds_x8(const qkrt_kernel_info *k) {
+    return !strcmp(k->mma, "dot8");
+}
+
+void qk_round_x8(double *xd, const float *x, size_t n) {
+    for (size_t g = 0; g < n; g += 32) {
+        float amax = 0;
+        for (size_t i = g; i < g + 32 && i < n; i++)
+            amax = fmaxf(amax, fabsf(x[i]));
+        float inv = amax > 0 ? 1.0f / amax : 0, dx = amax / 127.0f;
+        for (size_t i = g; i < g + 32 && i < n; i++) {
+            float v = fminf(fmaxf(x[i] * inv, -1.0f), 1.0f) * 127.0f;
+            xd[i] = (double)dx * roundf(v);
+        }
+    }
 }
 
 double qk_nmse(const float *out, const double *ref, size_t n) {

@@ -9,3 +9,18 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     qk_split32_f(m, blk * QK_BYTES + QKF_qs_OFFSET, sub, 8.0, c);
     for (uint i = 0u; i < QK_SUB_N; i++) y[i] = d * c[i];
 }
+
+// int8-dot hooks (int8_dot: true; templates/matvec_xq.comp): the 4-bit codes
+// unsigned, their offset of 8 in b.
+void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
+    for (uint i = 0u; i < 4u; i++) {
+        uint w = qkf_qs_u32(m, blk, 4u * i);
+        q[i] = w & 0x0f0f0f0fu;
+        q[4u + i] = (w >> 4) & 0x0f0f0f0fu;
+    }
+}
+
+vec3 qk_affine8(uint m, uint blk, uint g) {
+    float d = qkf_d(m, blk);
+    return vec3(d, d, -8.0 * d);
+}

@@ -17,3 +17,16 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
         for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * float(q[i]) - ml;
     }
 }
+
+// int8-dot hooks (int8_dot: true; templates/matvec_xq.comp): group g is
+// sub-block j = g, its codes the low (g even) or high nibbles of
+// qs[32 * (g / 2) ..], w = d * sc(g) * q - dmin * mn(g).
+void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
+    const uint qs = blk * QK_BYTES + QKF_qs_OFFSET + 32u * (g >> 1);
+    for (uint i = 0u; i < 8u; i++) q[i] = (qk_u32(m, qs + 4u * i) >> (4u * (g & 1u))) & 0x0f0f0f0fu;
+}
+
+vec3 qk_affine8(uint m, uint blk, uint g) {
+    const vec2 s = qk_k4_scale_min(m, blk * QK_BYTES, g);
+    return vec3(s.x, s.x, -s.y);
+}

@@ -20,3 +20,20 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
         for (uint i = 0u; i < 4u; i++) y[4u * k + i] = fma(dl, q[i], -ml);
     }
 }
+
+// int8-dot hooks (int8_dot: true; templates/matvec_xq.comp): group g is
+// sub-block j = g, q4_K's nibbles plus bit g of qh[0 .. 32) as the fifth.
+void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
+    const uint base = blk * QK_BYTES;
+    const uint qs = base + QKF_qs_OFFSET + 32u * (g >> 1), qh = base + QKF_qh_OFFSET;
+    for (uint i = 0u; i < 8u; i++) {
+        uint lo = (qk_u32(m, qs + 4u * i) >> (4u * (g & 1u))) & 0x0f0f0f0fu;
+        uint hi = ((qk_u32(m, qh + 4u * i) >> g) & 0x01010101u) << 4;
+        q[i] = lo | hi;
+    }
+}
+
+vec3 qk_affine8(uint m, uint blk, uint g) {
+    const vec2 s = qk_k4_scale_min(m, blk * QK_BYTES, g);
+    return vec3(s.x, s.x, -s.y);
+}

@@ -18,3 +18,23 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
         for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * q[i];
     }
 }
+
+// int8-dot hooks (int8_dot: true; templates/matvec_xq.comp): group g holds hook
+// calls 2g and 2g + 1, half h = g / 4 and quarter t = g % 4, each 16 elements
+// with its own scale (QK_DOT8_HALVES). The codes are signed: q - 32 per byte,
+// borrow-free as ((q | 0x80) - 32) ^ 0x80.
+#define QK_DOT8_HALVES 1
+void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
+    const uint base = blk * QK_BYTES, h = g >> 2, t = g & 3u;
+    const uint ql = base + QKF_ql_OFFSET + 64u * h + 32u * (t & 1u), qh = base + QKF_qh_OFFSET + 32u * h;
+    for (uint i = 0u; i < 8u; i++) {
+        uint lo = (qk_u32(m, ql + 4u * i) >> (4u * (t >> 1))) & 0x0f0f0f0fu;
+        uint hi = ((qk_u32(m, qh + 4u * i) >> (2u * t)) & 0x03030303u) << 4;
+        q[i] = (((lo | hi) | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
+    }
+}
+
+vec3 qk_affine8(uint m, uint blk, uint g) {
+    const float d = qkf_d(m, blk);
+    return vec3(d * float(qkf_scales(m, blk, 2u * g)), d * float(qkf_scales(m, blk, 2u * g + 1u)), 0.0);
+}

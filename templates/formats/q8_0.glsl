@@ -12,3 +12,13 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
         for (uint i = 0u; i < 4u; i++) y[4u * k + i] = d * q[i];
     }
 }
+
+// int8-dot hooks (int8_dot: true; templates/matvec_xq.comp): the codes as stored.
+void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
+    for (uint i = 0u; i < 8u; i++) q[i] = qkf_qs_u32(m, blk, 4u * i);
+}
+
+vec3 qk_affine8(uint m, uint blk, uint g) {
+    float d = qkf_d(m, blk);
+    return vec3(d, d, 0.0);
+}

@@ -60,6 +60,7 @@ static double run_one(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint
         xd[i] = x[i] = (float)((double)(*rng >> 11) / 9007199254740992.0 * 2 - 1);
     }
     qkrt_result r = qk_run_matvec(ctx, b, ki, &w, x, M, K, T, y, NULL, err, err_size);
+    if (qk_rounds_x8(k)) qk_round_x8(xd, x, (size_t)T * K);
     qk_ref_matvec(&w, xd, M, K, T, ref);
     double nmse = r == QKRT_OK ? qk_nmse(y, ref, (size_t)T * M) : INFINITY;
     free(x), free(y), free(xd), free(ref);

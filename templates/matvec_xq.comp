@@ -1,0 +1,155 @@
+// matvec_xq: y[t][r] = sum_k W[r][k] * x[t][k] for up to NR1 tokens on 8-bit
+// integer dot products (math path dot8), for the few-token decode where the
+// f32 kernels spend an instruction per weight and token.
+//
+// The workgroup quantizes its activations, 8 * WG per token at a time, into
+// shared memory as llama.cpp's q8_1 does: per 32-element group of a token,
+// signed bytes xq = round(127 x / max|x|), dx = max|x| / 127 and sx = dx *
+// sum(xq). The weights are staged in registers as in matvec_staged.comp, and
+// the format's int8 hooks give each 32-element group of a block as signed
+// byte codes with w = a * code + b:
+//     sum w * (dx * xq) = a * dx * sum(code * xq) + b * sx
+// so a group of 32 weights costs eight dp4a per token, and its activations
+// 40 bytes of shared memory instead of 128. The result is the product with
+// the activations so rounded (cli/ops.c qk_round_x8 for the references); it
+// differs from the f32 kernels' by NMSE ~1e-5 on uniform data.
+//
+// Format hooks (int8_dot: true in the format's YAML):
+//   void qk_codes8(uint m, uint blk, uint g, out uint q[8])
+//       word i: elements 4i .. 4i + 3 of group g of block blk, signed bytes;
+//   vec3 qk_affine8(uint m, uint blk, uint g)
+//       (a of elements 0-15, a of elements 16-31, b); the two scales differ
+//       only where the format defines QK_DOT8_HALVES (q6_K's 16-element scales).
+//
+// A workgroup owns (WG / TPR) * NR0 rows; TPR lanes share a row, each on its
+// own chunks of NK elements; partial sums meet in shared memory (no subgroup
+// operation assumed). MoE form (an ids binding, NR1 = 1) as matvec_staged.comp.
+
+#include "include/dot8.glsl"
+
+#define CHUNK_BLOCKS (NK / QK)
+#define RG (WG / TPR)
+#define XQ_TOKEN (8u * WG)             // activations per token and slab: 8 per invocation
+#define XQ_CHUNKS (XQ_TOKEN / NK)       // chunks per token and slab
+#define XQ_GROUPS (XQ_TOKEN / 32u)      // 32-element groups per token and slab
+#define XQ_STRIDE (NK / 16u + 1u)       // uvec4s per chunk: padded, so the lanes' loads miss each other's banks
+
+// the lanes' partial sums at the end; during the slabs, the quantizer's
+// per-run maxima (NR1 * WG floats), whose lifetimes never meet
+shared float qk_red[NR0 * NR1 * WG];
+shared uvec4 qk_xq[NR1][XQ_CHUNKS * XQ_STRIDE];
+shared float qk_xdx[NR1][XQ_GROUPS]; // dx of each group
+shared int qk_xsum[NR1][XQ_GROUPS];  // sum of its codes: sx = dx * sum
+
+#include "include/matvec_cols.glsl"
+
+// Quantizes the slab of chunks c0 .. c0 + n of every token into qk_xq, qk_xdx
+// and qk_xsum: invocation lid takes elements 8 lid .. 8 lid + 7 of each
+// token, and the four invocations of a group meet through shared memory.
+// Elements past the slab's end are zeros.
+void quantize_slab(uint lid, const uint toks[NR1], uint c0, uint n) {
+    const uint e = 8u * lid, g = lid / 4u;
+    const bool live = e < n * NK;
+    const uint ec = c0 * NK + min(e, n * NK - 8u); // in bounds even when dead
+    vec4 v[NR1][2];
+    [[unroll]] for (uint t = 0; t < NR1; t++) {
+        v[t][0] = live ? x4[(toks[t] + ec) / 4u] : vec4(0.0);
+        v[t][1] = live ? x4[(toks[t] + ec) / 4u + 1u] : vec4(0.0);
+        const vec4 a = max(abs(v[t][0]), abs(v[t][1]));
+        qk_red[t * WG + lid] = max(max(a.x, a.y), max(a.z, a.w));
+        if ((lid & 3u) == 0u) qk_xsum[t][g] = 0;
+    }
+    barrier();
+    const uint cl = e / NK, w = (e % NK) / 4u; // chunk, word in chunk (even)
+    const uint slot = cl * XQ_STRIDE + w / 4u;
+    [[unroll]] for (uint t = 0; t < NR1; t++) {
+        const uint g0 = t * WG + (lid & ~3u);
+        const float amax = max(max(qk_red[g0], qk_red[g0 + 1u]), max(qk_red[g0 + 2u], qk_red[g0 + 3u]));
+        const float inv = amax > 0.0 ? 1.0 / amax : 0.0;
+        // round(127 * x / amax) as signed bytes
+        const uint lo = packSnorm4x8(v[t][0] * inv), hi = packSnorm4x8(v[t][1] * inv);
+        if ((w & 2u) == 0u) {
+            qk_xq[t][slot].xy = uvec2(lo, hi);
+        } else {
+            qk_xq[t][slot].zw = uvec2(lo, hi);
+        }
+        atomicAdd(qk_xsum[t][g], qk_sdot4(lo, 0x01010101u, qk_sdot4(hi, 0x01010101u, 0)));
+        if ((lid & 3u) == 0u) qk_xdx[t][g] = amax / 127.0;
+    }
+}
+
+void main() {
+#ifdef QK_FORMAT_INIT
+    qk_format_init(); // the format's shared table (include/lut.glsl)
+#endif
+    const uint M = pc.M, K = pc.K;
+    const uint lid = gl_LocalInvocationID.x;
+    const uint lane = lid % TPR, rg = lid / TPR;
+    const uint row0 = (gl_WorkGroupID.x * RG + rg) * NR0;
+    const uint tok0 = gl_WorkGroupID.y * NR1;
+    const uint nb = K / QK, nchunks = K / NK;
+
+    uint toks[NR1], ncols;
+    const uint expert_blk = qk_mv_columns(tok0, toks, ncols);
+    uint rowblk[NR0];
+    [[unroll]] for (uint r = 0; r < NR0; r++) rowblk[r] = expert_blk + min(row0 + r, M - 1u) * nb;
+
+    float acc[NR0][NR1];
+    [[unroll]] for (uint r = 0; r < NR0; r++)
+        [[unroll]] for (uint t = 0; t < NR1; t++) acc[r][t] = 0.0;
+
+    for (uint c0 = 0; c0 < nchunks; c0 += XQ_CHUNKS) {
+        const uint cend = min(c0 + XQ_CHUNKS, nchunks);
+        barrier(); // every lane is done with the previous slab
+        quantize_slab(lid, toks, c0, cend - c0);
+        barrier();
+        for (uint c = c0 + lane; c < cend; c += TPR) {
+            // every row's chunk in flight before the first use
+            [[unroll]] for (uint r = 0; r < NR0; r++)
+                qk_stage_load(r, 0u, (rowblk[r] + c * CHUNK_BLOCKS) * QK_BYTES);
+            const uint cl = c - c0;
+            [[unroll]] for (uint b = 0; b < CHUNK_BLOCKS; b++) {
+                [[unroll]] for (uint g = 0; g < QK / 32u; g++) {
+                    const uint e = b * QK + 32u * g; // element of the chunk
+                    // the rows' codes once, then one token's activations at a time:
+                    // 8 NR0 registers of codes, 8 of activations
+                    uint q[NR0][8];
+                    vec3 ab[NR0];
+                    [[unroll]] for (uint r = 0; r < NR0; r++) {
+                        qk_codes8(r, b, g, q[r]); // slot r, block b of the chunk
+                        ab[r] = qk_affine8(r, b, g);
+                    }
+                    const uint gx = (cl * NK + e) / 32u;
+                    [[unroll]] for (uint t = 0; t < NR1; t++) {
+                        const uvec4 xa = qk_xq[t][cl * XQ_STRIDE + e / 16u];
+                        const uvec4 xb = qk_xq[t][cl * XQ_STRIDE + e / 16u + 1u];
+                        const float dx = qk_xdx[t][gx], sx = dx * float(qk_xsum[t][gx]);
+                        [[unroll]] for (uint r = 0; r < NR0; r++) {
+                            int s0 = 0, s1 = 0;
+                            [[unroll]] for (uint i = 0; i < 4u; i++) s0 = qk_sdot4(q[r][i], xa[i], s0);
+                            [[unroll]] for (uint i = 0; i < 4u; i++) s1 = qk_sdot4(q[r][4u + i], xb[i], s1);
+#ifdef QK_DOT8_HALVES
+                            const float dot = fma(ab[r].x, float(s0), ab[r].y * float(s1));
+#else
+                            const float dot = ab[r].x * float(s0 + s1);
+#endif
+                            acc[r][t] = fma(dot, dx, fma(ab[r].z, sx, acc[r][t]));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    [[unroll]] for (uint r = 0; r < NR0; r++)
+        [[unroll]] for (uint t = 0; t < NR1; t++) qk_red[(r * NR1 + t) * WG + lid] = acc[r][t];
+    barrier();
+    // one invocation per (row group, row, token) sums its row's TPR lanes
+    for (uint o = lid; o < RG * NR0 * NR1; o += WG) {
+        const uint g = o / (NR0 * NR1), rt = o % (NR0 * NR1);
+        float sum = 0.0;
+        for (uint l = 0; l < TPR; l++) sum += qk_red[rt * WG + g * TPR + l];
+        const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
+        if (r < M && t < ncols) y[t * M + r] = sum;
+    }
+}
