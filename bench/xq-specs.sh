@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Writes to DIR (default build-gpu/xq-specs) the restricted copy of specs/ that
+# the int8-dot runs of bench/RESULTS.md (run 44 on) benchmarked: copy, the
+# int8-dot mat-vec kernels (matvec_xq, matvec_id_xq) and the kernels they
+# compete with at 1 to 8 tokens (matvec_xs at 1 and 2 tokens, matvec_mma at 2
+# to 8, matvec_id_xs), on the formats that have the int8 hooks, no fusion.
+# Then:
+#   bash bench/build-gpu.sh build-gpu/xq-specs
+# and on the GPU machine (RESULTS.md, "Reproduce"):
+#   qkgen verify --bundle build-gpu/pkg/bundle
+#   qkgen bench --bundle build-gpu/pkg/bundle --family matvec --m 4096 --k 14336 --tokens 4
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-gpu/xq-specs}
+rm -rf "$dir" && mkdir -p "$dir/kernels"
+cp -r specs/formats specs/fusions "$dir/"
+# the formats' layout checks name ggml's structs relative to specs/formats
+sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$dir"/formats/*.yaml
+k=$dir/kernels
+cp specs/kernels/{copy,matvec_xs,matvec_mma,matvec_xq,matvec_id_xs,matvec_id_xq}.yaml "$k/"
+sed -i 's/^formats: .*/formats: [q4_0, q8_0, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/' "$k"/matvec_*.yaml
+echo "wrote $dir"
