@@ -19,4 +19,8 @@ sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$dir"/formats/*.yaml
 k=$dir/kernels
 cp specs/kernels/{copy,matvec_xs,matvec_mma,matvec_xq,matvec_id_xs,matvec_id_xq}.yaml "$k/"
 sed -i 's/^formats: .*/formats: [q4_0, q8_0, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/' "$k"/matvec_*.yaml
+# MLX (run 48): mlx4_g64 with bf16 scales, on the in-place forms of both
+sed -i 's/^  bits: .*/  bits: [4]/; s/^  group: .*/  group: [64]/; s/^  scale_type: .*/  scale_type: [bf16]/' \
+    "$dir/formats/mlx.yaml"
+cp specs/kernels/{matvec_xs_global,matvec_id_xs_global,matvec_xq_global,matvec_id_xq_global}.yaml "$k/"
 echo "wrote $dir"

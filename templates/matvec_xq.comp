@@ -21,6 +21,9 @@
 //       (a of elements 0-15, a of elements 16-31, b); the two scales differ
 //       only where the format defines QK_DOT8_HALVES (q6_K's 16-element scales).
 //
+// Without QK_STAGED (staged: false, matvec_xq_global) the hooks read the
+// weights in place: MLX's planar formats.
+//
 // A workgroup owns (WG / TPR) * NR0 rows; TPR lanes share a row, each on its
 // own chunks of NK elements; partial sums meet in shared memory (no subgroup
 // operation assumed). MoE form (an ids binding, NR1 = 1) as matvec_staged.comp.
@@ -104,9 +107,11 @@ void main() {
         quantize_slab(lid, toks, c0, cend - c0);
         barrier();
         for (uint c = c0 + lane; c < cend; c += TPR) {
+#ifdef QK_STAGED
             // every row's chunk in flight before the first use
             [[unroll]] for (uint r = 0; r < NR0; r++)
                 qk_stage_load(r, 0u, (rowblk[r] + c * CHUNK_BLOCKS) * QK_BYTES);
+#endif
             const uint cl = c - c0;
             [[unroll]] for (uint b = 0; b < CHUNK_BLOCKS; b++) {
                 [[unroll]] for (uint g = 0; g < QK / 32u; g++) {
@@ -116,8 +121,14 @@ void main() {
                     uint q[NR0][8];
                     vec3 ab[NR0];
                     [[unroll]] for (uint r = 0; r < NR0; r++) {
+#ifdef QK_STAGED
                         qk_codes8(r, b, g, q[r]); // slot r, block b of the chunk
                         ab[r] = qk_affine8(r, b, g);
+#else
+                        // read in place (matvec_xq_global): matrix 0, the global block
+                        qk_codes8(0u, rowblk[r] + c * CHUNK_BLOCKS + b, g, q[r]);
+                        ab[r] = qk_affine8(0u, rowblk[r] + c * CHUNK_BLOCKS + b, g);
+#endif
                     }
                     const uint gx = (cl * NK + e) / 32u;
                     [[unroll]] for (uint t = 0; t < NR1; t++) {

@@ -19,3 +19,27 @@ void qk_dequant_sub(uint m, uint g, uint sub, out float y[QK_SUB_N]) {
         y[i] = fma(float(q & QK_MLX_MASK), s, b);
     }
 }
+
+#if QK_P_bits == 4
+// int8-dot hooks (int8_dot: true; templates/matvec_xq.comp), 4-bit values
+// only (a rule of matvec_xq_global keeps the other widths out): group g of
+// block (MLX group) blk is words 4g .. 4g + 3 of w, eight values each; the
+// low and the high half of a word spread to one byte per value.
+uint qk_mlx_spread4(uint h) { // 16 bits, four values -> four bytes
+    h = (h | (h << 8)) & 0x00ff00ffu;
+    return (h | (h << 4)) & 0x0f0f0f0fu;
+}
+
+void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
+    for (uint k = 0u; k < 4u; k++) {
+        uint w = qkp_w(m, blk, 4u * g + k);
+        q[2u * k] = qk_mlx_spread4(w & 0xffffu);
+        q[2u * k + 1u] = qk_mlx_spread4(w >> 16);
+    }
+}
+
+vec3 qk_affine8(uint m, uint blk, uint g) {
+    float s = qkp_scales(m, blk, 0u);
+    return vec3(s, s, qkp_biases(m, blk, 0u));
+}
+#endif
