@@ -54,7 +54,7 @@ double qk_nmse(const float *out, const double *ref, size_t n);
 
 /* The NMSE bound a product kernel is held to: 5e-4 where it stages f16
  * operands (tiled matmuls, cooperative-matrix paths; ggml's bound for them),
- * 1e-6 for f32 paths, 1e-5 for the int8-dot paths against activations
+ * 1e-6 for f32 paths, 1e-4 for the int8-dot paths against activations
  * rounded by qk_round_x8. */
 double qk_nmse_bound(const qkrt_kernel_info *k);
 
@@ -64,7 +64,8 @@ bool qk_rounds_x8(const qkrt_kernel_info *k);
 
 /* xd[i] = x[i] rounded as the int8-dot kernels do (templates/matvec_xq.comp):
  * per 32-element group (n and the rows a multiple of 32), in f32,
- * q = round(clamp(x / max|x|, -1, 1) * 127) and x = q * (max|x| / 127). */
+ * q = rint(x * (127 * (1 / max|x|))), each operation rounded to f32, and
+ * x = q * (max|x| / 127). */
 void qk_round_x8(double *xd, const float *x, size_t n);
 
 #endif

@@ -4,7 +4,7 @@
 //
 // The workgroup quantizes its activations, 8 * WG per token at a time, into
 // shared memory as llama.cpp's q8_1 does: per 32-element group of a token,
-// signed bytes xq = round(127 x / max|x|), dx = max|x| / 127 and sx = dx *
+// signed bytes xq = round(x * (127 / max|x|)), dx = max|x| / 127 and sx = dx *
 // sum(xq). The weights are staged in registers as in matvec_staged.comp, and
 // the format's int8 hooks give each 32-element group of a block as signed
 // byte codes with w = a * code + b:
@@ -46,6 +46,17 @@ shared int qk_xsum[NR1][XQ_GROUPS];  // sum of its codes: sx = dx * sum
 
 #include "include/matvec_cols.glsl"
 
+// x * s for four floats (|x * s| <= 127.5) rounded to nearest (even) as
+// signed bytes: 1.5 * 2^23 + p holds round(p) in the low bits of its
+// mantissa. The product is `precise`, rounded to f32 before the add (no fma
+// contraction), as cli/ops.c qk_round_x8 computes it. Run 49: 1-7% faster at
+// 4 and 8 tokens than packSnorm4x8.
+uint qk_pack_i8x4(vec4 x, float s) {
+    precise vec4 p = x * s;
+    const uvec4 b = floatBitsToUint(p + 12582912.0) & 0xffu;
+    return b.x | (b.y << 8) | (b.z << 16) | (b.w << 24);
+}
+
 // Quantizes the slab of chunks c0 .. c0 + n of every token into qk_xq, qk_xdx
 // and qk_xsum: invocation lid takes elements 8 lid .. 8 lid + 7 of each
 // token, and the four invocations of a group meet through shared memory.
@@ -68,9 +79,9 @@ void quantize_slab(uint lid, const uint toks[NR1], uint c0, uint n) {
     [[unroll]] for (uint t = 0; t < NR1; t++) {
         const uint g0 = t * WG + (lid & ~3u);
         const float amax = max(max(qk_red[g0], qk_red[g0 + 1u]), max(qk_red[g0 + 2u], qk_red[g0 + 3u]));
-        const float inv = amax > 0.0 ? 1.0 / amax : 0.0;
+        const float scale = amax > 0.0 ? 127.0 * (1.0 / amax) : 0.0;
         // round(127 * x / amax) as signed bytes
-        const uint lo = packSnorm4x8(v[t][0] * inv), hi = packSnorm4x8(v[t][1] * inv);
+        const uint lo = qk_pack_i8x4(v[t][0], scale), hi = qk_pack_i8x4(v[t][1], scale);
         if ((w & 2u) == 0u) {
             qk_xq[t][slot].xy = uvec2(lo, hi);
         } else {
