@@ -12,14 +12,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-gpu/prefill-specs}
-rm -rf "$dir" && mkdir -p "$dir/kernels"
-cp -r specs/formats specs/fusions "$dir/"
-cp specs/kernels/{copy,matmul,matmul_shared,matmul_id,matmul_id_shared}.yaml "$dir/kernels/"
-sed -i 's/^  bits: .*/  bits: [4]/; s/^  group: .*/  group: [64]/; s/^  scale_type: .*/  scale_type: [bf16]/' \
-    "$dir/formats/mlx.yaml"
-# the formats' layout checks name ggml's structs relative to specs/formats
-sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$dir"/formats/*.yaml
+. bench/specs-copy.sh
+specs_copy "$dir"
 k=$dir/kernels
+cp specs/kernels/{copy,matmul,matmul_shared,matmul_id,matmul_id_shared}.yaml "$k/"
 sed -i 's/^mma: .*/mma: [coopmat]/; s/^fusions: .*/fusions: [none]/; s/^  NK: .*/  NK: [64]/;
         s/^  NR0: .*/  NR0: [64, 128]/; s/^  WG: .*/  WG: [256]/' "$k"/matmul*.yaml
 sed -i 's/^  NR1: .*/  NR1: [64, 128]/' "$k/matmul.yaml" "$k/matmul_shared.yaml"

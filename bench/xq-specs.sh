@@ -12,15 +12,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-gpu/xq-specs}
-rm -rf "$dir" && mkdir -p "$dir/kernels"
-cp -r specs/formats specs/fusions "$dir/"
-# the formats' layout checks name ggml's structs relative to specs/formats
-sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$dir"/formats/*.yaml
+. bench/specs-copy.sh
+specs_copy "$dir"
 k=$dir/kernels
 cp specs/kernels/{copy,matvec_xs,matvec_mma,matvec_xq,matvec_id_xs,matvec_id_xq}.yaml "$k/"
 sed -i 's/^formats: .*/formats: [q4_0, q8_0, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/' "$k"/matvec_*.yaml
-# MLX (run 48): mlx4_g64 with bf16 scales, on the in-place forms of both
-sed -i 's/^  bits: .*/  bits: [4]/; s/^  group: .*/  group: [64]/; s/^  scale_type: .*/  scale_type: [bf16]/' \
-    "$dir/formats/mlx.yaml"
+# MLX (run 48): mlx4_g64 (specs_copy) on the in-place forms of both
 cp specs/kernels/{matvec_xs_global,matvec_id_xs_global,matvec_xq_global,matvec_id_xq_global}.yaml "$k/"
 echo "wrote $dir"

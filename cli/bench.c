@@ -388,15 +388,15 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     uint32_t tr = c->E ? pairs : c->T < 5 ? c->T : 4;
     bool last_row = !c->E && c->T > tr;
     bench_ref(c, &w, ids, xd, tr, ref);
-    double *ref8 = NULL;
-    for (uint32_t v = 0; v < n && !ref8; v++)
-        if (qk_rounds_x8(qkrt_bundle_kernel(b, idx[v]))) {
-            double *x8 = malloc(nx * 8);
-            ref8 = malloc(ny * 8);
-            qk_round_x8(x8, x, nx);
-            bench_ref(c, &w, ids, x8, tr, ref8);
-            free(x8);
-        }
+    bool any8 = false;
+    for (uint32_t v = 0; v < n; v++)
+        any8 |= qk_rounds_x8(qkrt_bundle_kernel(b, idx[v]));
+    double *ref8 = any8 ? malloc(ny * 8) : NULL, *x8 = any8 ? malloc(nx * 8) : NULL;
+    if (any8) {
+        qk_round_x8(x8, x, nx);
+        bench_ref(c, &w, ids, x8, tr, ref8);
+    }
+    free(x8);
     double wbytes = 0;
     for (uint32_t p = 0; p < w.plane_count; p++)
         wbytes += (double)w.bytes[p];

@@ -3,8 +3,7 @@
 // of NK elements (NK / QK blocks) with aligned vector loads into registers
 // (QK_STAGED) for its NR0 rows, so the dequant hooks run on registers with
 // constant offsets, and reads activations as vec4 where the format's runs allow.
-// A workgroup owns (WG / TPR) * NR0 rows; partial sums meet in shared memory,
-// so no subgroup operation (and no subgroup size) is assumed.
+// Lanes, rows and the final sums: include/matvec_lanes.glsl.
 //
 // Without QK_STAGED (staged: false, matvec_xs_global) the hooks read the
 // weights in place: the form for the planar formats, whose three planes a
@@ -21,12 +20,7 @@
 // (lanes sit NK elements apart); from the slab, whose chunks are NK + 4
 // floats apart, the eight lanes of each quarter-warp hit distinct banks.
 
-#define CHUNK_BLOCKS (NK / QK)
-#define RG (WG / TPR)
-
-shared float qk_red[NR0 * NR1][WG];
-
-#include "include/matvec_cols.glsl"
+#include "include/matvec_lanes.glsl"
 
 #ifdef QK_X_SHARED
 #define XS_CHUNKS (QK_XS_ELEMS / NR1 / NK)
@@ -59,17 +53,9 @@ void main() {
 #ifdef QK_FORMAT_INIT
     qk_format_init(); // the format's shared table (include/lut.glsl)
 #endif
-    const uint M = pc.M, K = pc.K;
-    const uint lid = gl_LocalInvocationID.x;
-    const uint lane = lid % TPR, rg = lid / TPR;
-    const uint row0 = (gl_WorkGroupID.x * RG + rg) * NR0;
-    const uint tok0 = gl_WorkGroupID.y * NR1;
-    const uint nb = K / QK, nchunks = K / NK;
-
-    uint toks[NR1], ncols;
-    const uint expert_blk = qk_mv_columns(tok0, toks, ncols);
-    uint rowblk[NR0];
-    [[unroll]] for (uint r = 0; r < NR0; r++) rowblk[r] = expert_blk + min(row0 + r, M - 1u) * nb;
+    const uint lid = gl_LocalInvocationID.x, lane = lid % TPR, nchunks = pc.K / NK;
+    uint rowblk[NR0], toks[NR1], ncols;
+    qk_lanes_setup(lid, rowblk, toks, ncols);
 
     float acc[NR0][NR1];
     [[unroll]] for (uint r = 0; r < NR0; r++)
@@ -122,15 +108,5 @@ void main() {
         }
     }
 
-    [[unroll]] for (uint r = 0; r < NR0; r++)
-        [[unroll]] for (uint t = 0; t < NR1; t++) qk_red[r * NR1 + t][lid] = acc[r][t];
-    barrier();
-    // one invocation per (row group, row, token) sums its row's TPR lanes
-    for (uint o = lid; o < RG * NR0 * NR1; o += WG) {
-        const uint g = o / (NR0 * NR1), rt = o % (NR0 * NR1);
-        float sum = 0.0;
-        for (uint l = 0; l < TPR; l++) sum += qk_red[rt][g * TPR + l];
-        const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
-        if (r < M && t < ncols) y[t * M + r] = sum;
-    }
+    qk_lanes_store(lid, acc, ncols);
 }

@@ -24,27 +24,22 @@
 // Without QK_STAGED (staged: false, matvec_xq_global) the hooks read the
 // weights in place: MLX's planar formats.
 //
-// A workgroup owns (WG / TPR) * NR0 rows; TPR lanes share a row, each on its
-// own chunks of NK elements; partial sums meet in shared memory (no subgroup
-// operation assumed). MoE form (an ids binding, NR1 = 1) as matvec_staged.comp.
+// Lanes, rows and the final sums as in matvec_staged.comp
+// (include/matvec_lanes.glsl); so is the MoE form (an ids binding, NR1 = 1).
 
 #include "include/dot8.glsl"
+#include "include/matvec_lanes.glsl"
 
-#define CHUNK_BLOCKS (NK / QK)
-#define RG (WG / TPR)
 #define XQ_TOKEN (8u * WG)             // activations per token and slab: 8 per invocation
 #define XQ_CHUNKS (XQ_TOKEN / NK)       // chunks per token and slab
 #define XQ_GROUPS (XQ_TOKEN / 32u)      // 32-element groups per token and slab
 #define XQ_STRIDE (NK / 16u + 1u)       // uvec4s per chunk: padded, so the lanes' loads miss each other's banks
 
-// the lanes' partial sums at the end; during the slabs, the quantizer's
-// per-run maxima (NR1 * WG floats), whose lifetimes never meet
-shared float qk_red[NR0 * NR1 * WG];
+// qk_red (include/matvec_lanes.glsl) holds the quantizer's per-run maxima
+// during the slabs, rows 0 .. NR1 - 1: its partial sums come after the last.
 shared uvec4 qk_xq[NR1][XQ_CHUNKS * XQ_STRIDE];
 shared float qk_xdx[NR1][XQ_GROUPS]; // dx of each group
 shared int qk_xsum[NR1][XQ_GROUPS];  // sum of its codes: sx = dx * sum
-
-#include "include/matvec_cols.glsl"
 
 // x * s for four floats (|x * s| <= 127.5) rounded to nearest (even) as
 // signed bytes: 1.5 * 2^23 + p holds round(p) in the low bits of its
@@ -70,15 +65,15 @@ void quantize_slab(uint lid, const uint toks[NR1], uint c0, uint n) {
         v[t][0] = live ? x4[(toks[t] + ec) / 4u] : vec4(0.0);
         v[t][1] = live ? x4[(toks[t] + ec) / 4u + 1u] : vec4(0.0);
         const vec4 a = max(abs(v[t][0]), abs(v[t][1]));
-        qk_red[t * WG + lid] = max(max(a.x, a.y), max(a.z, a.w));
+        qk_red[t][lid] = max(max(a.x, a.y), max(a.z, a.w));
         if ((lid & 3u) == 0u) qk_xsum[t][g] = 0;
     }
     barrier();
     const uint cl = e / NK, w = (e % NK) / 4u; // chunk, word in chunk (even)
     const uint slot = cl * XQ_STRIDE + w / 4u;
     [[unroll]] for (uint t = 0; t < NR1; t++) {
-        const uint g0 = t * WG + (lid & ~3u);
-        const float amax = max(max(qk_red[g0], qk_red[g0 + 1u]), max(qk_red[g0 + 2u], qk_red[g0 + 3u]));
+        const uint g0 = lid & ~3u;
+        const float amax = max(max(qk_red[t][g0], qk_red[t][g0 + 1u]), max(qk_red[t][g0 + 2u], qk_red[t][g0 + 3u]));
         const float scale = amax > 0.0 ? 127.0 * (1.0 / amax) : 0.0;
         // round(127 * x / amax) as signed bytes
         const uint lo = qk_pack_i8x4(v[t][0], scale), hi = qk_pack_i8x4(v[t][1], scale);
@@ -96,17 +91,9 @@ void main() {
 #ifdef QK_FORMAT_INIT
     qk_format_init(); // the format's shared table (include/lut.glsl)
 #endif
-    const uint M = pc.M, K = pc.K;
-    const uint lid = gl_LocalInvocationID.x;
-    const uint lane = lid % TPR, rg = lid / TPR;
-    const uint row0 = (gl_WorkGroupID.x * RG + rg) * NR0;
-    const uint tok0 = gl_WorkGroupID.y * NR1;
-    const uint nb = K / QK, nchunks = K / NK;
-
-    uint toks[NR1], ncols;
-    const uint expert_blk = qk_mv_columns(tok0, toks, ncols);
-    uint rowblk[NR0];
-    [[unroll]] for (uint r = 0; r < NR0; r++) rowblk[r] = expert_blk + min(row0 + r, M - 1u) * nb;
+    const uint lid = gl_LocalInvocationID.x, lane = lid % TPR, nchunks = pc.K / NK;
+    uint rowblk[NR0], toks[NR1], ncols;
+    qk_lanes_setup(lid, rowblk, toks, ncols);
 
     float acc[NR0][NR1];
     [[unroll]] for (uint r = 0; r < NR0; r++)
@@ -163,15 +150,5 @@ void main() {
         }
     }
 
-    [[unroll]] for (uint r = 0; r < NR0; r++)
-        [[unroll]] for (uint t = 0; t < NR1; t++) qk_red[(r * NR1 + t) * WG + lid] = acc[r][t];
-    barrier();
-    // one invocation per (row group, row, token) sums its row's TPR lanes
-    for (uint o = lid; o < RG * NR0 * NR1; o += WG) {
-        const uint g = o / (NR0 * NR1), rt = o % (NR0 * NR1);
-        float sum = 0.0;
-        for (uint l = 0; l < TPR; l++) sum += qk_red[rt * WG + g * TPR + l];
-        const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
-        if (r < M && t < ncols) y[t * M + r] = sum;
-    }
+    qk_lanes_store(lid, acc, ncols);
 }

@@ -6,6 +6,14 @@
 #include "include/kquant.glsl"
 #include "include/linear.glsl"
 
+// The four 5-bit values of sub-block j whose nibbles are at byte qs and high
+// bits at byte qh, one in the low bits of each byte of the word.
+uint qk_q5_K_word(uint m, uint qs, uint qh, uint j) {
+    uint lo = (qk_u32(m, qs) >> (4u * (j & 1u))) & 0x0f0f0f0fu;
+    uint hi = ((qk_u32(m, qh) >> j) & 0x01010101u) << 4;
+    return lo | hi;
+}
+
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     const uint base = blk * QK_BYTES, j = sub >> 1;
     const vec2 s = qk_k4_scale_min(m, base, j);
@@ -13,10 +21,7 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     uint qs = base + QKF_qs_OFFSET + 32u * (j >> 1) + 16u * (sub & 1u);
     uint qh = base + QKF_qh_OFFSET + 16u * (sub & 1u);
     for (uint k = 0u; k < QK_SUB_N / 4u; k++) {
-        // the four 5-bit values in the low bits of the four bytes of one word
-        uint lo = (qk_u32(m, qs + 4u * k) >> (4u * (j & 1u))) & 0x0f0f0f0fu;
-        uint hi = ((qk_u32(m, qh + 4u * k) >> j) & 0x01010101u) << 4;
-        vec4 q = qk_byte_bits_f(lo | hi, 0u, 5u, 0.0);
+        vec4 q = qk_byte_bits_f(qk_q5_K_word(m, qs + 4u * k, qh + 4u * k, j), 0u, 5u, 0.0);
         for (uint i = 0u; i < 4u; i++) y[4u * k + i] = fma(dl, q[i], -ml);
     }
 }
@@ -26,11 +31,7 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
 void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
     const uint base = blk * QK_BYTES;
     const uint qs = base + QKF_qs_OFFSET + 32u * (g >> 1), qh = base + QKF_qh_OFFSET;
-    for (uint i = 0u; i < 8u; i++) {
-        uint lo = (qk_u32(m, qs + 4u * i) >> (4u * (g & 1u))) & 0x0f0f0f0fu;
-        uint hi = ((qk_u32(m, qh + 4u * i) >> g) & 0x01010101u) << 4;
-        q[i] = lo | hi;
-    }
+    for (uint i = 0u; i < 8u; i++) q[i] = qk_q5_K_word(m, qs + 4u * i, qh + 4u * i, g);
 }
 
 vec3 qk_affine8(uint m, uint blk, uint g) {

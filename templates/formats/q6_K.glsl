@@ -5,16 +5,21 @@
 #include "include/nibbles.glsl"
 #include "include/linear.glsl"
 
+// The four 6-bit values of quarter t whose low bits are at byte ql and high
+// bits at byte qh, one in the low bits of each byte of the word.
+uint qk_q6_K_word(uint m, uint ql, uint qh, uint t) {
+    uint lo = (qk_u32(m, ql) >> (4u * (t >> 1))) & 0x0f0f0f0fu;
+    uint hi = ((qk_u32(m, qh) >> (2u * t)) & 0x03030303u) << 4;
+    return lo | hi;
+}
+
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     const uint base = blk * QK_BYTES, h = sub >> 3, t = (sub & 7u) >> 1, l0 = 16u * (sub & 1u);
     float dl = qkf_d(m, blk) * float(qkf_scales(m, blk, sub));
     uint ql = base + QKF_ql_OFFSET + 64u * h + 32u * (t & 1u) + l0;
     uint qh = base + QKF_qh_OFFSET + 32u * h + l0;
     for (uint k = 0u; k < QK_SUB_N / 4u; k++) {
-        // the four 6-bit values in the low bits of the four bytes of one word
-        uint lo = (qk_u32(m, ql + 4u * k) >> (4u * (t >> 1))) & 0x0f0f0f0fu;
-        uint hi = ((qk_u32(m, qh + 4u * k) >> (2u * t)) & 0x03030303u) << 4;
-        vec4 q = qk_byte_bits_f(lo | hi, 0u, 6u, 32.0);
+        vec4 q = qk_byte_bits_f(qk_q6_K_word(m, ql + 4u * k, qh + 4u * k, t), 0u, 6u, 32.0);
         for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * q[i];
     }
 }
@@ -27,11 +32,8 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
 void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
     const uint base = blk * QK_BYTES, h = g >> 2, t = g & 3u;
     const uint ql = base + QKF_ql_OFFSET + 64u * h + 32u * (t & 1u), qh = base + QKF_qh_OFFSET + 32u * h;
-    for (uint i = 0u; i < 8u; i++) {
-        uint lo = (qk_u32(m, ql + 4u * i) >> (4u * (t >> 1))) & 0x0f0f0f0fu;
-        uint hi = ((qk_u32(m, qh + 4u * i) >> (2u * t)) & 0x03030303u) << 4;
-        q[i] = (((lo | hi) | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
-    }
+    for (uint i = 0u; i < 8u; i++)
+        q[i] = ((qk_q6_K_word(m, ql + 4u * i, qh + 4u * i, t) | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
 }
 
 vec3 qk_affine8(uint m, uint blk, uint g) {

@@ -1,0 +1,40 @@
+// The lane layout shared by the register-staged mat-vec templates
+// (matvec_staged.comp, matvec_xq.comp): a workgroup owns RG = WG / TPR row
+// groups of NR0 rows; the TPR lanes of a row group each take their own chunks
+// of NK elements (NK / QK blocks), and their partial sums meet in shared
+// memory at the end, so no subgroup operation (and no subgroup size) is
+// assumed.
+
+#define CHUNK_BLOCKS (NK / QK)
+#define RG (WG / TPR)
+
+// the lanes' partial sums; a template may use it before qk_lanes_store too
+shared float qk_red[NR0 * NR1][WG];
+
+#include "include/matvec_cols.glsl"
+
+// The workgroup's columns (qk_mv_columns: toks, ncols) and the first block of
+// each of this invocation's NR0 rows (rows past M clamped, computed and
+// never stored).
+void qk_lanes_setup(uint lid, out uint rowblk[NR0], out uint toks[NR1], out uint ncols) {
+    const uint row0 = (gl_WorkGroupID.x * RG + lid / TPR) * NR0;
+    const uint expert_blk = qk_mv_columns(gl_WorkGroupID.y * NR1, toks, ncols);
+    [[unroll]] for (uint r = 0; r < NR0; r++)
+        rowblk[r] = expert_blk + min(row0 + r, pc.M - 1u) * (pc.K / QK);
+}
+
+// Writes y from every lane's partial sums: one invocation per (row group,
+// row, token) adds its row's TPR lanes.
+void qk_lanes_store(uint lid, float acc[NR0][NR1], uint ncols) {
+    const uint M = pc.M, tok0 = gl_WorkGroupID.y * NR1;
+    [[unroll]] for (uint r = 0; r < NR0; r++)
+        [[unroll]] for (uint t = 0; t < NR1; t++) qk_red[r * NR1 + t][lid] = acc[r][t];
+    barrier();
+    for (uint o = lid; o < RG * NR0 * NR1; o += WG) {
+        const uint g = o / (NR0 * NR1), rt = o % (NR0 * NR1);
+        float sum = 0.0;
+        for (uint l = 0; l < TPR; l++) sum += qk_red[rt][g * TPR + l];
+        const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
+        if (r < M && t < ncols) y[t * M + r] = sum;
+    }
+}
