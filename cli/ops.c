@@ -151,13 +151,15 @@ void qk_free_weights(qk_weights *w) {
 }
 
 double qk_nmse_bound(const qkrt_kernel_info *k) {
-    if (!strncmp(k->family, "matmul", 6) || !strcmp(k->mma, "coopmat")) return 5e-4;
     /* against qk_round_x8's activations: f32 sums whose min term (b times
      * the group sums) cancels against the codes' (seen up to 4e-6 on the
      * one-row shapes), and codes a device's reciprocal can flip where
      * 127 x / max|x| lies within an ulp of a half. A wrong group, scale or
      * slab gives 1e-2 and more. */
-    return qk_rounds_x8(k) ? 1e-4 : 1e-6;
+    if (qk_rounds_x8(k)) return 1e-4;
+    /* f16 staging (the tiled matmuls, cooperative matrices): ggml's bound */
+    if (!strncmp(k->family, "matmul", 6) || !strcmp(k->mma, "coopmat")) return 5e-4;
+    return 1e-6;
 }
 
 bool qk_rounds_x8(const qkrt_kernel_info *k) {

@@ -235,7 +235,16 @@ qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t rou
     qkrt_buffer *x_b = pool_buffer(&p, x, (size_t)T * H * 4, 0, &r);
     qkrt_buffer *h_b = pool_buffer(&p, NULL, (size_t)T * top_k * F * 4, NaN32, &r);
     qkrt_buffer *y_b = pool_buffer(&p, NULL, (size_t)T * top_k * H * 4, NaN32, &r);
-    const uint32_t gx[2] = {(F + kg->nr0 - 1) / kg->nr0, (H + kd->nr0 - 1) / kd->nr0};
+    /* the router writes each product's grid: x from the kernel's own grid
+     * rule (a tiled matmul's row tiles, or a mat-vec tile's row groups),
+     * y from the busiest expert's pairs over the kernel's NR1 */
+    qk_moe_shape sg = {F, H, T, E, top_k, 1}, sd = {H, F, T, E, top_k, top_k};
+    qkrt_shape shg = {0}, shd = {0};
+    moe_shape(&shg, &sg, T), moe_shape(&shd, &sd, T);
+    int64_t gx64[2] = {0, 0};
+    if (r == QKRT_OK) r = qkrt_eval(kg->grid[0], &shg, &gx64[0], err, err_size);
+    if (r == QKRT_OK) r = qkrt_eval(kd->grid[0], &shd, &gx64[1], err, err_size);
+    const uint32_t gx[2] = {(uint32_t)gx64[0], (uint32_t)gx64[1]};
     const uint32_t tn[2] = {kg->nr1, kd->nr1};
     qkrt_dispatch d[3] = {
         {.bundle = b, .kernel = route_ki},
@@ -248,8 +257,7 @@ qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t rou
     if (r == QKRT_OK) r = bind_roles(ctx, kg, wbg, wgu[0].plane_count, rg, 4, &d[1], err, err_size);
     if (r == QKRT_OK) r = bind_roles(ctx, kd, wbd, wd->plane_count, rd, 4, &d[2], err, err_size);
     route_shape(&d[0].shape, T, top_k, E, gx, tn);
-    moe_shape(&d[1].shape, &(qk_moe_shape){F, H, T, E, top_k, 1}, T);
-    moe_shape(&d[2].shape, &(qk_moe_shape){H, F, T, E, top_k, top_k}, T);
+    d[1].shape = shg, d[2].shape = shd;
     if (r == QKRT_OK) r = qkrt_run(ctx, d, 3, NULL);
     if (r == QKRT_OK && h) r = qkrt_buffer_download(ctx, h_b, 0, h, (size_t)T * top_k * F * 4);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, y_b, 0, y, (size_t)T * top_k * H * 4);

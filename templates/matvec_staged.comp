@@ -11,7 +11,9 @@
 //
 // MoE form (an ids binding, NR1 = 1): column p of the grid is the pair
 // p = token * top_k + slot (include/matvec_cols.glsl), writing row p of
-// y [tokens, top_k, M]; as in matvec.comp.
+// y [tokens, top_k, M]; as in matvec.comp. Routed MoE form (ids and tpe
+// bindings, family matmul_id): grid z is the expert and the NR1 columns are
+// its pairs ids[e][c], as in matmul.comp.
 //
 // With QK_X_SHARED (matvec_xs.comp) the activations come from shared memory:
 // the workgroup copies a slab of XS_CHUNKS chunks per token with contiguous
@@ -56,6 +58,7 @@ void main() {
     const uint lid = gl_LocalInvocationID.x, lane = lid % TPR, nchunks = pc.K / NK;
     uint rowblk[NR0], toks[NR1], ncols;
     qk_lanes_setup(lid, rowblk, toks, ncols);
+    if (gl_WorkGroupID.y * NR1 >= ncols) return; // a routed expert's idle column tile
 
     float acc[NR0][NR1];
     [[unroll]] for (uint r = 0; r < NR0; r++)

@@ -25,7 +25,10 @@
 // weights in place: MLX's planar formats.
 //
 // Lanes, rows and the final sums as in matvec_staged.comp
-// (include/matvec_lanes.glsl); so is the MoE form (an ids binding, NR1 = 1).
+// (include/matvec_lanes.glsl); so are the MoE form (an ids binding, NR1 = 1)
+// and the routed MoE form (ids and tpe bindings, family matmul_id: grid z is
+// the expert, the NR1 columns its pairs, so each expert's rows are read once
+// for up to NR1 of its pairs; include/matvec_cols.glsl).
 
 #include "include/dot8.glsl"
 #include "include/matvec_lanes.glsl"
@@ -94,6 +97,7 @@ void main() {
     const uint lid = gl_LocalInvocationID.x, lane = lid % TPR, nchunks = pc.K / NK;
     uint rowblk[NR0], toks[NR1], ncols;
     qk_lanes_setup(lid, rowblk, toks, ncols);
+    if (gl_WorkGroupID.y * NR1 >= ncols) return; // a routed expert's idle column tile
 
     float acc[NR0][NR1];
     [[unroll]] for (uint r = 0; r < NR0; r++)

@@ -13,9 +13,24 @@
 // slot against expert ids[p] of E stacked experts (clamped, so a bad id
 // cannot read out of bounds), reading the token's activations (ne11 = 1) or
 // the pair's own (ne11 = top_k).
+//
+// Routed MoE form (ids and tpe bindings: family matmul_id, as matmul.comp):
+// grid z is the expert e, and column c is the pair ids[e][c] for c < tpe[e],
+// so the workgroup reads its expert's rows once for up to NR1 of its pairs.
+// ncols is tpe[e]: a workgroup whose first column is past it has nothing to
+// do (the templates return at once).
 uint qk_mv_columns(uint tok0, out uint toks[NR1], out uint ncols) {
     const uint K = pc.K;
-#ifdef BINDING_ids
+#if defined(BINDING_tpe)
+    const uint e = gl_WorkGroupID.z, npairs = pc.T * pc.top_k;
+    ncols = min(tpe[e], pc.max_per_expert);
+    [[unroll]] for (uint t = 0; t < NR1; t++) {
+        const uint c = min(tok0 + t, max(ncols, 1u) - 1u);
+        const uint p = min(ids[e * pc.max_per_expert + c], npairs - 1u);
+        toks[t] = (p / pc.top_k * pc.ne11 + p % pc.top_k % pc.ne11) * K;
+    }
+    return e * pc.M * (K / QK);
+#elif defined(BINDING_ids)
     const uint tok = tok0 / pc.top_k, slot = tok0 % pc.top_k;
     ncols = pc.T * pc.top_k;
     toks[0] = (tok * pc.ne11 + slot % pc.ne11) * K;
@@ -24,6 +39,15 @@ uint qk_mv_columns(uint tok0, out uint toks[NR1], out uint ncols) {
     ncols = pc.T;
     [[unroll]] for (uint t = 0; t < NR1; t++) toks[t] = min(tok0 + t, pc.T - 1u) * K;
     return 0u;
+#endif
+}
+
+// The output row of column c: the pair ids[e][c] in the routed MoE form, else c.
+uint qk_mv_out(uint c) {
+#if defined(BINDING_tpe)
+    return min(ids[gl_WorkGroupID.z * pc.max_per_expert + c], pc.T * pc.top_k - 1u);
+#else
+    return c;
 #endif
 }
 

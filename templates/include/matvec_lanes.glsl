@@ -35,6 +35,6 @@ void qk_lanes_store(uint lid, float acc[NR0][NR1], uint ncols) {
         float sum = 0.0;
         for (uint l = 0; l < TPR; l++) sum += qk_red[rt][g * TPR + l];
         const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
-        if (r < M && t < ncols) y[t * M + r] = sum;
+        if (r < M && t < ncols) y[qk_mv_out(t) * M + r] = sum;
     }
 }
