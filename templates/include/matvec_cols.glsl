@@ -1,6 +1,9 @@
 // Shared by the mat-vec templates (matvec_staged.comp, matvec_shared.comp,
-// matvec_mma.comp): which activation rows a workgroup's NR1 columns read, and
-// the activations of one hook call.
+// matvec_mma.comp, and matvec_xq.comp through include/matvec_lanes.glsl):
+// which activation rows a workgroup's NR1 columns read, where their results
+// go, and the activations of one hook call. The routed MoE form below is
+// used by the templates on include/matvec_lanes.glsl (matvec_staged.comp,
+// matvec_xs.comp, matvec_xq.comp), whose stores go through qk_mv_out.
 
 #include "include/act.glsl"
 
