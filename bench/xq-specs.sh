@@ -3,7 +3,8 @@
 # the int8-dot runs of bench/RESULTS.md (run 44 on) benchmarked: copy, the
 # int8-dot mat-vec kernels (matvec_xq, matvec_id_xq) and the kernels they
 # compete with at 1 to 8 tokens (matvec_xs at 1 and 2 tokens, matvec_mma at 2
-# to 8, matvec_id_xs), on the formats that have the int8 hooks, no fusion.
+# to 8, matvec_id_xs), on the formats that have the int8 hooks (iq4_nl since
+# run 55), no fusion.
 # Then:
 #   bash bench/build-gpu.sh build-gpu/xq-specs
 # and on the GPU machine (RESULTS.md, "Reproduce"):
@@ -16,7 +17,7 @@ dir=${1:-build-gpu/xq-specs}
 specs_copy "$dir"
 k=$dir/kernels
 cp specs/kernels/{copy,matvec_xs,matvec_mma,matvec_xq,matvec_id_xs,matvec_id_xq}.yaml "$k/"
-sed -i 's/^formats: .*/formats: [q4_0, q8_0, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/' "$k"/matvec_*.yaml
+sed -i 's/^formats: .*/formats: [q4_0, q8_0, iq4_nl, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/' "$k"/matvec_*.yaml
 # MLX (run 48): mlx4_g64 (specs_copy) on the in-place forms of both
 cp specs/kernels/{matvec_xs_global,matvec_id_xs_global,matvec_xq_global,matvec_id_xq_global}.yaml "$k/"
 echo "wrote $dir"

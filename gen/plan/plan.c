@@ -109,8 +109,10 @@ static bool check_variant(qk_plan *p, qk_variant *v, bool *legal, qk_error *e) {
         qk_error_set(e, "%s: shared_memory: %s", k->path, ee.msg);
         return false;
     }
-    /* the kernel's own, and what the format's dequant code declares */
-    v->shared_memory = (uint32_t)val + v->format->spec->shared_memory;
+    /* the kernel's own, and what the format's dequant code declares (its
+     * int8 hooks' own in the int8-dot kernels) */
+    v->shared_memory = (uint32_t)val + v->format->spec->shared_memory +
+                       (strcmp(v->mma, "dot8") ? 0 : v->format->spec->shared_memory_dot8);
     for (uint32_t i = 0; i < k->rule_count; i++) {
         const qk_rule_spec *r = &k->rules[i];
         if (!qk_expr_eval(r->check, qk_variant_lookup, v, &val, &ee)) {

@@ -151,7 +151,7 @@ static bool load_format(yw *w, qk_format_spec *f) {
     ynode *root = yw_root(w);
     static const char *const keys[] = {"format", "description", "layout", "params",  "block",
                                        "fields", "planes",      "sub",    "dequant", "c_struct",
-                                       "shared_memory", "int8_dot", NULL};
+                                       "shared_memory", "shared_memory_dot8", "int8_dot", NULL};
     static const char *const req[] = {"format", "block", "sub", "dequant", NULL};
     if (!yw_check_map(w, root, "", keys, req)) return false;
     ynode *n;
@@ -236,6 +236,9 @@ static bool load_format(yw *w, qk_format_spec *f) {
         return false;
     if ((n = yw_get(w, root, "shared_memory")) &&
         !yw_uint(w, n, "shared_memory", 0, 49152, &f->shared_memory))
+        return false;
+    if ((n = yw_get(w, root, "shared_memory_dot8")) &&
+        !yw_uint(w, n, "shared_memory_dot8", 0, 49152, &f->shared_memory_dot8))
         return false;
     if ((n = yw_get(w, root, "int8_dot")) && !yw_bool(w, n, "int8_dot", &f->int8_dot))
         return false;

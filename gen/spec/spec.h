@@ -87,6 +87,7 @@ typedef struct qk_format_spec {
     uint32_t sub_run;        /* y[] comes in runs of this many consecutive elements */
     char dequant[QK_MAX_PATH]; /* resolved path of the GLSL dequant code */
     uint32_t shared_memory;    /* bytes of shared memory the dequant code declares */
+    uint32_t shared_memory_dot8; /* and the bytes it adds in the int8-dot kernels (mma dot8) */
     bool int8_dot;             /* the dequant code has the int8-dot hooks (qk_codes8, qk_affine8) */
     char c_header[QK_MAX_PATH];  /* optional layout check; resolved path */
     char c_struct[QK_MAX_NAME];
