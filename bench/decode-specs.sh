@@ -10,17 +10,12 @@
 # and on the GPU machine (RESULTS.md, "Reproduce"):
 #   qkgen verify --bundle build-gpu/pkg/bundle
 #   qkgen bench --bundle build-gpu/pkg/bundle --family matvec --m 4096 --k 14336 --tokens 1
-set -euo pipefail
-cd "$(dirname "$0")/.."
-dir=${1:-build-gpu/decode-specs}
-. bench/specs-copy.sh
-specs_copy "$dir"
-k=$dir/kernels
+. "$(dirname "$0")/specs-copy.sh" build-gpu/decode-specs "$@"
 cp specs/kernels/{copy,matvec_staged,matvec_xs,matvec_shared,matvec_id_staged,matvec_id_xs,matvec_id_shared}.yaml "$k/"
 sed -i 's/^formats: .*/formats: [q4_0, q8_0, iq4_nl, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/;
         s/^  NR1: .*/  NR1: [1]/' "$k"/matvec_*.yaml
 # the portable kernel for q6_K, which the runs before 37 had on it
 sed 's/^formats: .*/formats: [q6_K]/; s/^  NR1: .*/  NR1: [1]/' specs/kernels/matvec.yaml > "$k/matvec.yaml"
-# MLX (runs 40-41): mlx4_g64 (specs_copy) on the in-place forms of matvec_xs
+# MLX (runs 40-41): mlx4_g64 (specs-copy.sh) on the in-place forms of matvec_xs
 cp specs/kernels/{matvec_xs_global,matvec_id_xs_global}.yaml "$k/"
 echo "wrote $dir"

@@ -9,12 +9,7 @@
 # and on the GPU machine (RESULTS.md, "Reproduce"):
 #   qkgen verify --bundle build-gpu/pkg/bundle
 #   qkgen bench --bundle build-gpu/pkg/bundle --family matmul --runs 20 --warmup-ms 500
-set -euo pipefail
-cd "$(dirname "$0")/.."
-dir=${1:-build-gpu/prefill-specs}
-. bench/specs-copy.sh
-specs_copy "$dir"
-k=$dir/kernels
+. "$(dirname "$0")/specs-copy.sh" build-gpu/prefill-specs "$@"
 cp specs/kernels/{copy,matmul,matmul_shared,matmul_id,matmul_id_shared}.yaml "$k/"
 sed -i 's/^mma: .*/mma: [coopmat]/; s/^fusions: .*/fusions: [none]/; s/^  NK: .*/  NK: [64]/;
         s/^  NR0: .*/  NR0: [64, 128]/; s/^  WG: .*/  WG: [256]/' "$k"/matmul*.yaml

@@ -11,12 +11,7 @@
 # and on the GPU machine (RESULTS.md, "Reproduce"):
 #   qkgen verify --bundle build-gpu/pkg/bundle
 #   qkgen bench --bundle build-gpu/pkg/bundle --family moe_matmul --m 768 --k 2048 --experts 128 --top-k 8 --tokens 32
-set -euo pipefail
-cd "$(dirname "$0")/.."
-dir=${1:-build-gpu/routed-specs}
-. bench/specs-copy.sh
-specs_copy "$dir"
-k=$dir/kernels
+. "$(dirname "$0")/specs-copy.sh" build-gpu/routed-specs "$@"
 cp specs/kernels/{copy,matvec_id_xq,matvec_id_xq_global,matvec_id_xs,matvec_id_xs_global}.yaml "$k/"
 cp specs/kernels/{matmul_id_xq,matmul_id_xq_global,matmul_id_xs,matmul_id,matmul_id_shared}.yaml "$k/"
 sed -i 's/^fusions: .*/fusions: [none]/' "$k"/*.yaml

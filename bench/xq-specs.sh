@@ -10,14 +10,9 @@
 # and on the GPU machine (RESULTS.md, "Reproduce"):
 #   qkgen verify --bundle build-gpu/pkg/bundle
 #   qkgen bench --bundle build-gpu/pkg/bundle --family matvec --m 4096 --k 14336 --tokens 4
-set -euo pipefail
-cd "$(dirname "$0")/.."
-dir=${1:-build-gpu/xq-specs}
-. bench/specs-copy.sh
-specs_copy "$dir"
-k=$dir/kernels
+. "$(dirname "$0")/specs-copy.sh" build-gpu/xq-specs "$@"
 cp specs/kernels/{copy,matvec_xs,matvec_mma,matvec_xq,matvec_id_xs,matvec_id_xq}.yaml "$k/"
 sed -i 's/^formats: .*/formats: [q4_0, q8_0, iq4_nl, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/' "$k"/matvec_*.yaml
-# MLX (run 48): mlx4_g64 (specs_copy) on the in-place forms of both
+# MLX (run 48): mlx4_g64 (specs-copy.sh) on the in-place forms of both
 cp specs/kernels/{matvec_xs_global,matvec_id_xs_global,matvec_xq_global,matvec_id_xq_global}.yaml "$k/"
 echo "wrote $dir"

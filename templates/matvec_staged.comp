@@ -57,8 +57,7 @@ void main() {
 #endif
     const uint lid = gl_LocalInvocationID.x, lane = lid % TPR, nchunks = pc.K / NK;
     uint rowblk[NR0], toks[NR1], ncols;
-    qk_lanes_setup(lid, rowblk, toks, ncols);
-    if (gl_WorkGroupID.y * NR1 >= ncols) return; // a routed expert's idle column tile
+    if (!qk_lanes_setup(lid, rowblk, toks, ncols)) return;
 
     float acc[NR0][NR1];
     [[unroll]] for (uint r = 0; r < NR0; r++)

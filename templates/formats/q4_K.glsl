@@ -27,6 +27,5 @@ void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
 }
 
 vec3 qk_affine8(uint m, uint blk, uint g) {
-    const vec2 s = qk_k4_scale_min(m, blk * QK_BYTES, g);
-    return vec3(s.x, s.x, -s.y);
+    return qk_k4_affine8(m, blk, g);
 }

@@ -22,6 +22,13 @@ vec2 qk_k4_scale_min(uint m, uint base, uint j) {
     uvec2 sm = qk_scale_min_k4(m, base + QKF_scales_OFFSET, j);
     return vec2(dm.x * float(sm.x), dm.y * float(sm.y));
 }
+
+// The int8-dot hooks' affine of group g = sub-block g of block blk (q4_K,
+// q5_K: their codes are unsigned): w = d * sc(g) * code - dmin * mn(g).
+vec3 qk_k4_affine8(uint m, uint blk, uint g) {
+    const vec2 s = qk_k4_scale_min(m, blk * QK_BYTES, g);
+    return vec3(s.x, s.x, -s.y);
+}
 #endif
 
 // Signed scale is (0..15) of q3_K: its low 4 bits are nibble is / 8 of byte

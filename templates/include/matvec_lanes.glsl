@@ -15,12 +15,14 @@ shared float qk_red[NR0 * NR1][WG];
 
 // The workgroup's columns (qk_mv_columns: toks, ncols) and the first block of
 // each of this invocation's NR0 rows (rows past M clamped, computed and
-// never stored).
-void qk_lanes_setup(uint lid, out uint rowblk[NR0], out uint toks[NR1], out uint ncols) {
-    const uint row0 = (gl_WorkGroupID.x * RG + lid / TPR) * NR0;
-    const uint expert_blk = qk_mv_columns(gl_WorkGroupID.y * NR1, toks, ncols);
+// never stored). False when the workgroup has no column: a routed expert's
+// idle column tile, which the template leaves at once (uniformly).
+bool qk_lanes_setup(uint lid, out uint rowblk[NR0], out uint toks[NR1], out uint ncols) {
+    const uint row0 = (gl_WorkGroupID.x * RG + lid / TPR) * NR0, tok0 = gl_WorkGroupID.y * NR1;
+    const uint expert_blk = qk_mv_columns(tok0, toks, ncols);
     [[unroll]] for (uint r = 0; r < NR0; r++)
         rowblk[r] = expert_blk + min(row0 + r, pc.M - 1u) * (pc.K / QK);
+    return tok0 < ncols;
 }
 
 // Writes y from every lane's partial sums: one invocation per (row group,
