@@ -209,6 +209,8 @@ typedef struct case_buffers {
     qkrt_buffer *x, *y, *ids;
     qkrt_buffer *route, *tpe; /* matmul_id: pairs by expert [E, mpe], pairs per expert [E] */
     uint32_t mpe;             /* matmul_id: the most pairs any expert has */
+    qkrt_buffer *xq;          /* x as q8 rows, for kernels on pre-quantized activations */
+    int qi;                   /* the bundle's quantizer writing xq, or -1 */
 } case_buffers;
 
 static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
@@ -220,6 +222,7 @@ static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
     qkrt_buffer_destroy(ctx, cb->ids);
     qkrt_buffer_destroy(ctx, cb->route);
     qkrt_buffer_destroy(ctx, cb->tpe);
+    qkrt_buffer_destroy(ctx, cb->xq);
     memset(cb, 0, sizeof *cb);
 }
 
@@ -245,6 +248,8 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
         }
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->T * c->K * 4, &cb->x);
     if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->x, 0, x, (size_t)c->T * c->K * 4);
+    if (r == QKRT_OK && cb->qi >= 0) r = qkrt_buffer_create(ctx, qk_q8_bytes(c->T, c->K), &cb->xq);
+    if (r == QKRT_OK && cb->qi >= 0) r = qkrt_buffer_fill(ctx, cb->xq, 0x7fc00000u);
     size_t pairs = (size_t)c->T * (c->E ? c->top_k : 1);
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, pairs * c->M * 4, &cb->y);
     if (r == QKRT_OK && ids) r = qkrt_buffer_create(ctx, pairs * 4, &cb->ids);
@@ -278,11 +283,12 @@ static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case
     uint32_t slot = 0, plane = 0;
     for (uint32_t i = 0; i < k->binding_count; i++) {
         const char *role = k->bindings[i].role;
-        qkrt_buffer *buf = !strcmp(role, "weights")       ? cb->w[copy * cb->planes + plane++]
-                           : !strcmp(role, "activations") ? cb->x
-                           : !strcmp(role, "ids")         ? (cb->route ? cb->route : cb->ids)
-                           : !strcmp(role, "tpe")         ? cb->tpe
-                                                          : cb->y;
+        qkrt_buffer *buf = !strcmp(role, "weights")          ? cb->w[copy * cb->planes + plane++]
+                           : !strcmp(role, "activations")    ? cb->x
+                           : !strcmp(role, "ids")            ? (cb->route ? cb->route : cb->ids)
+                           : !strcmp(role, "tpe")            ? cb->tpe
+                           : !strcmp(role, "activations_q8") ? cb->xq
+                                                             : cb->y;
         for (uint32_t j = 0; j < k->bindings[i].count; j++)
             d->buffers[slot++] = buf;
     }
@@ -293,16 +299,32 @@ static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case
     d->shape.count = 7;
 }
 
+/* One run of kernel ki on weight copy `copy` into d: the dispatch, or for a
+ * kernel on pre-quantized activations the quantizer and then it (its
+ * `depends` keeps the barrier between them back to back). Returns how many. */
+static uint32_t case_dispatches(const qkrt_bundle *b, uint32_t ki, const qk_bench_case *c,
+                                const case_buffers *cb, uint32_t copy, qkrt_dispatch *d) {
+    if (cb->qi < 0 || !qk_takes_q8(qkrt_bundle_kernel(b, ki))) {
+        make_dispatch(b, ki, c, cb, copy, d);
+        return 1;
+    }
+    make_dispatch(b, (uint32_t)cb->qi, c, cb, copy, &d[0]);
+    make_dispatch(b, ki, c, cb, copy, &d[1]);
+    d[1].depends = true;
+    return 2;
+}
+
 /* Keeps the GPU busy for `seconds` with kernel ki, so the clock is up. */
 static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                         const qk_bench_case *c, const case_buffers *cb, double seconds) {
     enum { BATCH = 64 };
-    qkrt_dispatch *d = malloc(sizeof *d * BATCH);
+    qkrt_dispatch *d = malloc(sizeof *d * 2 * BATCH);
+    uint32_t n = 0;
     for (uint32_t i = 0; i < BATCH; i++)
-        make_dispatch(b, ki, c, cb, i % cb->copies, &d[i]);
+        n += case_dispatches(b, ki, c, cb, i % cb->copies, &d[n]);
     qkrt_result r = QKRT_OK;
     for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < seconds;)
-        r = qkrt_run(ctx, d, BATCH, NULL);
+        r = qkrt_run(ctx, d, n, NULL);
     free(d);
     return r;
 }
@@ -401,12 +423,18 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     for (uint32_t p = 0; p < w.plane_count; p++)
         wbytes += (double)w.bytes[p];
     wbytes = wbytes / E * touched;
-    case_buffers cb = {0};
+    /* kernels on pre-quantized activations run after the bundle's quantizer */
+    case_buffers cb = {.qi = -1};
+    bool any_q8 = false;
+    for (uint32_t v = 0; v < n; v++)
+        any_q8 |= qk_takes_q8(qkrt_bundle_kernel(b, idx[v]));
+    char qerr[512] = "";
+    if (any_q8) cb.qi = qk_find_quantizer(ctx, b, qerr, sizeof qerr);
     qkrt_result r = make_buffers(ctx, &w, x, ids, (double)touched / E, c, o->rotate_bytes, &cb);
     uint32_t runs = o->runs < 20 ? 20 : o->runs;
     if (runs < cb.copies) runs = cb.copies;
-    qkrt_dispatch *d = malloc(sizeof *d * runs);
-    double *ns = malloc(sizeof *ns * runs);
+    qkrt_dispatch *d = malloc(sizeof *d * 2 * runs);
+    double *ns = malloc(sizeof *ns * 2 * runs), *per = malloc(sizeof *per * runs);
     double best_us = INFINITY;
     int best = -1;
     const uint32_t first = *count;
@@ -425,12 +453,16 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             snprintf(out->error, sizeof out->error, "%s", qkrt_last_error(ctx));
             continue;
         }
+        if (qk_takes_q8(k) && cb.qi < 0) {
+            snprintf(out->error, sizeof out->error, "%s", qerr);
+            continue;
+        }
         /* correctness first, on this device, with a poisoned output */
         r = qkrt_buffer_fill(ctx, cb.y, 0x7fc00000u);
-        qkrt_dispatch one;
-        make_dispatch(b, idx[v], c, &cb, 0, &one);
+        qkrt_dispatch one[2];
+        uint32_t per_run = case_dispatches(b, idx[v], c, &cb, 0, one);
         double t_prep = now_s();
-        if (r == QKRT_OK) r = qkrt_run(ctx, &one, 1, NULL);
+        if (r == QKRT_OK) r = qkrt_run(ctx, one, per_run, NULL);
         out->prepare_ms = (now_s() - t_prep) * 1e3;
         if (r == QKRT_OK) r = qkrt_buffer_download(ctx, cb.y, 0, y, ny * 4);
         if (r != QKRT_OK) break;
@@ -444,18 +476,28 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             continue;
         }
         r = warm(ctx, b, idx[v], c, &cb, v == 0 ? o->warmup_s : o->rewarm_s);
+        uint32_t nd = 0;
         for (uint32_t i = 0; i < runs; i++)
-            make_dispatch(b, idx[v], c, &cb, i % cb.copies, &d[i]);
-        if (r == QKRT_OK) r = qkrt_run(ctx, d, runs, ns);
+            nd += case_dispatches(b, idx[v], c, &cb, i % cb.copies, &d[nd]);
+        if (r == QKRT_OK) r = qkrt_run(ctx, d, nd, ns);
         if (r != QKRT_OK) break;
+        /* a run's time is its dispatches' (the quantizer's included) */
         double lo = INFINITY, hi = 0;
-        for (uint32_t i = 0; i < runs; i++)
-            lo = fmin(lo, ns[i]), hi = fmax(hi, ns[i]);
-        out->us = median(ns, runs) / 1e3;
-        /* the same dispatches back to back without barriers: launch gaps hidden */
+        for (uint32_t i = 0; i < runs; i++) {
+            per[i] = per_run == 2 ? ns[2 * i] + ns[2 * i + 1] : ns[i];
+            lo = fmin(lo, per[i]), hi = fmax(hi, per[i]);
+        }
+        out->us = median(per, runs) / 1e3;
+        if (per_run == 2) {
+            for (uint32_t i = 0; i < runs; i++)
+                per[i] = ns[2 * i];
+            out->us_pre = median(per, runs) / 1e3;
+        }
+        /* the same runs back to back without barriers (but the one between a
+         * quantizer and its product): launch gaps hidden */
         double span[3];
         for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
-            r = qkrt_run_span(ctx, d, runs, &span[i]);
+            r = qkrt_run_span(ctx, d, nd, &span[i]);
         if (r != QKRT_OK) break;
         out->us_span = median(span, 3) / runs / 1e3;
         out->pct_copy_span =
@@ -478,6 +520,6 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     free_buffers(ctx, &cb);
     qk_free_weights(&w);
-    free(x), free(y), free(xd), free(ref), free(ref8), free(d), free(ns), free(ids);
+    free(x), free(y), free(xd), free(ref), free(ref8), free(d), free(ns), free(per), free(ids);
     return r;
 }

@@ -14,35 +14,36 @@ typedef struct qk_bench_case {
     const char *format;  /* "q4_0", "mlx4_g64" */
     const char *variant; /* format option: MLX scale type, else "" */
     uint32_t M, K, T;
-    uint32_t E, top_k;   /* MoE (matvec_id): E stacked experts, top_k per token; else 0 */
+    uint32_t E, top_k; /* MoE (matvec_id): E stacked experts, top_k per token; else 0 */
 } qk_bench_case;
 
 typedef struct qk_bench_opts {
-    uint32_t runs;           /* timed runs per variant (median), at least 20 */
-    double warmup_s;         /* GPU busy time right before each case's timed sets */
-    double rewarm_s;         /* between variants of one case */
-    uint64_t rotate_bytes;   /* weight copies until they exceed this (4 x L2) */
-    uint64_t copy_bytes;     /* copy-bandwidth buffer */
-    const char *filter;      /* only variants whose name contains one of these (A,B) */
-    bool all_variants;       /* also variants whose NR1 does not fit the tokens */
+    uint32_t runs;         /* timed runs per variant (median), at least 20 */
+    double warmup_s;       /* GPU busy time right before each case's timed sets */
+    double rewarm_s;       /* between variants of one case */
+    uint64_t rotate_bytes; /* weight copies until they exceed this (4 x L2) */
+    uint64_t copy_bytes;   /* copy-bandwidth buffer */
+    const char *filter;    /* only variants whose name contains one of these (A,B) */
+    bool all_variants;     /* also variants whose NR1 does not fit the tokens */
     uint64_t seed;
-    FILE *progress;          /* a progress line, or NULL */
+    FILE *progress; /* a progress line, or NULL */
 } qk_bench_opts;
 
 typedef struct qk_bench_result {
     char kernel[256];
     qk_bench_case c;
-    double us;       /* median of single dispatches, each between barriers (launch included) */
-    double us_span;  /* the same dispatches back to back without barriers, per dispatch */
+    double us;      /* median of single dispatches, each between barriers (launch included) */
+    double us_span; /* the same dispatches back to back without barriers, per dispatch */
     double us_min, us_max;
+    double us_pre; /* of us, the quantizer's dispatch for kernels on pre-quantized activations */
     double bytes, flops;
     double gbps, pct_copy, tflops;
-    double pct_copy_span; /* pct_copy of us_span */
+    double pct_copy_span;                /* pct_copy of us_span */
     double size_copy_us, size_copy_span; /* a copy of the case's bytes (qk_bench_size_copy) */
     double nmse;
     double prepare_ms; /* the first run: pipeline creation (driver compile) and one dispatch */
-    bool ok;         /* the result matched the reference */
-    bool best;       /* fastest correct variant of its case */
+    bool ok;           /* the result matched the reference */
+    bool best;         /* fastest correct variant of its case */
     char error[256];
 } qk_bench_result;
 

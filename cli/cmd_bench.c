@@ -30,13 +30,13 @@ static void json_result(FILE *f, const qk_bench_result *r, bool first) {
     fprintf(f,
             "%s\n    { \"kernel\": \"%s\", \"family\": \"%s\", \"format\": \"%s\", \"M\": %u, "
             "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_span\": %.3f, "
-            "\"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, "
+            "\"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, \"us_quantize\": %.3f, "
             "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
             "\"size_copy_us\": %.3f, \"size_copy_span_us\": %.3f, "
             "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"ok\": %s, \"best\": %s, \"error\": \"%s\" }",
             first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E,
-            r->c.top_k, r->us, r->us_span, r->pct_copy_span, r->us_min, r->us_max, r->bytes,
-            r->gbps, r->pct_copy, r->tflops, r->size_copy_us, r->size_copy_span, r->nmse,
+            r->c.top_k, r->us, r->us_span, r->pct_copy_span, r->us_min, r->us_max, r->us_pre,
+            r->bytes, r->gbps, r->pct_copy, r->tflops, r->size_copy_us, r->size_copy_span, r->nmse,
             r->prepare_ms, r->ok ? "true" : "false", r->best ? "true" : "false", r->error);
 }
 
@@ -89,6 +89,8 @@ int cmd_bench(qk_args *a) {
                  "'dispatch floor' line gives both for a one-workgroup copy, and the line\n"
                  "'(copy of the same bytes)' under each case both for a copy moving as many\n"
                  "bytes as the case counts: the most a kernel of that size could reach.\n"
+                 "Kernels on pre-quantized activations (matvec_xq_pre) run after the bundle's\n"
+                 "quantizer, and both times include it (JSON: us_quantize, its own part).\n"
                  "--filter A,B keeps the variants whose name contains A or B.");
             return QK_EXIT_OK;
         }

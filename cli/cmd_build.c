@@ -77,8 +77,12 @@ int cmd_build(qk_args *a) {
     qk_spec_set specs;
     qk_plan plan;
     if (!load_plan(a->cmd, spec_dir, &specs, &plan)) return QK_EXIT_USAGE;
-    qk_build_opts o = {.templates_dir = templates, .out_dir = out, .name = name, .filter = filter,
-                       .force = force, .progress = quiet ? NULL : progress};
+    qk_build_opts o = {.templates_dir = templates,
+                       .out_dir = out,
+                       .name = name,
+                       .filter = filter,
+                       .force = force,
+                       .progress = quiet ? NULL : progress};
     qk_build_stats st;
     qk_error e = {0};
     qk_compile_init();
@@ -89,7 +93,8 @@ int cmd_build(qk_args *a) {
     if (!ok) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
         /* a layout mismatch is an error in the specs, like any other */
-        rc = strstr(e.msg, "c_struct:") || strstr(e.msg, "no variant") ? QK_EXIT_USAGE : QK_EXIT_FAIL;
+        rc = strstr(e.msg, "c_struct:") || strstr(e.msg, "no variant") ? QK_EXIT_USAGE
+                                                                       : QK_EXIT_FAIL;
     } else if (!quiet) {
         if (st.up_to_date)
             printf("%s is up to date: %u variants (%.3f s)\n", st.path, st.variants, now_s() - t0);
@@ -113,11 +118,16 @@ int cmd_list(qk_args *a) {
                  "default), or the points of the search space that rules dropped, with why.");
             return QK_EXIT_OK;
         }
-        if (qk_flag(a, "--formats")) formats = true;
-        else if (qk_flag(a, "--variants")) variants = true;
-        else if (qk_flag(a, "--dropped")) dropped = true;
-        else if (a->argv[a->i][0] != '-' && !spec_dir) spec_dir = a->argv[a->i++];
-        else return qk_bad_arg(a);
+        if (qk_flag(a, "--formats"))
+            formats = true;
+        else if (qk_flag(a, "--variants"))
+            variants = true;
+        else if (qk_flag(a, "--dropped"))
+            dropped = true;
+        else if (a->argv[a->i][0] != '-' && !spec_dir)
+            spec_dir = a->argv[a->i++];
+        else
+            return qk_bad_arg(a);
     }
     if (!formats && !variants && !dropped) formats = variants = true;
     qk_spec_set specs;
@@ -132,7 +142,8 @@ int cmd_list(qk_args *a) {
             if (i && !strcmp(f->name, plan.formats[i - 1].name)) continue;
             /* MLX scale types are options of one format, listed once */
             qk_str opts = {0};
-            for (uint32_t j = i; j < plan.format_count && !strcmp(plan.formats[j].name, f->name); j++)
+            for (uint32_t j = i; j < plan.format_count && !strcmp(plan.formats[j].name, f->name);
+                 j++)
                 if (plan.formats[j].variant[0])
                     qk_str_addf(&opts, "%s%s", opts.len ? "," : "", plan.formats[j].variant);
             double bpw = 8.0 * (double)qk_format_row_bytes(f, f->elements) / f->elements;
@@ -144,7 +155,8 @@ int cmd_list(qk_args *a) {
     }
     if (variants) {
         if (formats) putchar('\n');
-        for (uint32_t i = 0; i < plan.variant_count; i++) printf("%s\n", plan.variants[i].name);
+        for (uint32_t i = 0; i < plan.variant_count; i++)
+            printf("%s\n", plan.variants[i].name);
         printf("(%u variants)\n", plan.variant_count);
     }
     if (dropped) {

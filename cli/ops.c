@@ -166,6 +166,32 @@ bool qk_rounds_x8(const qkrt_kernel_info *k) {
     return !strcmp(k->mma, "dot8");
 }
 
+bool qk_takes_q8(const qkrt_kernel_info *k) {
+    for (uint32_t i = 0; i < k->binding_count; i++)
+        if (!strcmp(k->bindings[i].role, "activations_q8") && !k->bindings[i].writable) return true;
+    return false;
+}
+
+int qk_find_quantizer(qkrt_context *ctx, const qkrt_bundle *b, char *err, size_t err_size) {
+    char why[512] = "";
+    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        if (strcmp(k->family, "quantize")) continue;
+        if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
+        snprintf(why, sizeof why, ": %s", qkrt_last_error(ctx));
+    }
+    snprintf(err, err_size,
+             "the bundle has no quantize kernel%s (the pre-quantized int8-dot kernels need "
+             "quantize_q8)",
+             why[0] ? " that this device runs" : "");
+    if (why[0]) snprintf(err + strlen(err), err_size - strlen(err), "%s", why);
+    return -1;
+}
+
+size_t qk_q8_bytes(uint32_t rows, uint32_t K) {
+    return (size_t)rows * K / 4 * 5;
+}
+
 void qk_round_x8(double *xd, const float *x, size_t n) {
     for (size_t g = 0; g < n; g += 32) {
         float amax = 0;

@@ -62,6 +62,18 @@ double qk_nmse_bound(const qkrt_kernel_info *k);
  * its reference takes them through qk_round_x8. */
 bool qk_rounds_x8(const qkrt_kernel_info *k);
 
+/* Whether kernel k reads its activations pre-quantized: a binding of role
+ * activations_q8, the q8 rows (templates/include/q8.glsl) that the bundle's
+ * quantize kernel writes from the f32 activations first. */
+bool qk_takes_q8(const qkrt_kernel_info *k);
+
+/* Index of the bundle's quantize kernel (family "quantize", writing
+ * activations_q8) that this device runs, or -1 (why in err). */
+int qk_find_quantizer(qkrt_context *ctx, const qkrt_bundle *b, char *err, size_t err_size);
+
+/* Bytes of `rows` q8 rows of K activations: 5 K / 4 each. */
+size_t qk_q8_bytes(uint32_t rows, uint32_t K);
+
 /* xd[i] = x[i] rounded as the int8-dot kernels do (templates/matvec_xq.comp):
  * per 32-element group (n and the rows a multiple of 32), in f32,
  * q = rint(x * (127 * (1 / max|x|))), each operation rounded to f32, and

@@ -41,7 +41,9 @@ void qk_wbufs_destroy(qkrt_context *ctx, qk_wbufs *wb);
  * ids[p] of the weights; x is [T, ne11, K]. Kernel families: "matvec_id"
  * (w[0] stacked experts; swiglu variants take w[0] gates, w[1] ups, nw = 2,
  * E experts each) and "matvec_id_sep" (w[0..nw) one expert each, ids index
- * them). y is poisoned with NaN before the run. */
+ * them). y is poisoned with NaN before the run. A kernel on pre-quantized
+ * activations (qk_takes_q8) runs after the bundle's quantizer, and *ns is
+ * then the time of both. */
 qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                              const qk_weights *w, uint32_t nw, const int32_t *ids, const float *x,
                              uint32_t M, uint32_t K, uint32_t T, uint32_t top_k, uint32_t ne11,

@@ -410,7 +410,7 @@ static qkrt_result run_dispatches(qkrt_context *ctx, const char *what, const qkr
     VkPipeline bound = VK_NULL_HANDLE;
     for (uint32_t i = 0; i < n && r == QKRT_OK; i++) {
         bool empty = false;
-        r = record(ctx, i, &d[i], ns != NULL, span == NULL, &bound, &empty);
+        r = record(ctx, i, &d[i], ns != NULL, span == NULL || d[i].depends, &bound, &empty);
         if (ns) ns[i] = empty ? -1.0 : 0.0;
     }
     if (span) {

@@ -190,6 +190,8 @@ typedef struct qkrt_dispatch {
     uint32_t groups[3];                      /* all zero: evaluate the manifest's grid rule */
     qkrt_buffer *indirect;                   /* non-NULL: vkCmdDispatchIndirect from here */
     size_t indirect_offset;
+    bool depends; /* reads what the dispatch before it wrote:
+                     qkrt_run_span keeps the barrier before it */
 } qkrt_dispatch;
 
 /* Records the n dispatches in one command buffer, in order, with a memory
@@ -198,8 +200,9 @@ typedef struct qkrt_dispatch {
  * nanoseconds from timestamp queries. */
 qkrt_result qkrt_run(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *ns);
 
-/* Records the n dispatches back to back with NO barrier between them (the
- * caller asserts they are independent, or does not care about their results),
+/* Records the n dispatches back to back with NO barrier between them but
+ * before those marked `depends` (the caller asserts the others are
+ * independent, or does not care about their results),
  * submits and waits; *span_ns receives the GPU time from before the first to
  * after the last. Benchmarks use it for throughput with launch gaps hidden
  * (qkrt_run's per-dispatch times include each dispatch's launch). */

@@ -31,8 +31,10 @@
 // for up to NR1 of its pairs; include/matvec_cols.glsl).
 
 #include "include/dot8.glsl"
+#include "include/q8.glsl"
 #include "include/matvec_lanes.glsl"
 
+#ifndef BINDING_xq // activations rounded here, a slab at a time
 #define XQ_TOKEN (8u * WG)             // activations per token and slab: 8 per invocation
 #define XQ_CHUNKS (XQ_TOKEN / NK)       // chunks per token and slab
 #define XQ_GROUPS (XQ_TOKEN / 32u)      // 32-element groups per token and slab
@@ -43,17 +45,6 @@
 shared uvec4 qk_xq[NR1][XQ_CHUNKS * XQ_STRIDE];
 shared float qk_xdx[NR1][XQ_GROUPS]; // dx of each group
 shared int qk_xsum[NR1][XQ_GROUPS];  // sum of its codes: sx = dx * sum
-
-// x * s for four floats (|x * s| <= 127.5) rounded to nearest (even) as
-// signed bytes: 1.5 * 2^23 + p holds round(p) in the low bits of its
-// mantissa. The product is `precise`, rounded to f32 before the add (no fma
-// contraction), as cli/ops.c qk_round_x8 computes it. Run 49: 1-7% faster at
-// 4 and 8 tokens than packSnorm4x8.
-uint qk_pack_i8x4(vec4 x, float s) {
-    precise vec4 p = x * s;
-    const uvec4 b = floatBitsToUint(p + 12582912.0) & 0xffu;
-    return b.x | (b.y << 8) | (b.z << 16) | (b.w << 24);
-}
 
 // Quantizes the slab of chunks c0 .. c0 + n of every token into qk_xq, qk_xdx
 // and qk_xsum: invocation lid takes elements 8 lid .. 8 lid + 7 of each
@@ -77,7 +68,7 @@ void quantize_slab(uint lid, const uint toks[NR1], uint c0, uint n) {
     [[unroll]] for (uint t = 0; t < NR1; t++) {
         const uint g0 = lid & ~3u;
         const float amax = max(max(qk_red[t][g0], qk_red[t][g0 + 1u]), max(qk_red[t][g0 + 2u], qk_red[t][g0 + 3u]));
-        const float scale = amax > 0.0 ? 127.0 * (1.0 / amax) : 0.0;
+        const float scale = qk_q8_scale(amax);
         // round(127 * x / amax) as signed bytes
         const uint lo = qk_pack_i8x4(v[t][0], scale), hi = qk_pack_i8x4(v[t][1], scale);
         if ((w & 2u) == 0u) {
@@ -89,6 +80,8 @@ void quantize_slab(uint lid, const uint toks[NR1], uint c0, uint n) {
         if ((lid & 3u) == 0u) qk_xdx[t][g] = amax / 127.0;
     }
 }
+
+#endif
 
 void main() {
 #ifdef QK_FORMAT_INIT
@@ -102,11 +95,19 @@ void main() {
     [[unroll]] for (uint r = 0; r < NR0; r++)
         [[unroll]] for (uint t = 0; t < NR1; t++) acc[r][t] = 0.0;
 
+#ifdef BINDING_xq
+    // pre-quantized: each column's q8 row, read in place; no slabs, no barriers
+    uint xrow[NR1];
+    [[unroll]] for (uint t = 0; t < NR1; t++) xrow[t] = qk_q8_row(toks[t]);
+    {
+        const uint c0 = 0u, cend = nchunks;
+#else
     for (uint c0 = 0; c0 < nchunks; c0 += XQ_CHUNKS) {
         const uint cend = min(c0 + XQ_CHUNKS, nchunks);
         barrier(); // every lane is done with the previous slab
         quantize_slab(lid, toks, c0, cend - c0);
         barrier();
+#endif
         for (uint c = c0 + lane; c < cend; c += TPR) {
 #ifdef QK_STAGED
             // every row's chunk in flight before the first use
@@ -133,9 +134,15 @@ void main() {
                     }
                     const uint gx = (cl * NK + e) / 32u;
                     [[unroll]] for (uint t = 0; t < NR1; t++) {
+#ifdef BINDING_xq
+                        const uint xc = (xrow[t] + c * NK + e) / 16u, xs = (xrow[t] + pc.K) / 4u + 2u * gx;
+                        const uvec4 xa = xq4[xc], xb = xq4[xc + 1u];
+                        const float dx = uintBitsToFloat(xq[xs]), sx = uintBitsToFloat(xq[xs + 1u]);
+#else
                         const uvec4 xa = qk_xq[t][cl * XQ_STRIDE + e / 16u];
                         const uvec4 xb = qk_xq[t][cl * XQ_STRIDE + e / 16u + 1u];
                         const float dx = qk_xdx[t][gx], sx = dx * float(qk_xsum[t][gx]);
+#endif
                         [[unroll]] for (uint r = 0; r < NR0; r++) {
                             int s0 = 0, s1 = 0;
                             [[unroll]] for (uint i = 0; i < 4u; i++) s0 = qk_sdot4(q[r][i], xa[i], s0);

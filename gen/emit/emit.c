@@ -12,17 +12,15 @@ static const struct {
     const char *feature;
     const char *extensions;
 } feature_ext[] = {
-    {"subgroup_arithmetic",
-     "GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_arithmetic"},
+    {"subgroup_arithmetic", "GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_arithmetic"},
     {"subgroup_shuffle", "GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle"},
     {"storage_16bit", "GL_EXT_shader_16bit_storage"},
     {"storage_8bit", "GL_EXT_shader_8bit_storage"},
     {"float16", "GL_EXT_shader_explicit_arithmetic_types_float16"},
     {"int8", "GL_EXT_shader_explicit_arithmetic_types_int8"},
     {"integer_dot_product", "GL_EXT_spirv_intrinsics"},
-    {"cooperative_matrix_nv",
-     "GL_NV_cooperative_matrix GL_KHR_memory_scope_semantics "
-     "GL_EXT_shader_explicit_arithmetic_types_float16"},
+    {"cooperative_matrix_nv", "GL_NV_cooperative_matrix GL_KHR_memory_scope_semantics "
+                              "GL_EXT_shader_explicit_arithmetic_types_float16"},
 };
 
 void qk_emit_extensions(const char *const *features, uint32_t n, qk_str *out) {
@@ -46,10 +44,14 @@ void qk_emit_extensions(const char *const *features, uint32_t n, qk_str *out) {
 
 static const char *glsl_elem(qk_type t) {
     switch (t) {
-    case QK_TYPE_F32: return "float";
-    case QK_TYPE_F16: return "float16_t";
-    case QK_TYPE_I32: return "int";
-    default: return "uint";
+    case QK_TYPE_F32:
+        return "float";
+    case QK_TYPE_F16:
+        return "float16_t";
+    case QK_TYPE_I32:
+        return "int";
+    default:
+        return "uint";
     }
 }
 
@@ -60,21 +62,24 @@ static void emit_interface(const qk_variant *v, qk_str *o) {
         if (!strcmp(b[i].role, "weights")) continue; /* declared with the format */
         qk_str_addf(o, "layout(std430, set = 0, binding = %u) %sbuffer Qk_%s { %s %s%s[]; }",
                     b[i].binding, b[i].writable ? "" : "readonly ", b[i].name,
-                    glsl_elem(b[i].glsl_type), b[i].count > 1 ? "data" : "", b[i].count > 1 ? "" : b[i].name);
+                    glsl_elem(b[i].glsl_type), b[i].count > 1 ? "data" : "",
+                    b[i].count > 1 ? "" : b[i].name);
         if (b[i].count > 1)
             qk_str_addf(o, " %s[%u];\n", b[i].name, b[i].count);
         else
             qk_str_add(o, ";\n");
         qk_str_addf(o, "#define BINDING_%s %u\n", b[i].name, b[i].binding);
-        if (b[i].glsl_type == QK_TYPE_F32 && b[i].count == 1)
-            /* the same buffer seen as vec4, for aligned wide accesses */
-            qk_str_addf(o, "layout(std430, set = 0, binding = %u) %sbuffer Qk_%s4 { vec4 %s4[]; };\n",
-                        b[i].binding, b[i].writable ? "" : "readonly ", b[i].name, b[i].name);
+        if ((b[i].glsl_type == QK_TYPE_F32 || b[i].glsl_type == QK_TYPE_U32) && b[i].count == 1)
+            /* the same buffer seen as vec4 (uvec4), for aligned wide accesses */
+            qk_str_addf(o, "layout(std430, set = 0, binding = %u) %sbuffer Qk_%s4 { %s %s4[]; };\n",
+                        b[i].binding, b[i].writable ? "" : "readonly ", b[i].name,
+                        b[i].glsl_type == QK_TYPE_F32 ? "vec4" : "uvec4", b[i].name);
     }
     const char *push[QK_MAX_LIST + 8];
     uint32_t np = qk_variant_push(v, push, QK_MAX_LIST + 8);
     qk_str_add(o, "layout(push_constant) uniform QkPush {");
-    for (uint32_t i = 0; i < np; i++) qk_str_addf(o, " uint %s;", push[i]);
+    for (uint32_t i = 0; i < np; i++)
+        qk_str_addf(o, " uint %s;", push[i]);
     qk_str_add(o, " } pc;\n");
 }
 
@@ -88,15 +93,15 @@ typedef struct inliner {
 
 static bool inline_text(inliner *in, const char *text, const char *from_dir, int depth, qk_str *o);
 
-static bool inline_file(inliner *in, const char *name, const char *from_dir, int depth,
-                        qk_str *o) {
+static bool inline_file(inliner *in, const char *name, const char *from_dir, int depth, qk_str *o) {
     char *path = qk_path_join(from_dir, name);
     if (!qk_is_file(path)) {
         free(path);
         path = qk_path_join(in->templates_dir, name);
     }
     if (!qk_is_file(path)) {
-        qk_error_set(in->e, "%s: not found next to %s nor in %s", name, from_dir, in->templates_dir);
+        qk_error_set(in->e, "%s: not found next to %s nor in %s", name, from_dir,
+                     in->templates_dir);
         free(path);
         return false;
     }
@@ -121,8 +126,7 @@ static bool inline_file(inliner *in, const char *name, const char *from_dir, int
     return ok;
 }
 
-static bool inline_text(inliner *in, const char *text, const char *from_dir, int depth,
-                        qk_str *o) {
+static bool inline_text(inliner *in, const char *text, const char *from_dir, int depth, qk_str *o) {
     if (depth > 16) {
         qk_error_set(in->e, "#include nested more than 16 deep (a cycle?)");
         return false;
@@ -131,7 +135,8 @@ static bool inline_text(inliner *in, const char *text, const char *from_dir, int
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
         const char *p = line;
-        while (p < line + len && isspace((unsigned char)*p)) p++;
+        while (p < line + len && isspace((unsigned char)*p))
+            p++;
         if (!strncmp(p, "#include", 8)) {
             const char *q1 = memchr(p, '"', len - (size_t)(p - line));
             const char *q2 = q1 ? memchr(q1 + 1, '"', len - (size_t)(q1 + 1 - line)) : NULL;
@@ -166,10 +171,11 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
     qk_str_addf(&h, "#define MIN_SG %uu\n#define ACT_%s 1\n", k->min_subgroup_size, v->activation);
     qk_str_addf(&h, "#define TPR %uu\n", v->tpr);
     if (k->staged) {
-        qk_str_addf(&h, "#define QK_STAGED 1\n#define QK_STAGE_SLOTS %u\n#define QK_STAGE_WORDS %u\n"
-                        "#define QK_STAGE_VEC %u\n",
-                    v->nr0 * (v->weights ? v->weights : 1), v->nk / f->elements * f->block_bytes / 4,
-                    qk_variant_stage_vec(v));
+        qk_str_addf(&h,
+                    "#define QK_STAGED 1\n#define QK_STAGE_SLOTS %u\n#define QK_STAGE_WORDS %u\n"
+                    "#define QK_STAGE_VEC %u\n",
+                    v->nr0 * (v->weights ? v->weights : 1),
+                    v->nk / f->elements * f->block_bytes / 4, qk_variant_stage_vec(v));
         if (k->staged == QK_STAGED_SHARED) qk_str_add(&h, "#define QK_STAGE_SHARED 1\n");
     }
     if (v->mma[0]) qk_str_addf(&h, "#define MMA_%s 1\n", v->mma);

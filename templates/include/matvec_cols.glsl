@@ -54,6 +54,7 @@ uint qk_mv_out(uint c) {
 #endif
 }
 
+#if defined(BINDING_x)
 // Activations of one hook call for token offset xb (elements), block e0.
 void load_x(uint xb, uint e0, uint sub, out float xv[QK_SUB_N]) {
 #if QK_SUB_N % 4 == 0
@@ -65,3 +66,4 @@ void load_x(uint xb, uint e0, uint sub, out float xv[QK_SUB_N]) {
     [[unroll]] for (uint i = 0; i < QK_SUB_N; i++) xv[i] = x[xb + e0 + qk_sub_elem(sub, i)];
 #endif
 }
+#endif
