@@ -4,7 +4,8 @@
 # benchmarked: copy, the quantizer (quantize_q8), the int8-dot mat-vec on
 # pre-quantized activations (matvec_xq_pre, matvec_xq_pre_global) and the
 # kernels they compete with at 1 to 8 tokens (matvec_xq, matvec_mma,
-# matvec_xs and their in-place forms for mlx4_g64), no fusion.
+# matvec_xs and their in-place forms for mlx4_g64), and the same for MoE
+# decode (matvec_id_xq_pre against matvec_id_xq and matvec_id_xs), no fusion.
 # Then:
 #   bash bench/build-gpu.sh build-gpu/pre-specs
 # and on the GPU machine (RESULTS.md, "Reproduce"):
@@ -12,7 +13,8 @@
 #   qkgen bench --bundle build-gpu/pkg/bundle --family matvec --m 4096 --k 14336 --tokens 4
 . "$(dirname "$0")/specs-copy.sh" build-gpu/pre-specs "$@"
 cp specs/kernels/{copy,quantize_q8,matvec_xs,matvec_mma,matvec_xq,matvec_xq_pre}.yaml "$k/"
+cp specs/kernels/{matvec_id_xs,matvec_id_xq,matvec_id_xq_pre}.yaml "$k/"
 cp specs/kernels/{matvec_xs_global,matvec_xq_global,matvec_xq_pre_global}.yaml "$k/"
 sed -i 's/^formats: .*/formats: [q4_0, q8_0, iq4_nl, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/' \
-    "$k"/matvec_{xs,mma,xq,xq_pre}.yaml
+    "$k"/matvec_{xs,mma,xq,xq_pre,id_xs,id_xq,id_xq_pre}.yaml
 echo "wrote $dir"

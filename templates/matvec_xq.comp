@@ -34,7 +34,6 @@
 #include "include/q8.glsl"
 #include "include/matvec_lanes.glsl"
 
-#ifndef BINDING_xq // activations rounded here, a slab at a time
 #define XQ_TOKEN (8u * WG)             // activations per token and slab: 8 per invocation
 #define XQ_CHUNKS (XQ_TOKEN / NK)       // chunks per token and slab
 #define XQ_GROUPS (XQ_TOKEN / 32u)      // 32-element groups per token and slab
@@ -44,6 +43,25 @@
 // during the slabs, rows 0 .. NR1 - 1: its partial sums come after the last.
 shared uvec4 qk_xq[NR1][XQ_CHUNKS * XQ_STRIDE];
 shared float qk_xdx[NR1][XQ_GROUPS]; // dx of each group
+#ifdef BINDING_xq
+shared float qk_xsx[NR1][XQ_GROUPS]; // sx of each group
+
+// Copies the slab of chunks c0 .. c0 + n of every column's q8 row (byte
+// xrow[t]) into qk_xq, qk_xdx and qk_xsx: a uvec4 of codes and a group's
+// (dx, sx) per invocation at most.
+void load_slab(uint lid, const uint xrow[NR1], uint c0, uint n) {
+    const uint nv = n * (NK / 16u), ng = n * (NK / 32u);
+    [[unroll]] for (uint t = 0; t < NR1; t++) {
+        if (lid < nv)
+            qk_xq[t][lid / (NK / 16u) * XQ_STRIDE + lid % (NK / 16u)] = xq4[(xrow[t] + c0 * NK) / 16u + lid];
+        if (lid < ng) {
+            const uint s = (xrow[t] + pc.K) / 4u + 2u * (c0 * (NK / 32u) + lid);
+            qk_xdx[t][lid] = uintBitsToFloat(xq[s]);
+            qk_xsx[t][lid] = uintBitsToFloat(xq[s + 1u]);
+        }
+    }
+}
+#else
 shared int qk_xsum[NR1][XQ_GROUPS];  // sum of its codes: sx = dx * sum
 
 // Quantizes the slab of chunks c0 .. c0 + n of every token into qk_xq, qk_xdx
@@ -96,18 +114,18 @@ void main() {
         [[unroll]] for (uint t = 0; t < NR1; t++) acc[r][t] = 0.0;
 
 #ifdef BINDING_xq
-    // pre-quantized: each column's q8 row, read in place; no slabs, no barriers
-    uint xrow[NR1];
+    uint xrow[NR1]; // each column's q8 row
     [[unroll]] for (uint t = 0; t < NR1; t++) xrow[t] = qk_q8_row(toks[t]);
-    {
-        const uint c0 = 0u, cend = nchunks;
-#else
+#endif
     for (uint c0 = 0; c0 < nchunks; c0 += XQ_CHUNKS) {
         const uint cend = min(c0 + XQ_CHUNKS, nchunks);
         barrier(); // every lane is done with the previous slab
+#ifdef BINDING_xq
+        load_slab(lid, xrow, c0, cend - c0);
+#else
         quantize_slab(lid, toks, c0, cend - c0);
-        barrier();
 #endif
+        barrier();
         for (uint c = c0 + lane; c < cend; c += TPR) {
 #ifdef QK_STAGED
             // every row's chunk in flight before the first use
@@ -134,13 +152,11 @@ void main() {
                     }
                     const uint gx = (cl * NK + e) / 32u;
                     [[unroll]] for (uint t = 0; t < NR1; t++) {
-#ifdef BINDING_xq
-                        const uint xc = (xrow[t] + c * NK + e) / 16u, xs = (xrow[t] + pc.K) / 4u + 2u * gx;
-                        const uvec4 xa = xq4[xc], xb = xq4[xc + 1u];
-                        const float dx = uintBitsToFloat(xq[xs]), sx = uintBitsToFloat(xq[xs + 1u]);
-#else
                         const uvec4 xa = qk_xq[t][cl * XQ_STRIDE + e / 16u];
                         const uvec4 xb = qk_xq[t][cl * XQ_STRIDE + e / 16u + 1u];
+#ifdef BINDING_xq
+                        const float dx = qk_xdx[t][gx], sx = qk_xsx[t][gx];
+#else
                         const float dx = qk_xdx[t][gx], sx = dx * float(qk_xsum[t][gx]);
 #endif
                         [[unroll]] for (uint r = 0; r < NR0; r++) {

@@ -122,7 +122,12 @@ static inline int find_kernel(qkrt_context *ctx, const qkrt_bundle *b, const cha
             (format && strcmp(k->format, format)) ||
             (variant && strcmp(k->format_variant, variant)))
             continue;
-        if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
+        /* not the kernels on pre-quantized activations: they need the
+         * quantizer before them (qk_run_matvec_id runs it) */
+        bool q8 = false;
+        for (uint32_t j = 0; j < k->binding_count; j++)
+            q8 |= !strcmp(k->bindings[j].role, "activations_q8");
+        if (!q8 && qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
     }
     return -1;
 }
