@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes to DIR (default build-gpu/pre-specs) the restricted copy of specs/
-# that the runs of bench/RESULTS.md on pre-quantized activations (run 56 on)
+# that the runs of bench/RESULTS.md on pre-quantized activations (runs 56-58)
 # benchmarked: copy, the quantizer (quantize_q8), the int8-dot mat-vec on
 # pre-quantized activations (matvec_xq_pre, matvec_xq_pre_global) and the
 # kernels they compete with at 1 to 8 tokens (matvec_xq, matvec_mma,
@@ -17,4 +17,7 @@ cp specs/kernels/{matvec_id_xs,matvec_id_xq,matvec_id_xq_pre}.yaml "$k/"
 cp specs/kernels/{matvec_xs_global,matvec_xq_global,matvec_xq_pre_global}.yaml "$k/"
 sed -i 's/^formats: .*/formats: [q4_0, q8_0, iq4_nl, q4_K, q5_K, q6_K]/; s/^fusions: .*/fusions: [none]/' \
     "$k"/matvec_{xs,mma,xq,xq_pre,id_xs,id_xq,id_xq_pre}.yaml
+# the wider tiles that runs 57-58 searched (the committed specs keep the winners)
+sed -i 's/^  NK: .*/  NK: [64, 256, 512]/; s/^  WG: .*/  WG: [128, 256, 512]/' "$k"/matvec_{xq_pre,id_xq_pre}.yaml
+sed -i 's/^  NR0: .*/  NR0: [1, 2]/; s/^  WG: .*/  WG: [128, 256, 512]/' "$k"/matvec_xq_pre_global.yaml
 echo "wrote $dir"

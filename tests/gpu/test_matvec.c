@@ -68,6 +68,82 @@ static double run_one(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint
     return nmse;
 }
 
+/* The bundle's quantizer (quantize_q8) against the host's rounding
+ * (qk_round_x8) on T rows of K activations whose groups span magnitudes
+ * from 1e-3 to 1e3, one group all zeros: every code within one of the
+ * host's (a device reciprocal may flip a value on a half), at most one in a
+ * thousand off, each group's dx within 3e-7 of max|x| / 127 and its sx
+ * dx * the sum of the device's codes, in the q8 rows layout of
+ * templates/include/q8.glsl. Returns the
+ * number of failures. */
+static int test_quantizer(qkrt_context *ctx, const qkrt_bundle *b, uint64_t *rng) {
+    char err[1024] = "";
+    int qi = qk_find_quantizer(ctx, b, err, sizeof err);
+    if (qi < 0) return 0; /* a bundle without kernels on pre-quantized activations */
+    static const uint32_t shapes[][2] = {{1, 64}, {3, 4608}};
+    int fails = 0;
+    for (int si = 0; si < 2; si++) {
+        uint32_t T = shapes[si][0], K = shapes[si][1], G = K / 32;
+        size_t n = (size_t)T * K, nq = qk_q8_bytes(T, K);
+        float *x = malloc(4 * n);
+        double *xd = malloc(8 * n);
+        uint8_t *q = malloc(nq);
+        for (size_t g = 0; g < n / 32; g++) {
+            *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+            double mag = pow(10.0, (double)(*rng >> 40) / (1ull << 24) * 6 - 3);
+            for (size_t i = g * 32; i < g * 32 + 32; i++) {
+                *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+                x[i] = g == 1 ? 0.0f
+                              : (float)(((double)(*rng >> 11) / 9007199254740992.0 * 2 - 1) * mag);
+            }
+        }
+        qk_round_x8(xd, x, n);
+        qkrt_buffer *xb = NULL, *qb = NULL;
+        qkrt_result r = qk_buffer_from(ctx, x, 4 * n, &xb);
+        if (r == QKRT_OK) r = qk_buffer_from(ctx, NULL, nq, &qb); /* poisoned */
+        qkrt_dispatch d;
+        qk_bind binds[] = {{"x", xb}, {"xq", qb}};
+        const char *names[] = {"K", "T"};
+        int64_t vals[] = {K, T};
+        if (r == QKRT_OK)
+            r = qk_dispatch_setup(b, (uint32_t)qi, NULL, 0, binds, 2, names, vals, 2, &d, err,
+                                  sizeof err);
+        if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, NULL);
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, qb, 0, q, nq);
+        uint32_t off = 0, worst = 0, bad_scale = 0;
+        for (uint32_t t = 0; r == QKRT_OK && t < T; t++)
+            for (uint32_t g = 0; g < G; g++) {
+                const uint8_t *row = q + (size_t)t * K / 4 * 5;
+                float s[2];
+                memcpy(s, row + K + 8 * g, 8);
+                size_t e0 = (size_t)t * K + 32 * g;
+                float amax = 0;
+                for (size_t i = e0; i < e0 + 32; i++)
+                    amax = fmaxf(amax, fabsf(x[i]));
+                float dx = amax / 127.0f;
+                int sum = 0;
+                for (uint32_t i = 0; i < 32; i++) {
+                    int c = (int8_t)row[32 * g + i];
+                    int want = dx > 0 ? (int)lrint(xd[e0 + i] / dx) : 0;
+                    uint32_t dc = (uint32_t)abs(c - want);
+                    off += dc != 0, worst = dc > worst ? dc : worst;
+                    sum += c;
+                }
+                /* a device division within 2.5 ulp (Vulkan's bound for x / y) */
+                bad_scale += fabsf(s[0] - dx) > 3e-7f * dx ||
+                             fabsf(s[1] - s[0] * (float)sum) > 1e-7f * fabsf(s[0] * (float)sum);
+            }
+        bool ok = r == QKRT_OK && worst <= 1 && off * 1000 <= n && !bad_scale;
+        printf("%s %s T=%u K=%u: %u of %zu codes off by one, %u groups with a wrong scale %s\n",
+               ok ? "ok  " : "FAIL", qkrt_bundle_kernel(b, (uint32_t)qi)->name, T, K, off, n,
+               bad_scale, r == QKRT_OK ? (worst > 1 ? "(a code off by more than one)" : "") : err);
+        fails += !ok;
+        qkrt_buffer_destroy(ctx, xb), qkrt_buffer_destroy(ctx, qb);
+        free(x), free(xd), free(q);
+    }
+    return fails;
+}
+
 int main(int argc, char **argv) {
     bool all_shapes = getenv("QKGEN_TEST_FULL") && atoi(getenv("QKGEN_TEST_FULL"));
     const char *filter;
@@ -78,6 +154,7 @@ int main(int argc, char **argv) {
     uint64_t rng = g_rng; /* the printed seed */
     int pass = 0, fail = 0, kernels = 0, nstats = 0;
     format_stat *stats = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *stats);
+    if (!filter || strstr("quantize_q8", filter)) fail += test_quantizer(ctx, b, &rng);
     for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
         /* fused variants (swiglu) have their own test, tests/gpu/test_moe.c */
