@@ -211,6 +211,8 @@ typedef struct case_buffers {
     uint32_t mpe;             /* matmul_id: the most pairs any expert has */
     qkrt_buffer *xq;          /* x as q8 rows, for kernels on pre-quantized activations */
     int qi;                   /* the bundle's quantizer writing xq, or -1 */
+    qkrt_buffer **scratch;    /* split-K kernels: one scratch per weight copy, so that */
+    size_t scratch_bytes;     /* dispatches in flight together never share one */
 } case_buffers;
 
 static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
@@ -223,6 +225,9 @@ static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
     qkrt_buffer_destroy(ctx, cb->route);
     qkrt_buffer_destroy(ctx, cb->tpe);
     qkrt_buffer_destroy(ctx, cb->xq);
+    for (uint32_t i = 0; cb->scratch && i < cb->copies; i++)
+        qkrt_buffer_destroy(ctx, cb->scratch[i]);
+    free(cb->scratch);
     memset(cb, 0, sizeof *cb);
 }
 
@@ -273,6 +278,34 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
     return r;
 }
 
+/* The shape every dispatch of the case gets. */
+static qkrt_shape case_shape(const qk_bench_case *c, uint32_t mpe) {
+    qkrt_shape s = {7,
+                    {"M", "K", "T", "top_k", "ne11", "E", "max_per_expert"},
+                    {c->M, c->K, c->T, c->top_k, 1, c->E, mpe}};
+    return s;
+}
+
+/* One scratch per weight copy, zero-filled, as large as the largest scratch
+ * of the case's kernels (none without split-K kernels). */
+static qkrt_result make_scratch(qkrt_context *ctx, const qkrt_bundle *b, const uint32_t *idx,
+                                uint32_t n, const qk_bench_case *c, case_buffers *cb, char *err,
+                                size_t err_size) {
+    qkrt_shape s = case_shape(c, cb->mpe);
+    for (uint32_t v = 0; v < n; v++) {
+        size_t bytes;
+        if (!qk_scratch_bytes(qkrt_bundle_kernel(b, idx[v]), &s, &bytes, err, err_size))
+            return QKRT_ERROR_ARGUMENT;
+        if (bytes > cb->scratch_bytes) cb->scratch_bytes = bytes;
+    }
+    if (!cb->scratch_bytes) return QKRT_OK;
+    cb->scratch = calloc(cb->copies, sizeof *cb->scratch);
+    qkrt_result r = QKRT_OK;
+    for (uint32_t i = 0; i < cb->copies && r == QKRT_OK; i++)
+        r = qkrt_buffer_create(ctx, cb->scratch_bytes, &cb->scratch[i]);
+    return r;
+}
+
 /* One dispatch of kernel ki on weight copy `copy`. */
 static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case *c,
                           const case_buffers *cb, uint32_t copy, qkrt_dispatch *d) {
@@ -288,15 +321,12 @@ static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case
                            : !strcmp(role, "ids")            ? (cb->route ? cb->route : cb->ids)
                            : !strcmp(role, "tpe")            ? cb->tpe
                            : !strcmp(role, "activations_q8") ? cb->xq
+                           : !strcmp(role, "scratch")        ? cb->scratch[copy]
                                                              : cb->y;
         for (uint32_t j = 0; j < k->bindings[i].count; j++)
             d->buffers[slot++] = buf;
     }
-    const char *names[] = {"M", "K", "T", "top_k", "ne11", "E", "max_per_expert"};
-    int64_t vals[] = {c->M, c->K, c->T, c->top_k, 1, c->E, cb->mpe};
-    for (int i = 0; i < 7; i++)
-        d->shape.names[i] = names[i], d->shape.values[i] = vals[i];
-    d->shape.count = 7;
+    d->shape = case_shape(c, cb->mpe);
 }
 
 /* One run of kernel ki on weight copy `copy` into d: the dispatch, or for a
@@ -431,6 +461,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     char qerr[512] = "";
     if (any_q8) cb.qi = qk_find_quantizer(ctx, b, qerr, sizeof qerr);
     qkrt_result r = make_buffers(ctx, &w, x, ids, (double)touched / E, c, o->rotate_bytes, &cb);
+    if (r == QKRT_OK) r = make_scratch(ctx, b, idx, n, c, &cb, err, err_size);
     uint32_t runs = o->runs < 20 ? 20 : o->runs;
     if (runs < cb.copies) runs = cb.copies;
     qkrt_dispatch *d = malloc(sizeof *d * 2 * runs);
@@ -457,8 +488,12 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             snprintf(out->error, sizeof out->error, "%s", qerr);
             continue;
         }
-        /* correctness first, on this device, with a poisoned output */
+        /* correctness first, on this device, with a poisoned output (and
+         * split-K counters at zero: a previous variant's back-to-back runs
+         * may have left them anywhere) */
         r = qkrt_buffer_fill(ctx, cb.y, 0x7fc00000u);
+        for (uint32_t i = 0; cb.scratch && i < cb.copies && r == QKRT_OK; i++)
+            r = qkrt_buffer_fill(ctx, cb.scratch[i], 0);
         qkrt_dispatch one[2];
         uint32_t per_run = case_dispatches(b, idx[v], c, &cb, 0, one);
         double t_prep = now_s();

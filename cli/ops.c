@@ -188,6 +188,27 @@ int qk_find_quantizer(qkrt_context *ctx, const qkrt_bundle *b, char *err, size_t
     return -1;
 }
 
+bool qk_scratch_bytes(const qkrt_kernel_info *k, const qkrt_shape *shape, size_t *bytes, char *err,
+                      size_t err_size) {
+    *bytes = 0;
+    for (uint32_t i = 0; i < k->binding_count; i++) {
+        if (strcmp(k->bindings[i].role, "scratch")) continue;
+        int64_t v = 0;
+        char why[256] = "";
+        if (!k->bindings[i].size[0])
+            snprintf(why, sizeof why, "no size in the manifest");
+        else if (qkrt_eval(k->bindings[i].size, shape, &v, why, sizeof why) == QKRT_OK && v <= 0)
+            snprintf(why, sizeof why, "%lld bytes", (long long)v);
+        if (why[0]) {
+            snprintf(err, err_size, "%s: the size of scratch binding %s: %s", k->name,
+                     k->bindings[i].name, why);
+            return false;
+        }
+        *bytes = (size_t)v;
+    }
+    return true;
+}
+
 size_t qk_q8_bytes(uint32_t rows, uint32_t K) {
     return (size_t)rows * K / 4 * 5;
 }

@@ -71,6 +71,14 @@ bool qk_takes_q8(const qkrt_kernel_info *k);
  * activations_q8) that this device runs, or -1 (why in err). */
 int qk_find_quantizer(qkrt_context *ctx, const qkrt_bundle *b, char *err, size_t err_size);
 
+/* *bytes = the size of kernel k's scratch binding (role "scratch": the
+ * split-K kernels' partial sums and counters) for the shape, from its
+ * manifest size expression; 0 when it has none. False (why in err) if the
+ * expression fails. A host allocates it zero-filled and gives each dispatch
+ * in flight its own. */
+bool qk_scratch_bytes(const qkrt_kernel_info *k, const qkrt_shape *shape, size_t *bytes, char *err,
+                      size_t err_size);
+
 /* Bytes of `rows` q8 rows of K activations: 5 K / 4 each. */
 size_t qk_q8_bytes(uint32_t rows, uint32_t K);
 

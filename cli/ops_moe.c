@@ -78,7 +78,7 @@ qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
                              uint32_t M, uint32_t K, uint32_t T, uint32_t top_k, uint32_t ne11,
                              uint32_t E, float *y, double *ns, char *err, size_t err_size) {
     qk_wbufs mats[QK_MOE_MAX_MATS] = {0};
-    qkrt_buffer *xb = NULL, *ib = NULL, *yb = NULL, *qb = NULL;
+    qkrt_buffer *xb = NULL, *ib = NULL, *yb = NULL, *qb = NULL, *sb = NULL;
     size_t pairs = (size_t)T * top_k;
     qkrt_result r = nw >= 1 && nw <= QK_MOE_MAX_MATS ? QKRT_OK : QKRT_ERROR_ARGUMENT;
     if (r != QKRT_OK) snprintf(err, err_size, "%u weight matrices: 1 to %d", nw, QK_MOE_MAX_MATS);
@@ -93,17 +93,27 @@ qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     int qi = q8 ? qk_find_quantizer(ctx, b, err, err_size) : -1;
     if (q8 && qi < 0) r = QKRT_ERROR_UNSUPPORTED;
     if (q8 && r == QKRT_OK) r = qk_buffer_from(ctx, NULL, qk_q8_bytes(T * ne11, K), &qb);
+    const char *names[] = {"M", "K", "T", "top_k", "ne11", "E"};
+    int64_t vals[] = {M, K, T, top_k, ne11, E}, qvals[] = {K, (int64_t)T * ne11};
+    /* a split-K kernel's scratch, zero-filled: its counters start at 0 */
+    qkrt_shape shape = {6,
+                        {names[0], names[1], names[2], names[3], names[4], names[5]},
+                        {vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]}};
+    size_t scratch = 0;
+    if (r == QKRT_OK &&
+        !qk_scratch_bytes(qkrt_bundle_kernel(b, ki), &shape, &scratch, err, err_size))
+        r = QKRT_ERROR_ARGUMENT;
+    if (scratch && r == QKRT_OK) r = qkrt_buffer_create(ctx, scratch, &sb);
+    if (sb && r == QKRT_OK) r = qkrt_buffer_fill(ctx, sb, 0);
     if (r == QKRT_OK) {
         qkrt_dispatch d[2];
-        qk_bind binds[] = {{"x", xb}, {"ids", ib}, {"y", yb}, {"xq", qb}};
-        const char *names[] = {"M", "K", "T", "top_k", "ne11", "E"};
-        int64_t vals[] = {M, K, T, top_k, ne11, E}, qvals[] = {K, (int64_t)T * ne11};
+        qk_bind binds[] = {{"x", xb}, {"ids", ib}, {"y", yb}, {"xq", qb}, {"scratch", sb}};
         uint32_t n = 0;
         if (q8)
-            r = qk_dispatch_setup(b, (uint32_t)qi, NULL, 0, binds, 4, names + 1, qvals, 2, &d[n++],
+            r = qk_dispatch_setup(b, (uint32_t)qi, NULL, 0, binds, 5, names + 1, qvals, 2, &d[n++],
                                   err, err_size);
         if (r == QKRT_OK)
-            r = qk_dispatch_setup(b, ki, mats, nw, binds, 4, names, vals, 6, &d[n++], err,
+            r = qk_dispatch_setup(b, ki, mats, nw, binds, 5, names, vals, 6, &d[n++], err,
                                   err_size);
         d[n - 1].depends = q8;
         double t[2] = {0, 0};
@@ -114,8 +124,8 @@ qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     for (uint32_t m = 0; m < nw; m++)
         qk_wbufs_destroy(ctx, &mats[m]);
-    qkrt_buffer *bufs[] = {xb, ib, yb, qb};
-    for (int i = 0; i < 4; i++)
+    qkrt_buffer *bufs[] = {xb, ib, yb, qb, sb};
+    for (int i = 0; i < 5; i++)
         if (bufs[i]) qkrt_buffer_destroy(ctx, bufs[i]);
     return r;
 }

@@ -167,7 +167,7 @@ static qkrt_result read_bindings(loader *ld, const qkrt_json *k, qkrt_kernel *ke
         const char *access = "read";
         if (b->type != QKRT_JSON_OBJECT) return bad(ld, b, "bindings[%u]: expected an object", i);
         bi->count = 1;
-        bi->name = bi->role = bi->type = "";
+        bi->name = bi->role = bi->type = bi->size = "";
         r = get_u32(ld, b, "set", false, &bi->set);
         if (r == QKRT_OK) r = get_u32(ld, b, "binding", true, &bi->binding);
         if (r == QKRT_OK) r = get_u32(ld, b, "count", false, &bi->count);
@@ -175,6 +175,7 @@ static qkrt_result read_bindings(loader *ld, const qkrt_json *k, qkrt_kernel *ke
         if (r == QKRT_OK) r = get_string(ld, b, "role", false, &bi->role);
         if (r == QKRT_OK) r = get_string(ld, b, "type", false, &bi->type);
         if (r == QKRT_OK) r = get_string(ld, b, "access", false, &access);
+        if (r == QKRT_OK) r = get_string(ld, b, "size", false, &bi->size);
         if (r != QKRT_OK) return r;
         if (bi->set != 0)
             return bad(ld, b, "binding '%s': set %u, only set 0 is used", bi->name, bi->set);

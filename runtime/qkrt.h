@@ -111,6 +111,8 @@ typedef struct qkrt_binding_info {
     const char *role;             /* "weights", "activations", "output", ... */
     const char *type;             /* element type: "u32", "f32", ... */
     bool writable;
+    const char *size; /* "" or the bytes to allocate: an expression over the
+                         shape (qkrt_eval), for scratch buffers */
 } qkrt_binding_info;
 
 typedef struct qkrt_push_info {

@@ -117,8 +117,15 @@ void main() {
     uint xrow[NR1]; // each column's q8 row
     [[unroll]] for (uint t = 0; t < NR1; t++) xrow[t] = qk_q8_row(toks[t]);
 #endif
-    for (uint c0 = 0; c0 < nchunks; c0 += XQ_CHUNKS) {
-        const uint cend = min(c0 + XQ_CHUNKS, nchunks);
+#if defined(BINDING_scratch)
+    // split K: split z of SK takes an equal run of the chunks
+    const uint per = (nchunks + SK - 1u) / SK, kbeg = min(gl_WorkGroupID.z * per, nchunks);
+    const uint kend = min(kbeg + per, nchunks);
+#else
+    const uint kbeg = 0u, kend = nchunks;
+#endif
+    for (uint c0 = kbeg; c0 < kend; c0 += XQ_CHUNKS) {
+        const uint cend = min(c0 + XQ_CHUNKS, kend);
         barrier(); // every lane is done with the previous slab
 #ifdef BINDING_xq
         load_slab(lid, xrow, c0, cend - c0);

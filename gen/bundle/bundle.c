@@ -56,17 +56,21 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
     const qk_format *f = v->format;
     qk_str_addf(m, "%s\n    {\n      \"name\": ", first ? "" : ",");
     qk_json_string(m, v->name);
-    qk_str_addf(m, ",\n      \"family\": \"%s\", \"format\": \"%s\", \"format_variant\": \"%s\", "
-                   "\"activation\": \"%s\",\n",
+    qk_str_addf(m,
+                ",\n      \"family\": \"%s\", \"format\": \"%s\", \"format_variant\": \"%s\", "
+                "\"activation\": \"%s\",\n",
                 k->family, f->name, f->variant, v->activation);
-    qk_str_addf(m, "      \"tile\": { \"NR0\": %u, \"NR1\": %u, \"NK\": %u }, \"mma\": \"%s\", "
-                   "\"fusion\": \"%s\",\n",
+    qk_str_addf(m,
+                "      \"tile\": { \"NR0\": %u, \"NR1\": %u, \"NK\": %u }, \"mma\": \"%s\", "
+                "\"fusion\": \"%s\",\n",
                 v->nr0, v->nr1, v->nk, v->mma[0] ? v->mma : "scalar",
                 v->fusion ? v->fusion->name : "none");
-    qk_str_addf(m, "      \"spv\": \"%s.spv\", \"spv_sha256\": \"%s\", \"entry_point\": \"main\",\n",
+    qk_str_addf(m,
+                "      \"spv\": \"%s.spv\", \"spv_sha256\": \"%s\", \"entry_point\": \"main\",\n",
                 v->name, spv_hash);
-    qk_str_addf(m, "      \"workgroup_size\": [%u, 1, 1], \"required_subgroup_size\": 0, "
-                   "\"min_subgroup_size\": %u, \"shared_memory_bytes\": %u,\n",
+    qk_str_addf(m,
+                "      \"workgroup_size\": [%u, 1, 1], \"required_subgroup_size\": 0, "
+                "\"min_subgroup_size\": %u, \"shared_memory_bytes\": %u,\n",
                 v->wg, k->min_subgroup_size, v->shared_memory);
     const char *features[16];
     uint32_t nf = qk_variant_features(v, features, 16);
@@ -75,7 +79,8 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
         if (!strcmp(features[i], "cooperative_matrix_nv"))
             qk_str_add(m, "\"VK_NV_cooperative_matrix\"");
     qk_str_add(m, "], \"features\": [");
-    for (uint32_t i = 0; i < nf; i++) qk_str_addf(m, "%s\"%s\"", i ? ", " : "", features[i]);
+    for (uint32_t i = 0; i < nf; i++)
+        qk_str_addf(m, "%s\"%s\"", i ? ", " : "", features[i]);
     qk_str_add(m, "],\n      \"weights\": ");
     if (v->weights > 0)
         qk_format_emit_json(f, m);
@@ -84,12 +89,18 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
     qk_str_add(m, ",\n      \"bindings\": [");
     qk_binding_info b[QK_MAX_BINDINGS];
     uint32_t nb = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
-    for (uint32_t i = 0; i < nb; i++)
+    for (uint32_t i = 0; i < nb; i++) {
         qk_str_addf(m,
                     "%s\n        { \"set\": 0, \"binding\": %u, \"count\": %u, \"name\": \"%s\", "
-                    "\"role\": \"%s\", \"type\": \"%s\", \"access\": \"%s\" }",
+                    "\"role\": \"%s\", \"type\": \"%s\", \"access\": \"%s\"",
                     i ? "," : "", b[i].binding, b[i].count, b[i].name, b[i].role, b[i].type,
                     b[i].writable ? "write" : "read");
+        if (b[i].size[0]) {
+            qk_str_add(m, ", \"size\": ");
+            qk_json_string(m, b[i].size);
+        }
+        qk_str_add(m, " }");
+    }
     qk_str_add(m, "\n      ],\n      \"push_constants\": [");
     const char *push[QK_MAX_LIST + 8];
     uint32_t np = qk_variant_push(v, push, QK_MAX_LIST + 8);
@@ -176,8 +187,10 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
             free(dir);
         }
     }
-    for (uint32_t i = 0; i < specs->kernel_count; i++) hash_path(&inputs, specs->kernels[i].path);
-    for (uint32_t i = 0; i < specs->fusion_count; i++) hash_path(&inputs, specs->fusions[i].path);
+    for (uint32_t i = 0; i < specs->kernel_count; i++)
+        hash_path(&inputs, specs->kernels[i].path);
+    for (uint32_t i = 0; i < specs->fusion_count; i++)
+        hash_path(&inputs, specs->fusions[i].path);
     unit *units = qk_xcalloc(plan->variant_count, sizeof *units);
     uint32_t nu = 0;
     bool ok = true;
@@ -270,7 +283,8 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
     qk_str_free(&tmp);
     qk_str_free(&manifest);
 done:
-    for (uint32_t i = 0; i < nu; i++) free(units[i].glsl);
+    for (uint32_t i = 0; i < nu; i++)
+        free(units[i].glsl);
     free(units);
     free(bundle_dir);
     free(cache_dir);

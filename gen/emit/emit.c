@@ -60,10 +60,13 @@ static void emit_interface(const qk_variant *v, qk_str *o) {
     uint32_t n = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
     for (uint32_t i = 0; i < n; i++) {
         if (!strcmp(b[i].role, "weights")) continue; /* declared with the format */
+        /* workgroups exchange partial results through a scratch binding */
+        const char *qual = !b[i].writable                  ? "readonly "
+                           : !strcmp(b[i].role, "scratch") ? "coherent "
+                                                           : "";
         qk_str_addf(o, "layout(std430, set = 0, binding = %u) %sbuffer Qk_%s { %s %s%s[]; }",
-                    b[i].binding, b[i].writable ? "" : "readonly ", b[i].name,
-                    glsl_elem(b[i].glsl_type), b[i].count > 1 ? "data" : "",
-                    b[i].count > 1 ? "" : b[i].name);
+                    b[i].binding, qual, b[i].name, glsl_elem(b[i].glsl_type),
+                    b[i].count > 1 ? "data" : "", b[i].count > 1 ? "" : b[i].name);
         if (b[i].count > 1)
             qk_str_addf(o, " %s[%u];\n", b[i].name, b[i].count);
         else
@@ -72,7 +75,7 @@ static void emit_interface(const qk_variant *v, qk_str *o) {
         if ((b[i].glsl_type == QK_TYPE_F32 || b[i].glsl_type == QK_TYPE_U32) && b[i].count == 1)
             /* the same buffer seen as vec4 (uvec4), for aligned wide accesses */
             qk_str_addf(o, "layout(std430, set = 0, binding = %u) %sbuffer Qk_%s4 { %s %s4[]; };\n",
-                        b[i].binding, b[i].writable ? "" : "readonly ", b[i].name,
+                        b[i].binding, qual, b[i].name,
                         b[i].glsl_type == QK_TYPE_F32 ? "vec4" : "uvec4", b[i].name);
     }
     const char *push[QK_MAX_LIST + 8];
@@ -170,6 +173,7 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
                 v->nr1, v->nk, v->wg);
     qk_str_addf(&h, "#define MIN_SG %uu\n#define ACT_%s 1\n", k->min_subgroup_size, v->activation);
     qk_str_addf(&h, "#define TPR %uu\n", v->tpr);
+    qk_str_addf(&h, "#define SK %uu\n", v->sk);
     if (k->staged) {
         qk_str_addf(&h,
                     "#define QK_STAGED 1\n#define QK_STAGE_SLOTS %u\n#define QK_STAGE_WORDS %u\n"

@@ -16,8 +16,8 @@ uint32_t qk_variant_stage_vec(const qk_variant *v) {
 }
 
 static const qk_format_spec none_spec = {.path = "(none)", .name = "none"};
-const qk_format qk_format_none = {.spec = &none_spec, .name = "none", .elements = 1,
-                                  .sub_elements = 1};
+const qk_format qk_format_none = {
+    .spec = &none_spec, .name = "none", .elements = 1, .sub_elements = 1};
 
 bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value) {
     const qk_variant *v = user;
@@ -26,13 +26,17 @@ bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value)
         const char *name;
         int64_t value;
     } vars[] = {
-        {"NR0", v->nr0},          {"NR1", v->nr1},
-        {"NK", v->nk},            {"WG", v->wg},
+        {"NR0", v->nr0},
+        {"NR1", v->nr1},
+        {"NK", v->nk},
+        {"WG", v->wg},
         {"MIN_SG", v->kernel->min_subgroup_size},
-        {"QK", f->elements},      {"QK_SUB_N", f->sub_elements},
+        {"QK", f->elements},
+        {"QK_SUB_N", f->sub_elements},
         {"QK_BYTES", f->block_bytes},
         {"NW", v->weights},
         {"TPR", v->tpr},
+        {"SK", v->sk},
         {"QK_SUB_RUN", f->spec->sub_run ? f->spec->sub_run : 1},
         /* staged chunks: words per row chunk, and the widest aligned load */
         {"SW", f->elements ? (int64_t)v->nk / f->elements * f->block_bytes / 4 : 0},
@@ -61,7 +65,8 @@ static void substitute(const qk_variant *v, const char *expr, char *out, size_t 
     for (const char *p = expr; *p;) {
         if (isalpha((unsigned char)*p) || *p == '_') {
             const char *s = p;
-            while (isalnum((unsigned char)*p) || *p == '_') p++;
+            while (isalnum((unsigned char)*p) || *p == '_')
+                p++;
             int64_t val;
             if (qk_variant_lookup((void *)v, s, (size_t)(p - s), &val))
                 qk_str_addf(&b, "%lld", (long long)val);
@@ -94,7 +99,8 @@ static const char *builtin_rule(const qk_variant *v, char *buf, size_t n) {
     if (v->wg % v->kernel->min_subgroup_size)
         return "the workgroup is not a whole number of the smallest subgroups it supports";
     if (v->kernel->staged && qk_variant_stage_vec(v) == 0)
-        return "a staged chunk must be whole blocks filling whole 32-bit words (NK / QK * QK_BYTES % 4 == 0)";
+        return "a staged chunk must be whole blocks filling whole 32-bit words (NK / QK * QK_BYTES "
+               "% 4 == 0)";
     return NULL;
 }
 
@@ -131,7 +137,8 @@ static bool check_variant(qk_plan *p, qk_variant *v, bool *legal, qk_error *e) {
         add_dropped(p, v->name, "%s%s", why, "");
         return true;
     }
-    for (int i = 0; i < 3; i++) substitute(v, k->grid[i], v->grid[i], sizeof v->grid[i]);
+    for (int i = 0; i < 3; i++)
+        substitute(v, k->grid[i], v->grid[i], sizeof v->grid[i]);
     for (uint32_t i = 0; i < k->constraint_count; i++)
         substitute(v, k->constraints[i], v->constraints[v->constraint_count++],
                    sizeof v->constraints[0]);
@@ -148,19 +155,29 @@ static const qk_fusion_spec *find_fusion(const qk_spec_set *specs, const char *n
 /* Adds every tile, activation, math path and fusion point of kernel k on format f. */
 static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_spec *k,
                           const qk_format *f, qk_error *e) {
-    /* one flat index over activation x NR0 x NR1 x NK x WG x mma x fusion, last fastest */
-    uint32_t dims[8] = {k->activation_count, k->nr0_count, k->nr1_count, k->nk_count,
-                        k->wg_count, k->mma_count ? k->mma_count : 1,
-                        k->fusion_count ? k->fusion_count : 1, k->tpr_count ? k->tpr_count : 1};
+    /* one flat index over activation x NR0 x NR1 x NK x WG x mma x fusion x TPR x SK,
+     * last fastest */
+    uint32_t dims[9] = {k->activation_count,
+                        k->nr0_count,
+                        k->nr1_count,
+                        k->nk_count,
+                        k->wg_count,
+                        k->mma_count ? k->mma_count : 1,
+                        k->fusion_count ? k->fusion_count : 1,
+                        k->tpr_count ? k->tpr_count : 1,
+                        k->sk_count ? k->sk_count : 1};
     uint32_t total = 1;
-    for (int d = 0; d < 8; d++) total *= dims[d];
+    for (int d = 0; d < 9; d++)
+        total *= dims[d];
     for (uint32_t n = 0; n < total; n++) {
-        uint32_t ix[8], rest = n;
-        for (int d = 7; d >= 0; d--) ix[d] = rest % dims[d], rest /= dims[d];
+        uint32_t ix[9], rest = n;
+        for (int d = 8; d >= 0; d--)
+            ix[d] = rest % dims[d], rest /= dims[d];
         qk_variant v = {.kernel = k, .format = f, .weights = k->weights};
         snprintf(v.activation, sizeof v.activation, "%s", k->activations[ix[0]]);
         v.nr0 = k->nr0[ix[1]], v.nr1 = k->nr1[ix[2]], v.nk = k->nk[ix[3]], v.wg = k->wg[ix[4]];
         v.tpr = k->tpr_count ? k->tpr[ix[7]] : 1;
+        v.sk = k->sk_count ? k->sk[ix[8]] : 1;
         if (k->mma_count) snprintf(v.mma, sizeof v.mma, "%s", k->mma[ix[5]]);
         const char *fusion = k->fusion_count ? k->fusions[ix[6]] : "none";
         if (strcmp(fusion, "none")) {
@@ -178,6 +195,7 @@ static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_
         if (f->variant[0]) qk_str_addf(&name, "_%s", f->variant);
         qk_str_addf(&name, "_%s_nr%ux%ux%u_wg%u", v.activation, v.nr0, v.nr1, v.nk, v.wg);
         if (k->tpr_count) qk_str_addf(&name, "_tpr%u", v.tpr);
+        if (k->sk_count) qk_str_addf(&name, "_sk%u", v.sk);
         if (v.mma[0]) qk_str_addf(&name, "_%s", v.mma);
         if (v.fusion) qk_str_addf(&name, "_%s", v.fusion->name);
         snprintf(v.name, sizeof v.name, "%s", name.s);
@@ -272,12 +290,13 @@ uint32_t qk_variant_bindings(const qk_variant *v, qk_binding_info *out, uint32_t
     uint32_t n = 0, b = 0;
     if (v->weights > 0) {
         if (f->layout == QK_LAYOUT_BLOCK) {
-            out[n++] = (qk_binding_info){"w", "weights", "u32", QK_TYPE_U32, false, b++, v->weights};
+            out[n++] =
+                (qk_binding_info){"w", "weights", "u32", QK_TYPE_U32, false, b++, v->weights, ""};
         } else {
             for (uint32_t i = 0; i < f->plane_count && n < cap; i++) {
                 qk_binding_info *bi = &out[n++];
-                *bi = (qk_binding_info){.glsl_type = QK_TYPE_U32, .binding = b++,
-                                        .count = v->weights};
+                *bi = (qk_binding_info){
+                    .glsl_type = QK_TYPE_U32, .binding = b++, .count = v->weights};
                 snprintf(bi->name, sizeof bi->name, "%s", f->planes[i].name);
                 snprintf(bi->role, sizeof bi->role, "weights");
                 snprintf(bi->type, sizeof bi->type, "%s", qk_type_name(f->planes[i].type));
@@ -294,6 +313,7 @@ uint32_t qk_variant_bindings(const qk_variant *v, qk_binding_info *out, uint32_t
         snprintf(bi->role, sizeof bi->role, "%s", s->role);
         snprintf(bi->type, sizeof bi->type, "%s", strcmp(s->type, "act") ? s->type : v->activation);
         bi->glsl_type = qk_type_parse(bi->type);
+        substitute(v, s->size, bi->size, sizeof bi->size);
     }
     return n;
 }
@@ -302,7 +322,8 @@ uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap
     uint32_t n = 0;
     const char *want[24];
     uint32_t nw = 0;
-    for (uint32_t i = 0; i < v->kernel->feature_count; i++) want[nw++] = v->kernel->features[i];
+    for (uint32_t i = 0; i < v->kernel->feature_count; i++)
+        want[nw++] = v->kernel->features[i];
     for (uint32_t i = 0; v->fusion && i < v->fusion->feature_count; i++)
         want[nw++] = v->fusion->features[i];
     if (!strcmp(v->activation, "f16")) want[nw++] = "storage_16bit";
@@ -310,7 +331,8 @@ uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap
     if (!strcmp(v->mma, "dot8")) want[nw++] = "integer_dot_product";
     for (uint32_t i = 0; i < nw; i++) { /* each once, in order of first mention */
         bool seen = false;
-        for (uint32_t j = 0; j < n; j++) seen |= !strcmp(out[j], want[i]);
+        for (uint32_t j = 0; j < n; j++)
+            seen |= !strcmp(out[j], want[i]);
         if (!seen && n < cap) out[n++] = want[i];
     }
     return n;
@@ -318,7 +340,8 @@ uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap
 
 uint32_t qk_variant_push(const qk_variant *v, const char **out, uint32_t cap) {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < v->kernel->push_count && n < cap; i++) out[n++] = v->kernel->push[i];
+    for (uint32_t i = 0; i < v->kernel->push_count && n < cap; i++)
+        out[n++] = v->kernel->push[i];
     for (uint32_t i = 0; v->fusion && i < v->fusion->push_count && n < cap; i++)
         out[n++] = v->fusion->push[i];
     return n;

@@ -15,12 +15,13 @@ typedef struct qk_variant {
     const qk_format *format;
     char activation[8];
     uint32_t nr0, nr1, nk, wg;
-    uint32_t tpr;                  /* invocations per row (1 when the kernel has no TPR axis) */
-    char mma[16];                  /* "" when the kernel has no mma axis */
-    const qk_fusion_spec *fusion;  /* NULL: not fused */
-    uint32_t weights;              /* weight matrices bound */
-    uint32_t shared_memory; /* bytes */
-    char grid[3][256];      /* in shape variables only: tile constants substituted */
+    uint32_t tpr;                 /* invocations per row (1 when the kernel has no TPR axis) */
+    uint32_t sk;                  /* workgroups splitting K (1 when the kernel has no SK axis) */
+    char mma[16];                 /* "" when the kernel has no mma axis */
+    const qk_fusion_spec *fusion; /* NULL: not fused */
+    uint32_t weights;             /* weight matrices bound */
+    uint32_t shared_memory;       /* bytes */
+    char grid[3][256];            /* in shape variables only: tile constants substituted */
     uint32_t constraint_count;
     char constraints[QK_MAX_RULES][256];
 } qk_variant;
@@ -51,16 +52,16 @@ extern const qk_format qk_format_none;
  * QK_BYTES, format parameters) up for v; for expressions. */
 bool qk_variant_lookup(void *variant, const char *name, size_t len, int64_t *value);
 
-
 /* The variant's interface, derived once here for both the GLSL declarations
  * and the manifest: weights first (one binding, or one per plane), then the
  * kernel's own bindings in spec order. */
 typedef struct qk_binding_info {
     char name[QK_MAX_NAME], role[QK_MAX_NAME];
-    char type[16];          /* element type an engine stores: "u32", "bf16", "f32", ... */
-    qk_type glsl_type;      /* what the shader declares */
+    char type[16];     /* element type an engine stores: "u32", "bf16", "f32", ... */
+    qk_type glsl_type; /* what the shader declares */
     bool writable;
     uint32_t binding, count;
+    char size[256]; /* bytes an engine allocates, in shape variables; "" unsaid */
 } qk_binding_info;
 
 uint32_t qk_variant_bindings(const qk_variant *v, qk_binding_info *out, uint32_t cap);

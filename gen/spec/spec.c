@@ -13,9 +13,9 @@ static const struct {
     const char *name;
     uint32_t size;
 } types[] = {
-    {QK_TYPE_U8, "u8", 1},   {QK_TYPE_I8, "i8", 1},     {QK_TYPE_U16, "u16", 2},
-    {QK_TYPE_I16, "i16", 2}, {QK_TYPE_F16, "f16", 2},   {QK_TYPE_BF16, "bf16", 2},
-    {QK_TYPE_U32, "u32", 4}, {QK_TYPE_I32, "i32", 4},   {QK_TYPE_F32, "f32", 4},
+    {QK_TYPE_U8, "u8", 1},   {QK_TYPE_I8, "i8", 1},   {QK_TYPE_U16, "u16", 2},
+    {QK_TYPE_I16, "i16", 2}, {QK_TYPE_F16, "f16", 2}, {QK_TYPE_BF16, "bf16", 2},
+    {QK_TYPE_U32, "u32", 4}, {QK_TYPE_I32, "i32", 4}, {QK_TYPE_F32, "f32", 4},
 };
 
 const char *qk_type_name(qk_type t) {
@@ -48,7 +48,9 @@ static bool ident_ok(const char *s, bool braces) {
 static bool name_field(yw *w, ynode *n, const char *where, char *out, size_t size, bool braces) {
     if (!yw_str(w, n, where, out, size)) return false;
     if (!ident_ok(out, braces))
-        return yw_fail(w, n, where, "'%s' is not a name (letters, digits and '_', not starting with a digit)", out);
+        return yw_fail(w, n, where,
+                       "'%s' is not a name (letters, digits and '_', not starting with a digit)",
+                       out);
     if (braces) { /* a pattern: every { closes before the next opens */
         int depth = 0;
         for (const char *c = out; *c; c++) {
@@ -66,7 +68,8 @@ static bool type_field(yw *w, ynode *n, const char *where, qk_type *out) {
     if (!yw_str(w, n, where, s, sizeof s)) return false;
     *out = qk_type_parse(s);
     if (*out == QK_TYPE_NONE)
-        return yw_fail(w, n, where, "unknown type '%s' (u8, i8, u16, i16, f16, bf16, u32, i32, f32)", s);
+        return yw_fail(w, n, where,
+                       "unknown type '%s' (u8, i8, u16, i16, f16, bf16, u32, i32, f32)", s);
     return true;
 }
 
@@ -110,7 +113,8 @@ static bool load_params(yw *w, ynode *m, qk_format_spec *f) {
             return false;
         for (uint32_t j = 0; j + 1 < f->param_count; j++)
             if (!strcmp(f->params[j].name, p->name))
-                return yw_fail(w, yw_map_key(w, m, i), "params", "duplicate parameter '%s'", p->name);
+                return yw_fail(w, yw_map_key(w, m, i), "params", "duplicate parameter '%s'",
+                               p->name);
         char where[96];
         snprintf(where, sizeof where, "params.%s", p->name);
         if (!yw_str_list(w, yw_map_value(w, m, i), where, p->values[0], sizeof p->values[0],
@@ -139,8 +143,10 @@ static bool load_planes(yw *w, ynode *seq, qk_format_spec *f) {
                 return yw_fail(w, m, where, "duplicate plane '%s'", p->name);
         qk_type t = qk_type_parse(p->type);
         bool is_param = false;
-        for (uint32_t j = 0; j < f->param_count; j++) is_param |= !strcmp(f->params[j].name, p->type);
-        if (!is_param && t != QK_TYPE_U32 && t != QK_TYPE_F32 && t != QK_TYPE_F16 && t != QK_TYPE_BF16)
+        for (uint32_t j = 0; j < f->param_count; j++)
+            is_param |= !strcmp(f->params[j].name, p->type);
+        if (!is_param && t != QK_TYPE_U32 && t != QK_TYPE_F32 && t != QK_TYPE_F16 &&
+            t != QK_TYPE_BF16)
             return yw_fail(w, yw_get(w, m, "type"), where,
                            "plane type '%s' must be u32, f32, f16, bf16 or a parameter", p->type);
     }
@@ -149,9 +155,10 @@ static bool load_planes(yw *w, ynode *seq, qk_format_spec *f) {
 
 static bool load_format(yw *w, qk_format_spec *f) {
     ynode *root = yw_root(w);
-    static const char *const keys[] = {"format", "description", "layout", "params",  "block",
-                                       "fields", "planes",      "sub",    "dequant", "c_struct",
-                                       "shared_memory", "shared_memory_dot8", "int8_dot", NULL};
+    static const char *const keys[] = {
+        "format",   "description", "layout",  "params",   "block",         "fields",
+        "planes",   "sub",         "dequant", "c_struct", "shared_memory", "shared_memory_dot8",
+        "int8_dot", NULL};
     static const char *const req[] = {"format", "block", "sub", "dequant", NULL};
     if (!yw_check_map(w, root, "", keys, req)) return false;
     ynode *n;
@@ -240,18 +247,19 @@ static bool load_format(yw *w, qk_format_spec *f) {
     if ((n = yw_get(w, root, "shared_memory_dot8")) &&
         !yw_uint(w, n, "shared_memory_dot8", 0, 49152, &f->shared_memory_dot8))
         return false;
-    if ((n = yw_get(w, root, "int8_dot")) && !yw_bool(w, n, "int8_dot", &f->int8_dot))
-        return false;
+    if ((n = yw_get(w, root, "int8_dot")) && !yw_bool(w, n, "int8_dot", &f->int8_dot)) return false;
     if ((n = yw_get(w, root, "c_struct"))) {
         static const char *const ckeys[] = {"header", "name", NULL};
         if (!yw_check_map(w, n, "c_struct", ckeys, ckeys) ||
-            !yw_str(w, yw_get(w, n, "header"), "c_struct.header", f->c_header, sizeof f->c_header) ||
+            !yw_str(w, yw_get(w, n, "header"), "c_struct.header", f->c_header,
+                    sizeof f->c_header) ||
             !name_field(w, yw_get(w, n, "name"), "c_struct.name", f->c_struct, sizeof f->c_struct,
                         false))
             return false;
         f->c_struct_mark = yw_mark(n);
         if (f->layout != QK_LAYOUT_BLOCK)
-            return yw_fail(w, n, "c_struct", "only block formats can be checked against a C struct");
+            return yw_fail(w, n, "c_struct",
+                           "only block formats can be checked against a C struct");
     }
     return true;
 }
@@ -268,11 +276,10 @@ bool qk_format_spec_load(const char *path, qk_format_spec *out, qk_error *e) {
 
 /* ---------------------------------------------------------------- kernels */
 
-static bool load_bindings(yw *w, ynode *seq, qk_binding_spec *out, uint32_t *count,
-                          uint32_t cap) {
+static bool load_bindings(yw *w, ynode *seq, qk_binding_spec *out, uint32_t *count, uint32_t cap) {
     if (!yw_is_seq(seq)) return yw_fail(w, seq, "bindings", "expected a list of bindings");
     if (yw_seq_len(seq) > cap) return yw_fail(w, seq, "bindings", "more than %u bindings", cap);
-    static const char *const keys[] = {"name", "role", "type", "access", "count", NULL};
+    static const char *const keys[] = {"name", "role", "type", "access", "count", "size", NULL};
     static const char *const req[] = {"name", "role", "type", "access", NULL};
     for (size_t i = 0; i < yw_seq_len(seq); i++) {
         ynode *m = yw_seq_at(w, seq, i);
@@ -300,6 +307,8 @@ static bool load_bindings(yw *w, ynode *seq, qk_binding_spec *out, uint32_t *cou
             return yw_fail(w, a, where, "access '%s' must be read, write or readwrite", acc);
         ynode *c = yw_get(w, m, "count");
         if (c && !yw_uint(w, c, where, 1, 8, &b->count)) return false;
+        ynode *sz = yw_get(w, m, "size");
+        if (sz && !yw_str(w, sz, where, b->size, sizeof b->size)) return false;
         for (uint32_t j = 0; j + 1 < *count; j++)
             if (!strcmp(out[j].name, b->name))
                 return yw_fail(w, yw_get(w, m, "name"), where, "duplicate binding '%s'", b->name);
@@ -309,14 +318,22 @@ static bool load_bindings(yw *w, ynode *seq, qk_binding_spec *out, uint32_t *cou
 
 /* Features a spec may ask for: those docs/manifest.md defines. */
 static bool load_features(yw *w, ynode *n, char (*out)[32], uint32_t *count) {
-    static const char *const known[] = {"subgroup_arithmetic", "subgroup_shuffle", "storage_8bit",
-                                        "storage_16bit",       "float16",          "int8",
-                                        "int64",               "cooperative_matrix_nv",
-                                        "dynamic_indexing",    "integer_dot_product", NULL};
+    static const char *const known[] = {"subgroup_arithmetic",
+                                        "subgroup_shuffle",
+                                        "storage_8bit",
+                                        "storage_16bit",
+                                        "float16",
+                                        "int8",
+                                        "int64",
+                                        "cooperative_matrix_nv",
+                                        "dynamic_indexing",
+                                        "integer_dot_product",
+                                        NULL};
     if (!yw_str_list(w, n, "features", out[0], sizeof out[0], 8, count)) return false;
     for (uint32_t i = 0; i < *count; i++) {
         bool ok = false;
-        for (const char *const *k = known; *k && !ok; k++) ok = !strcmp(*k, out[i]);
+        for (const char *const *k = known; *k && !ok; k++)
+            ok = !strcmp(*k, out[i]);
         if (!ok)
             return yw_fail(w, yw_list_item(w, n, i), "features",
                            "unknown feature '%s' (see docs/manifest.md)", out[i]);
@@ -328,10 +345,14 @@ static bool load_features(yw *w, ynode *n, char (*out)[32], uint32_t *count) {
 static bool load_staged(yw *w, ynode *n, qk_staging *out) {
     char s[16];
     if (!yw_str(w, n, "staged", s, sizeof s)) return false;
-    if (!strcmp(s, "true") || !strcmp(s, "registers")) *out = QK_STAGED_REGISTERS;
-    else if (!strcmp(s, "false")) *out = QK_STAGED_NONE;
-    else if (!strcmp(s, "shared")) *out = QK_STAGED_SHARED;
-    else return yw_fail(w, n, "staged", "expected true, false, registers or shared, got %s", s);
+    if (!strcmp(s, "true") || !strcmp(s, "registers"))
+        *out = QK_STAGED_REGISTERS;
+    else if (!strcmp(s, "false"))
+        *out = QK_STAGED_NONE;
+    else if (!strcmp(s, "shared"))
+        *out = QK_STAGED_SHARED;
+    else
+        return yw_fail(w, n, "staged", "expected true, false, registers or shared, got %s", s);
     return true;
 }
 
@@ -354,12 +375,14 @@ static bool load_rules(yw *w, ynode *seq, qk_kernel_spec *k) {
 }
 
 static bool load_tile(yw *w, ynode *t, qk_kernel_spec *k) {
-    static const char *const keys[] = {"NR0", "NR1", "NK", "WG", "TPR", NULL};
+    static const char *const keys[] = {"NR0", "NR1", "NK", "WG", "TPR", "SK", NULL};
     static const char *const req[] = {"NR0", "NR1", "NK", "WG", NULL};
     if (!yw_check_map(w, t, "tile", keys, req)) return false;
     ynode *n = yw_get(w, t, "TPR");
     if (n && !yw_uint_list(w, n, "tile.TPR", 1, 1024, k->tpr, QK_MAX_LIST, &k->tpr_count))
         return false;
+    n = yw_get(w, t, "SK");
+    if (n && !yw_uint_list(w, n, "tile.SK", 1, 64, k->sk, QK_MAX_LIST, &k->sk_count)) return false;
     return yw_uint_list(w, yw_get(w, t, "NR0"), "tile.NR0", 1, 256, k->nr0, QK_MAX_LIST,
                         &k->nr0_count) &&
            yw_uint_list(w, yw_get(w, t, "NR1"), "tile.NR1", 1, 256, k->nr1, QK_MAX_LIST,
@@ -373,12 +396,13 @@ static bool load_tile(yw *w, ynode *t, qk_kernel_spec *k) {
 static bool load_kernel(yw *w, qk_kernel_spec *k) {
     ynode *root = yw_root(w);
     static const char *const keys[] = {
-        "kernel", "family", "description", "template",    "formats",           "activations",
-        "tile",   "weights", "bindings",   "push_constants", "grid",           "shared_memory",
-        "constraints", "rules", "features", "min_subgroup_size", "mma", "fusions", "staged", NULL};
-    static const char *const req[] = {"kernel",   "family",         "template", "formats",
-                                      "activations", "tile",        "bindings", "push_constants",
-                                      "grid",     NULL};
+        "kernel",      "family",  "description", "template",          "formats", "activations",
+        "tile",        "weights", "bindings",    "push_constants",    "grid",    "shared_memory",
+        "constraints", "rules",   "features",    "min_subgroup_size", "mma",     "fusions",
+        "staged",      NULL};
+    static const char *const req[] = {"kernel",      "family", "template", "formats",
+                                      "activations", "tile",   "bindings", "push_constants",
+                                      "grid",        NULL};
     if (!yw_check_map(w, root, "", keys, req)) return false;
     ynode *n;
     if (!name_field(w, yw_get(w, root, "kernel"), "kernel", k->name, sizeof k->name, false) ||
@@ -434,16 +458,15 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
         !yw_str(w, n, "shared_memory", k->shared_memory, sizeof k->shared_memory))
         return false;
     if ((n = yw_get(w, root, "constraints")) &&
-        !yw_str_list(w, n, "constraints", k->constraints[0], sizeof k->constraints[0],
-                     QK_MAX_RULES, &k->constraint_count))
+        !yw_str_list(w, n, "constraints", k->constraints[0], sizeof k->constraints[0], QK_MAX_RULES,
+                     &k->constraint_count))
         return false;
     if ((n = yw_get(w, root, "rules")) && !load_rules(w, n, k)) return false;
     if ((n = yw_get(w, root, "features")) && !load_features(w, n, k->features, &k->feature_count))
         return false;
     if ((n = yw_get(w, root, "staged")) && !load_staged(w, n, &k->staged)) return false;
     if ((n = yw_get(w, root, "mma"))) {
-        if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count))
-            return false;
+        if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count)) return false;
         for (uint32_t i = 0; i < k->mma_count; i++)
             if (strcmp(k->mma[i], "scalar") && strcmp(k->mma[i], "coopmat") &&
                 strcmp(k->mma[i], "dot8"))
@@ -452,8 +475,7 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
     }
     if ((n = yw_get(w, root, "fusions"))) {
         k->fusions_mark = yw_mark(n);
-        if (!yw_str_list(w, n, "fusions", k->fusions[0], sizeof k->fusions[0], 8,
-                         &k->fusion_count))
+        if (!yw_str_list(w, n, "fusions", k->fusions[0], sizeof k->fusions[0], 8, &k->fusion_count))
             return false;
     }
     return true;
@@ -461,8 +483,8 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
 
 static bool load_fusion(yw *w, qk_fusion_spec *f) {
     ynode *root = yw_root(w), *n;
-    static const char *const keys[] = {"fusion",         "description", "stage", "weights",
-                                       "bindings",       "push_constants", "features", NULL};
+    static const char *const keys[] = {"fusion",   "description",    "stage",    "weights",
+                                       "bindings", "push_constants", "features", NULL};
     static const char *const req[] = {"fusion", "stage", NULL};
     if (!yw_check_map(w, root, "", keys, req) ||
         !name_field(w, yw_get(w, root, "fusion"), "fusion", f->name, sizeof f->name, false) ||
@@ -531,7 +553,8 @@ static char **yaml_files(const char *dir, uint32_t *n) {
 }
 
 static void free_names(char **names, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++) free(names[i]);
+    for (uint32_t i = 0; i < n; i++)
+        free(names[i]);
     free(names);
 }
 

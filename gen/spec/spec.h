@@ -75,21 +75,21 @@ typedef struct qk_format_spec {
     char path[QK_MAX_PATH];
     char name[QK_MAX_NAME]; /* a name, or a pattern with {param} for families */
     qk_layout_kind layout;
-    qk_intexpr elements;    /* elements per block (group for planar) */
-    qk_intexpr bytes;       /* block bytes (block layout) */
+    qk_intexpr elements; /* elements per block (group for planar) */
+    qk_intexpr bytes;    /* block bytes (block layout) */
     uint32_t field_count;
     qk_field_spec fields[QK_MAX_FIELDS];
     uint32_t plane_count;
     qk_plane_spec planes[4];
     uint32_t param_count;
     qk_param_spec params[QK_MAX_PARAMS];
-    qk_intexpr sub_elements; /* elements one call of the dequant hook yields */
-    uint32_t sub_run;        /* y[] comes in runs of this many consecutive elements */
-    char dequant[QK_MAX_PATH]; /* resolved path of the GLSL dequant code */
-    uint32_t shared_memory;    /* bytes of shared memory the dequant code declares */
+    qk_intexpr sub_elements;     /* elements one call of the dequant hook yields */
+    uint32_t sub_run;            /* y[] comes in runs of this many consecutive elements */
+    char dequant[QK_MAX_PATH];   /* resolved path of the GLSL dequant code */
+    uint32_t shared_memory;      /* bytes of shared memory the dequant code declares */
     uint32_t shared_memory_dot8; /* and the bytes it adds in the int8-dot kernels (mma dot8) */
-    bool int8_dot;             /* the dequant code has the int8-dot hooks (qk_codes8, qk_affine8) */
-    char c_header[QK_MAX_PATH];  /* optional layout check; resolved path */
+    bool int8_dot; /* the dequant code has the int8-dot hooks (qk_codes8, qk_affine8) */
+    char c_header[QK_MAX_PATH]; /* optional layout check; resolved path */
     char c_struct[QK_MAX_NAME];
     qk_mark c_struct_mark;
     char description[256];
@@ -101,6 +101,7 @@ typedef struct qk_binding_spec {
     char type[16]; /* a qk_type name, or "act" for the activation type */
     bool writable;
     uint32_t count;
+    char size[256]; /* optional: bytes an engine allocates, over shape and tile variables */
 } qk_binding_spec;
 
 typedef struct qk_rule_spec {
@@ -126,6 +127,9 @@ typedef struct qk_kernel_spec {
     /* optional: invocations that share one row (TPR); 0 values: no such axis */
     uint32_t tpr_count;
     uint32_t tpr[QK_MAX_LIST];
+    /* optional: workgroups that split K (SK), meeting in a scratch binding */
+    uint32_t sk_count;
+    uint32_t sk[QK_MAX_LIST];
     /* the template reads whole chunks of NK elements of weights with aligned
      * vector loads (QK_STAGED), into registers or, staged: shared, into a
      * shared-memory tile (QK_STAGE_SHARED), then dequantizes from there */
@@ -144,9 +148,9 @@ typedef struct qk_kernel_spec {
     qk_rule_spec rules[QK_MAX_RULES];
     uint32_t feature_count;
     char features[8][32];
-    uint32_t mma_count;      /* math paths: "scalar", "coopmat"; 0: the axis is absent */
+    uint32_t mma_count; /* math paths: "scalar", "coopmat"; 0: the axis is absent */
     char mma[4][16];
-    uint32_t fusion_count;   /* fusions: "none" or the name of a fusion spec */
+    uint32_t fusion_count; /* fusions: "none" or the name of a fusion spec */
     char fusions[8][QK_MAX_NAME];
     qk_mark fusions_mark;
     char description[256];

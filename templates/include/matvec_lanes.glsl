@@ -25,8 +25,19 @@ bool qk_lanes_setup(uint lid, out uint rowblk[NR0], out uint toks[NR1], out uint
     return tok0 < ncols;
 }
 
+#if defined(BINDING_scratch)
+shared bool qk_last; // this workgroup is the last of its tile's SK splits
+#endif
+
 // Writes y from every lane's partial sums: one invocation per (row group,
 // row, token) adds its row's TPR lanes.
+//
+// Split K (a scratch binding; grid z is the split, of SK): each split writes
+// its sums to scratch[(z * ncols + t) * M + r] and counts itself in its
+// tile's counter after them (scratch word SK * ncols * M + tile, zero before
+// the dispatch); the last to arrive adds the SK sums in split order, so the
+// result does not depend on the order of arrival, writes y and sets the
+// counter back to zero for the next dispatch.
 void qk_lanes_store(uint lid, float acc[NR0][NR1], uint ncols) {
     const uint M = pc.M, tok0 = gl_WorkGroupID.y * NR1;
     [[unroll]] for (uint r = 0; r < NR0; r++)
@@ -37,6 +48,28 @@ void qk_lanes_store(uint lid, float acc[NR0][NR1], uint ncols) {
         float sum = 0.0;
         for (uint l = 0; l < TPR; l++) sum += qk_red[rt][g * TPR + l];
         const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
+#if defined(BINDING_scratch)
+        if (r < M && t < ncols) scratch[(gl_WorkGroupID.z * ncols + t) * M + r] = floatBitsToUint(sum);
+#else
         if (r < M && t < ncols) y[qk_mv_out(t) * M + r] = sum;
+#endif
     }
+#if defined(BINDING_scratch)
+    const uint counter = SK * ncols * M + gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    memoryBarrierBuffer(); // the sums before the count
+    barrier();
+    if (lid == 0u) qk_last = atomicAdd(scratch[counter], 1u) == SK - 1u;
+    barrier();
+    if (!qk_last) return;
+    memoryBarrierBuffer();
+    for (uint o = lid; o < RG * NR0 * NR1; o += WG) {
+        const uint g = o / (NR0 * NR1), rt = o % (NR0 * NR1);
+        const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
+        if (r >= M || t >= ncols) continue;
+        float sum = 0.0;
+        for (uint z = 0; z < SK; z++) sum += uintBitsToFloat(scratch[(z * ncols + t) * M + r]);
+        y[qk_mv_out(t) * M + r] = sum;
+    }
+    if (lid == 0u) scratch[counter] = 0u;
+#endif
 }
