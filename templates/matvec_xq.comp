@@ -29,6 +29,12 @@
 // and the routed MoE form (ids and tpe bindings, family matmul_id: grid z is
 // the expert, the NR1 columns its pairs, so each expert's rows are read once
 // for up to NR1 of its pairs; include/matvec_cols.glsl).
+//
+// Two more forms: pre-quantized activations (an xq binding, matvec_xq_pre:
+// quantize_q8 wrote them as q8 rows, include/q8.glsl, and the slabs copy
+// their codes instead of rounding floats), and split K (a scratch binding,
+// matvec_xq_split: grid z is one of SK runs of K, and the splits' sums meet
+// in qk_lanes_store).
 
 #include "include/dot8.glsl"
 #include "include/q8.glsl"
