@@ -74,8 +74,9 @@ static inline int gpu_start(int argc, char **argv, const char **filter, qkrt_con
  * skipped, said so and never counted as passing; any other refusal fails. */
 static inline bool gpu_skip_shared(qkrt_context *ctx, const qkrt_kernel_info *k) {
     if (k->shared_memory_bytes <= qkrt_device(ctx)->max_shared_memory) return false;
-    printf("SKIP %s: needs %u bytes of shared memory, the device gives %u (not counted as passing)\n",
-           k->name, k->shared_memory_bytes, qkrt_device(ctx)->max_shared_memory);
+    printf(
+        "SKIP %s: needs %u bytes of shared memory, the device gives %u (not counted as passing)\n",
+        k->name, k->shared_memory_bytes, qkrt_device(ctx)->max_shared_memory);
     return true;
 }
 
