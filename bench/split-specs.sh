@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Writes to DIR (default build-gpu/split-specs) the restricted copy of specs/
-# that run 59 of bench/RESULTS.md benchmarked: copy, the int8-dot mat-vec
+# that runs 59-61 of bench/RESULTS.md benchmarked: copy, the int8-dot mat-vec
 # matvec_xq and its split-K form matvec_xq_split (the committed tiles and SK
-# 8), formats q4_0, q8_0, iq4_nl, q4_K, q5_K, q6_K, no fusion.
+# 8), formats q4_0, q8_0, iq4_nl, q4_K, q5_K, q6_K; and (run 61) the f32
+# matvec_xs and matvec_xs_split for iq4_nl and q6_K, and for mlx4_g64 the
+# in-place forms of all four; no fusion.
 # Then:
 #   bash bench/build-gpu.sh build-gpu/split-specs
 # and on the GPU machine (RESULTS.md, "Reproduce"):
@@ -14,4 +16,7 @@ sed -i 's/^formats: .*/formats: [q4_0, q8_0, iq4_nl, q4_K, q5_K, q6_K]/; s/^fusi
     "$k"/matvec_*.yaml
 # run 59 also timed SK 8 (the committed specs keep SK 2 and 4)
 sed -i 's/^  SK: .*/  SK: [2, 4, 8]/' "$k"/matvec_xq_split.yaml
+cp specs/kernels/{matvec_xs,matvec_xs_split}.yaml "$k/"
+sed -i 's/^formats: .*/formats: [iq4_nl, q6_K]/' "$k"/matvec_xs{,_split}.yaml
+cp specs/kernels/{matvec_xs_global,matvec_xs_split_global,matvec_xq_global,matvec_xq_split_global}.yaml "$k/"
 echo "wrote $dir"

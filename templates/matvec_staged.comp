@@ -69,8 +69,15 @@ void main() {
 #else
     const uint slab = nchunks;
 #endif
-    for (uint c0 = 0; c0 < nchunks; c0 += slab) {
-        const uint cend = min(c0 + slab, nchunks);
+#if defined(BINDING_scratch)
+    // split K (as matvec_xq.comp): split z of SK takes an equal run of the chunks
+    const uint per = (nchunks + SK - 1u) / SK, kbeg = min(gl_WorkGroupID.z * per, nchunks);
+    const uint kend = min(kbeg + per, nchunks);
+#else
+    const uint kbeg = 0u, kend = nchunks;
+#endif
+    for (uint c0 = kbeg; c0 < kend; c0 += slab) {
+        const uint cend = min(c0 + slab, kend);
 #ifdef QK_X_SHARED
         barrier(); // every lane is done with the previous slab
         [[unroll]] for (uint t = 0; t < NR1; t++)
