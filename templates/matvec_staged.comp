@@ -15,6 +15,9 @@
 // bindings, family matmul_id): grid z is the expert and the NR1 columns are
 // its pairs ids[e][c], as in matmul.comp.
 //
+// Split K (a scratch binding, matvec_xs_split): grid z is one of SK runs of
+// K, whose sums meet in qk_lanes_store (include/matvec_lanes.glsl).
+//
 // With QK_X_SHARED (matvec_xs.comp) the activations come from shared memory:
 // the workgroup copies a slab of XS_CHUNKS chunks per token with contiguous
 // vec4 loads, and the lanes, each on its own chunk, read it there. Read from
