@@ -499,6 +499,12 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         double t_prep = now_s();
         if (r == QKRT_OK) r = qkrt_run(ctx, one, per_run, NULL);
         out->prepare_ms = (now_s() - t_prep) * 1e3;
+        /* registers, shared memory and spills, where the driver tells: the
+         * evidence for what bounds occupancy; quotes kept out of the JSON */
+        if (r == QKRT_OK &&
+            qkrt_kernel_stats(ctx, b, idx[v], out->pipeline, sizeof out->pipeline) == QKRT_OK)
+            for (char *p = out->pipeline; *p; p++)
+                if (*p == '"' || *p == '\\' || (unsigned char)*p < 32) *p = '\'';
         if (r == QKRT_OK) r = qkrt_buffer_download(ctx, cb.y, 0, y, ny * 4);
         if (r != QKRT_OK) break;
         if (last_row) /* the checked rows side by side, as the reference has them */

@@ -41,9 +41,10 @@ typedef struct qk_bench_result {
     double pct_copy_span;                /* pct_copy of us_span */
     double size_copy_us, size_copy_span; /* a copy of the case's bytes (qk_bench_size_copy) */
     double nmse;
-    double prepare_ms; /* the first run: pipeline creation (driver compile) and one dispatch */
-    bool ok;           /* the result matched the reference */
-    bool best;         /* fastest correct variant of its case */
+    double prepare_ms;  /* the first run: pipeline creation (driver compile) and one dispatch */
+    char pipeline[256]; /* the driver's statistics (qkrt_kernel_stats), "" where it gives none */
+    bool ok;            /* the result matched the reference */
+    bool best;          /* fastest correct variant of its case */
     char error[256];
 } qk_bench_result;
 

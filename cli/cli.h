@@ -34,7 +34,7 @@ const char *qk_default_bundle(void);
  * returns the exit status (nothing left open). */
 typedef struct qkrt_context qkrt_context;
 typedef struct qkrt_bundle qkrt_bundle;
-int qk_open(const char *cmd, const char *device, bool validation, const char *bundle,
+int qk_open(const char *cmd, const char *device, bool validation, bool stats, const char *bundle,
             qkrt_context **ctx, qkrt_bundle **b);
 
 int cmd_build(qk_args *a);

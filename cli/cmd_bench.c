@@ -33,11 +33,13 @@ static void json_result(FILE *f, const qk_bench_result *r, bool first) {
             "\"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, \"us_quantize\": %.3f, "
             "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
             "\"size_copy_us\": %.3f, \"size_copy_span_us\": %.3f, "
-            "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"ok\": %s, \"best\": %s, \"error\": \"%s\" }",
+            "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"pipeline\": \"%s\", \"ok\": %s, \"best\": %s, "
+            "\"error\": \"%s\" }",
             first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E,
             r->c.top_k, r->us, r->us_span, r->pct_copy_span, r->us_min, r->us_max, r->us_pre,
             r->bytes, r->gbps, r->pct_copy, r->tflops, r->size_copy_us, r->size_copy_span, r->nmse,
-            r->prepare_ms, r->ok ? "true" : "false", r->best ? "true" : "false", r->error);
+            r->prepare_ms, r->pipeline, r->ok ? "true" : "false", r->best ? "true" : "false",
+            r->error);
 }
 
 static void print_row(const qk_bench_result *r) {
@@ -131,7 +133,7 @@ int cmd_bench(qk_args *a) {
 
     qkrt_context *ctx;
     qkrt_bundle *b;
-    int open_rc = qk_open(a->cmd, device, false, bundle, &ctx, &b);
+    int open_rc = qk_open(a->cmd, device, false, true, bundle, &ctx, &b);
     if (open_rc) return open_rc;
     qk_bench_opts o = {.runs = (uint32_t)runs,
                        .warmup_s = warm_ms / 1e3,

@@ -17,10 +17,16 @@ static void log_cb(void *user, int level, const char *msg) {
     if (level >= QKRT_LOG_WARN) fprintf(stderr, "qkrt: %s\n", msg);
 }
 
-int qk_open(const char *cmd, const char *device, bool validation, const char *bundle,
+int qk_open(const char *cmd, const char *device, bool validation, bool stats, const char *bundle,
             qkrt_context **ctx, qkrt_bundle **b) {
-    qkrt_desc d = {.device = device, .validation = validation, .log = log_cb};
-    if (qkrt_create(&d, ctx) != QKRT_OK) {
+    qkrt_desc d = {
+        .device = device, .validation = validation, .log = log_cb, .pipeline_stats = stats};
+    qkrt_result r = qkrt_create(&d, ctx);
+    if (r != QKRT_OK && stats) { /* statistics are a nicety: a device refusing them opens without */
+        d.pipeline_stats = false;
+        r = qkrt_create(&d, ctx);
+    }
+    if (r != QKRT_OK) {
         fprintf(stderr, "qkgen %s: %s\n", cmd, qkrt_create_error());
         return device ? QK_EXIT_USAGE : QK_EXIT_FAIL;
     }
@@ -181,7 +187,7 @@ int cmd_verify(qk_args *a) {
                               (unsigned long long)M);
     qkrt_context *ctx;
     qkrt_bundle *b;
-    int rc = qk_open(a->cmd, device, validation, bundle, &ctx, &b);
+    int rc = qk_open(a->cmd, device, validation, false, bundle, &ctx, &b);
     if (rc) return rc;
     const qkrt_device_info *dev = qkrt_device(ctx);
     printf("seed %llu, device %u: %s\n", (unsigned long long)seed, dev->index, dev->name);
@@ -473,7 +479,7 @@ int cmd_matmul(qk_args *a) {
     }
     qkrt_context *ctx;
     qkrt_bundle *b;
-    int rc = qk_open(a->cmd, device, validation, bundle, &ctx, &b);
+    int rc = qk_open(a->cmd, device, validation, false, bundle, &ctx, &b);
     if (rc) return rc;
     char err[1024] = "";
     uint32_t M, K, T;

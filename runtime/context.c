@@ -427,6 +427,7 @@ qkrt_result qkrt_create(const qkrt_desc *desc, qkrt_context **out) {
     }
     ctx->log = desc->log;
     ctx->log_user = desc->log_user;
+    ctx->pipeline_stats = desc->pipeline_stats;
     const char *request = desc->device;
     if (!request) {
         request = getenv("QKGEN_DEVICE");

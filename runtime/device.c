@@ -149,11 +149,17 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
         .pNext = &v12,
     };
-    VkPhysicalDeviceFeatures2 features = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
         .pNext = &v11,
     };
+    bool executable_ext = has_extension(exts, ext_count, "VK_KHR_pipeline_executable_properties");
+    VkPhysicalDeviceFeatures2 features = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+        .pNext = executable_ext ? (void *)&executable : &v11,
+    };
     vkGetPhysicalDeviceFeatures2(c->physical, &features);
+    c->executable_info = executable_ext && executable.pipelineExecutableInfo;
 
     qkrt_device_info *info = &c->info;
     snprintf(info->driver, sizeof info->driver, "%.127s %.127s", driver.driverName,
@@ -320,6 +326,9 @@ qkrt_result qkrt_device_open(qkrt_context *ctx) {
     if (c->coopmat_nv_ext) ctx->extensions[ctx->extension_count++] = "VK_NV_cooperative_matrix";
     if (c->integer_dot_ext)
         ctx->extensions[ctx->extension_count++] = "VK_KHR_shader_integer_dot_product";
+    ctx->pipeline_stats = ctx->pipeline_stats && c->executable_info;
+    if (ctx->pipeline_stats)
+        ctx->extensions[ctx->extension_count++] = "VK_KHR_pipeline_executable_properties";
 
     /* only what kernels use: robustBufferAccess and friends cost speed */
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
@@ -360,9 +369,14 @@ qkrt_result qkrt_device_open(qkrt_context *ctx) {
         .storageBuffer16BitAccess = info->storage_16bit,
         .uniformAndStorageBuffer16BitAccess = c->storage_16bit_uniform,
     };
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pNext = &v11,
+        .pipelineExecutableInfo = VK_TRUE,
+    };
     VkPhysicalDeviceFeatures2 features = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-        .pNext = &v11,
+        .pNext = ctx->pipeline_stats ? (void *)&executable : &v11,
         .features =
             {
                 .shaderInt64 = info->int64,

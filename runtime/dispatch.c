@@ -98,6 +98,7 @@ static qkrt_result create_pipeline(qkrt_context *ctx, qkrt_kernel *k) {
                 .pName = k->entry,
             },
         .layout = k->layout,
+        .flags = ctx->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
     };
     vr = vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &info, NULL, &k->pipeline);
     vkDestroyShaderModule(ctx->device, module, NULL);
@@ -119,6 +120,63 @@ static qkrt_result kernel_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, 
     if (!k->set_layout) r = create_layouts(ctx, k);
     if (r == QKRT_OK) r = create_pipeline(ctx, k);
     return r;
+}
+
+qkrt_result qkrt_kernel_stats(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index,
+                              char *out, size_t size) {
+    if (size) out[0] = '\0';
+    if (!ctx->pipeline_stats)
+        return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED,
+                         "pipeline statistics: not requested, or the device lacks "
+                         "VK_KHR_pipeline_executable_properties");
+    if (index >= bundle->count)
+        return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "kernel index %u of %u", index, bundle->count);
+    qkrt_result r = kernel_prepare(ctx, bundle, index);
+    if (r != QKRT_OK) return r;
+    PFN_vkGetPipelineExecutableStatisticsKHR get_stats =
+        (PFN_vkGetPipelineExecutableStatisticsKHR)(void (*)(void))vkGetDeviceProcAddr(
+            ctx->device, "vkGetPipelineExecutableStatisticsKHR");
+    if (!get_stats)
+        return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED,
+                         "vkGetPipelineExecutableStatisticsKHR missing");
+    VkPipelineExecutableInfoKHR exe = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+        .pipeline = bundle->kernels[index].pipeline,
+        .executableIndex = 0, /* a compute pipeline has one */
+    };
+    VkPipelineExecutableStatisticKHR st[32];
+    uint32_t n = 32;
+    for (uint32_t i = 0; i < n; i++)
+        st[i] = (VkPipelineExecutableStatisticKHR){
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    VkResult vr = get_stats(ctx->device, &exe, &n, st);
+    if (vr != VK_SUCCESS && vr != VK_INCOMPLETE)
+        return qkrt_vk_fail(ctx, vr, "kernel %s: vkGetPipelineExecutableStatisticsKHR",
+                            bundle->kernels[index].info.name);
+    size_t used = 0;
+    for (uint32_t i = 0; i < n && used < size; i++) {
+        const VkPipelineExecutableStatisticKHR *s = &st[i];
+        int w = 0;
+        const char *sep = i ? "; " : "";
+        switch (s->format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+            w = snprintf(out + used, size - used, "%s%s=%s", sep, s->name,
+                         s->value.b32 ? "true" : "false");
+            break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+            w = snprintf(out + used, size - used, "%s%s=%lld", sep, s->name,
+                         (long long)s->value.i64);
+            break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+            w = snprintf(out + used, size - used, "%s%s=%llu", sep, s->name,
+                         (unsigned long long)s->value.u64);
+            break;
+        default:
+            w = snprintf(out + used, size - used, "%s%s=%g", sep, s->name, s->value.f64);
+        }
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return QKRT_OK;
 }
 
 /* ---- descriptor sets and queries ---- */

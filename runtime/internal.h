@@ -45,6 +45,7 @@ typedef struct qkrt_device_caps {
     bool maintenance4, maintenance4_ext;
     bool coopmat_nv_ext;
     bool integer_dot_ext; /* VK_KHR_shader_integer_dot_product to enable (before Vulkan 1.3) */
+    bool executable_info; /* VK_KHR_pipeline_executable_properties with pipelineExecutableInfo */
 } qkrt_device_caps;
 
 struct qkrt_buffer {
@@ -92,6 +93,7 @@ struct qkrt_context {
     VkPhysicalDeviceMemoryProperties memory;
     const char *extensions[8]; /* enabled device extensions */
     uint32_t extension_count;
+    bool pipeline_stats; /* pipelines capture the driver's statistics (qkrt_kernel_stats) */
 
     VkCommandPool command_pool;
     VkCommandBuffer cmd;

@@ -50,6 +50,10 @@ typedef struct qkrt_desc {
     const char *pipeline_cache_dir;
     void (*log)(void *user, int level, const char *message);
     void *log_user;
+    /* Pipelines capture the driver's statistics (registers, shared memory,
+     * spills: qkrt_kernel_stats) where the device offers
+     * VK_KHR_pipeline_executable_properties; ignored elsewhere. */
+    bool pipeline_stats;
 } qkrt_desc;
 
 /* What kernels care about in a device. */
@@ -162,6 +166,13 @@ int qkrt_bundle_find(const qkrt_bundle *bundle, const char *name);
 /* QKRT_OK if the context's device can run the kernel; else
  * QKRT_ERROR_UNSUPPORTED with a message naming the missing feature. */
 qkrt_result qkrt_kernel_check(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index);
+/* The driver's statistics of the kernel's pipeline (created if it was not
+ * yet), as "name=value" pairs separated by "; " (NVIDIA: registers per
+ * invocation, shared memory, spills), into out. QKRT_ERROR_UNSUPPORTED if the
+ * context was not created with qkrt_desc.pipeline_stats or the device lacks
+ * VK_KHR_pipeline_executable_properties. */
+qkrt_result qkrt_kernel_stats(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index,
+                              char *out, size_t size);
 
 /* ---- shapes: named integer variables (M, K, T, ...) ---- */
 typedef struct qkrt_shape {
