@@ -264,6 +264,21 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
         }
         free(cpath);
         if (!ok) break;
+        /* the manifest's shared_memory_bytes is what runtimes check against
+         * the device's limit: a template declaring more than its spec's
+         * expression counts would launch past it (on the H100: device lost) */
+        qk_spirv sm = {(uint32_t *)(void *)spv, n / 4};
+        int64_t declared = qk_spirv_shared_bytes(&sm);
+        if (declared > (int64_t)u->v->shared_memory) {
+            qk_error_set(e,
+                         "%s: its SPIR-V declares %lld bytes of shared memory, more than the %u of "
+                         "the spec's shared_memory expression (%s): the expression must count "
+                         "every shared variable of the template",
+                         u->v->name, (long long)declared, u->v->shared_memory, u->v->kernel->path);
+            free(spv);
+            ok = false;
+            break;
+        }
         char spv_hash[65];
         qk_sha256_hex(spv, n, spv_hash);
         char file[300];

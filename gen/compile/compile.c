@@ -29,7 +29,8 @@ bool qk_compile_glsl(const char *name, const char *source, qk_spirv *out, qk_err
         .default_profile = GLSLANG_NO_PROFILE,
         .force_default_version_and_profile = false,
         .forward_compatible = false,
-        .messages = GLSLANG_MSG_DEFAULT_BIT | GLSLANG_MSG_SPV_RULES_BIT | GLSLANG_MSG_VULKAN_RULES_BIT,
+        .messages =
+            GLSLANG_MSG_DEFAULT_BIT | GLSLANG_MSG_SPV_RULES_BIT | GLSLANG_MSG_VULKAN_RULES_BIT,
         .resource = glslang_default_resource(),
     };
     glslang_shader_t *sh = glslang_shader_create(&input);
@@ -68,7 +69,8 @@ bool qk_validate(const char *name, const qk_spirv *m, qk_error *e) {
     spv_diagnostic diag = NULL;
     spv_result_t r = spvValidate(ctx, &bin, &diag);
     if (r != SPV_SUCCESS)
-        qk_error_set(e, "%s: spirv-val: %s", name, diag && diag->error ? diag->error : "invalid module");
+        qk_error_set(e, "%s: spirv-val: %s", name,
+                     diag && diag->error ? diag->error : "invalid module");
     spvDiagnosticDestroy(diag);
     spvContextDestroy(ctx);
     return r == SPV_SUCCESS;
@@ -85,4 +87,58 @@ bool qk_compile_all(const char *name, const char *source, qk_spirv *out, qk_erro
     if (qk_optimize(name, out, e) && qk_validate(name, out, e)) return true;
     qk_spirv_free(out);
     return false;
+}
+
+/* ---- the shared memory a module declares ---- */
+
+enum {
+    OP_TYPE_BOOL = 20,
+    OP_TYPE_INT = 21,
+    OP_TYPE_FLOAT = 22,
+    OP_TYPE_VECTOR = 23,
+    OP_TYPE_MATRIX = 24,
+    OP_TYPE_ARRAY = 28,
+    OP_TYPE_STRUCT = 30,
+    OP_TYPE_POINTER = 32,
+    OP_CONSTANT = 43,
+    OP_VARIABLE = 59,
+    STORAGE_WORKGROUP = 4,
+};
+
+int64_t qk_spirv_shared_bytes(const qk_spirv *m) {
+    if (m->count < 5) return 0;
+    uint32_t bound = m->words[3];
+    int64_t *size = calloc(bound, sizeof *size);        /* of a type id; 0: not a sized type */
+    int64_t *value = calloc(bound, sizeof *value);      /* of an integer constant id; -1: other */
+    uint32_t *pointee = calloc(bound, sizeof *pointee); /* of a Workgroup pointer type id */
+    int64_t total = 0;
+    for (uint32_t i = 0; i < bound && size && value; i++)
+        value[i] = -1;
+    for (size_t i = 5; size && value && pointee && i < m->count && total >= 0;) {
+        const uint32_t *w = m->words + i;
+        uint32_t n = w[0] >> 16, op = w[0] & 0xffffu;
+        if (n == 0 || i + n > m->count) break;
+        uint32_t id = n > 1 ? w[1] : 0;
+        bool ok = id < bound;
+        if (ok && op == OP_TYPE_BOOL) size[id] = 4;
+        if (ok && (op == OP_TYPE_INT || op == OP_TYPE_FLOAT) && n >= 3) size[id] = w[2] / 8;
+        if (ok && (op == OP_TYPE_VECTOR || op == OP_TYPE_MATRIX) && n >= 4 && w[2] < bound)
+            size[id] = size[w[2]] * w[3];
+        if (ok && op == OP_TYPE_ARRAY && n >= 4 && w[2] < bound && w[3] < bound)
+            size[id] = value[w[3]] >= 0 ? size[w[2]] * value[w[3]] : -1;
+        if (ok && op == OP_TYPE_STRUCT)
+            for (uint32_t j = 2; j < n; j++)
+                size[id] += w[j] < bound && size[w[j]] >= 0 ? size[w[j]] : 0;
+        if (ok && op == OP_TYPE_POINTER && n >= 4 && w[2] == STORAGE_WORKGROUP && w[3] < bound)
+            pointee[id] = w[3];
+        if (op == OP_CONSTANT && n >= 4 && w[2] < bound) value[w[2]] = w[3];
+        if (op == OP_VARIABLE && n >= 4 && w[1] < bound && w[3] == STORAGE_WORKGROUP &&
+            pointee[w[1]] < bound) {
+            int64_t s = size[pointee[w[1]]];
+            total = s < 0 ? -1 : total + s;
+        }
+        i += n;
+    }
+    free(size), free(value), free(pointee);
+    return total;
 }

@@ -23,6 +23,11 @@ bool qk_optimize(const char *name, qk_spirv *m, qk_error *e);
 /* spirv-val for the Vulkan 1.2 environment. */
 bool qk_validate(const char *name, const qk_spirv *m, qk_error *e);
 void qk_spirv_free(qk_spirv *m);
+/* Bytes of the module's Workgroup (shared) variables: scalars and bools as 4
+ * bytes (1 or 2 for 8- and 16-bit types), vectors, arrays and structs as the
+ * sum of their parts, no padding; -1 for a size this cannot tell (a
+ * specialization-constant length). What a driver allocates is at least this. */
+int64_t qk_spirv_shared_bytes(const qk_spirv *m);
 
 /* The whole chain: compile, optimize, validate. */
 bool qk_compile_all(const char *name, const char *source, qk_spirv *out, qk_error *e);

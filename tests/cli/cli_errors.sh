@@ -14,6 +14,16 @@ expect 2 "unknown option '--bogus'" -- "$qkgen" build --bogus
 expect 2 "\-\-out needs a value" -- "$qkgen" build --out
 expect 2 "no such spec folder" -- "$qkgen" build /nonexistent/specs --out "$scratch/o1"
 [ ! -e "$scratch/o1" ] || fail "output written for a missing spec folder"
+# a spec whose shared_memory expression counts less than its template
+# declares: refused at build (a runtime would launch it past the device's
+# limit), nothing written
+mkdir -p "$scratch/sm/kernels" && cp -r specs/formats specs/fusions "$scratch/sm/"
+sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$scratch"/sm/formats/*.yaml
+sed 's/^shared_memory: .*/shared_memory: "8"/; s/^formats: .*/formats: [q4_0]/; s/^mma: .*/mma: [scalar]/' \
+  specs/kernels/matmul.yaml >"$scratch/sm/kernels/matmul.yaml"
+expect 1 "declares [0-9]* bytes of shared memory, more than the 8 of the spec's shared_memory" -- \
+  "$qkgen" build "$scratch/sm" --templates templates --out "$scratch/o2"
+[ ! -e "$scratch/o2/default" ] || fail "a bundle written despite the shared memory error"
 expect 2 "\-\-format is required" -- "$qkgen" matmul --weights a --x b --out c
 python3 -c 'import numpy' 2>/dev/null || fail "python3-numpy is needed"
 python3 - "$scratch" <<'PY'
