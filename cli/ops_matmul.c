@@ -133,11 +133,20 @@ qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
     qkrt_result r = QKRT_OK;
     qkrt_buffer *wb[8] = {0};
     pool_weights(&p, w, kernel_weights(k), wb, &r);
-    role_buf rb[] = {{"activations", pool_buffer(&p, x, (size_t)T * K * 4, 0, &r)},
-                     {"output", pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r)}};
     qkrt_dispatch d = {.bundle = b, .kernel = ki};
-    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 2, &d, err, err_size);
     shape_add(&d.shape, "M", M), shape_add(&d.shape, "K", K), shape_add(&d.shape, "T", T);
+    /* a split-K kernel's scratch, zero-filled: its counters start at 0 */
+    size_t scratch = 0;
+    if (!qk_scratch_bytes(k, &d.shape, &scratch, err, err_size)) r = QKRT_ERROR_ARGUMENT;
+    role_buf rb[] = {{"activations", pool_buffer(&p, x, (size_t)T * K * 4, 0, &r)},
+                     {"output", pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r)},
+                     {"scratch", scratch ? pool_buffer(&p, NULL, scratch, 0, &r) : NULL}};
+    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 3, &d, err, err_size);
+    /* a split-K kernel runs twice on one scratch, y poisoned again between:
+     * the checked run finds the counters as the first left them, so a kernel
+     * that did not set them back leaves y unwritten */
+    if (scratch && r == QKRT_OK) r = qkrt_run(ctx, &d, 1, NULL);
+    if (scratch && r == QKRT_OK) r = qkrt_buffer_fill(ctx, rb[1].buf, NaN32);
     if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, ns);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, y, (size_t)T * M * 4);
     return finish(ctx, &p, r, err, err_size);

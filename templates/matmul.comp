@@ -31,9 +31,25 @@
 //
 // Under FUSION_swiglu the tiles hold two matrices (m = 0 gate, m = 1 up)
 // against one activation tile, and the stored value is qk_fuse_swiglu(g, u).
+//
+// Split K (a scratch binding; specs/kernels/matmul_split.yaml): grid z is one
+// of SK runs of the K steps, so that a grid of few large tiles (m = 4096 in
+// 128 x 128 tiles: 128 workgroups) puts two or more workgroups on each
+// multiprocessor, whose barrier-separated phases then overlap. Each split
+// writes its f32 sums to scratch[z * T * M + t * M + r], counts itself in its
+// tile's counter after them, and the last to arrive adds the SK sums in
+// split order (the result does not depend on the order of arrival), writes y
+// and sets the counter back to zero for the next dispatch, as the split
+// mat-vec kernels do (include/matvec_lanes.glsl).
 
 #ifdef BINDING_tpe
 #define QK_MOE 1
+#endif
+#ifdef BINDING_scratch
+#define QK_SPLIT 1
+#if defined(QK_MOE) || defined(FUSION_swiglu)
+#error "split K is for the dense product without fusion"
+#endif
 #endif
 
 // The tiles' shared array (include/tile_load.glsl), in 16-byte units; the
@@ -64,6 +80,7 @@
 // Output element offset of each column's row of y, or ~0u: not stored.
 shared uint qk_yrow[NR1];
 
+
 // The value stored for one output: the product, or the fusion's combination.
 float qk_result(float v[QK_NW]) {
 #ifdef FUSION_swiglu
@@ -72,6 +89,40 @@ float qk_result(float v[QK_NW]) {
     return v[0];
 #endif
 }
+
+#ifdef QK_SPLIT
+// One output of this split: its sum into the split's part of the scratch.
+void qk_store(uint yr, uint r, float v[QK_NW]) {
+    scratch[gl_WorkGroupID.z * pc.T * pc.M + yr + r] = floatBitsToUint(v[0]);
+}
+
+// After every split of the tile has stored: the last adds them into y. Whether
+// this workgroup is the last goes through the tiles' first word (free by
+// then), not a shared variable of its own, which the spec's shared_memory
+// would not count (the 128 x 128 tiles of 20-byte blocks fill 48 KiB).
+void qk_split_finish(uint row0) {
+    const uint M = pc.M, tid = gl_LocalInvocationID.x;
+    const uint counter = SK * pc.T * M + gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    memoryBarrierBuffer(); // the sums before the count
+    barrier();
+    if (tid == 0u) qk_sm[0].x = atomicAdd(scratch[counter], 1u);
+    barrier();
+    if (qk_sm[0].x != SK - 1u) return;
+    memoryBarrierBuffer();
+    for (uint o = tid; o < NR0 * NR1; o += WG) { // consecutive invocations, consecutive rows
+        const uint yr = qk_yrow[o / NR0], r = row0 + o % NR0;
+        if (yr == ~0u || r >= M) continue;
+        float sum = 0.0;
+        for (uint z = 0; z < SK; z++) sum += uintBitsToFloat(scratch[z * pc.T * M + yr + r]);
+        y[yr + r] = sum;
+    }
+    if (tid == 0u) scratch[counter] = 0u;
+}
+#else
+void qk_store(uint yr, uint r, float v[QK_NW]) {
+    y[yr + r] = qk_result(v);
+}
+#endif
 
 #ifdef MMA_coopmat
 #define CM 16u                  // the f16 16x16x16 shape (rule in the spec)
@@ -125,7 +176,13 @@ void main() {
     }
 #endif
 
+    // this workgroup's steps: all of K, or its split's run of them
     const uint nsteps = (K + NK - 1u) / NK;
+#ifdef QK_SPLIT
+    const uint s0 = nsteps * gl_WorkGroupID.z / SK, s1 = nsteps * (gl_WorkGroupID.z + 1u) / SK;
+#else
+    const uint s0 = 0u, s1 = nsteps;
+#endif
 #ifdef MMA_coopmat
     const uint sg = tid / 32u, sgr = sg % QK_SG_R, sgc = sg / QK_SG_R;
     // uniform in the subgroup; known true at compile time where the subgroup
@@ -177,16 +234,18 @@ void main() {
     // s's dequantization and products and land in the other raw set after
     // them. Two barriers per step, as below.
     barrier(); // qk_xrow is set
-    qk_prefetch(wbase, row0, M, nb, 0u);
-    qk_raw_store(0u);
-    for (uint s = 0; s < nsteps; s++) {
-        barrier(); // raw set s % 2 is complete; step s - 1's products are done
+    if (s0 < s1) { // uniform: a split of no steps (K < SK * NK) stores zeros
+        qk_prefetch(wbase, row0, M, nb, s0);
+        qk_raw_store(0u);
+    }
+    for (uint s = s0; s < s1; s++) {
+        barrier(); // raw set (s - s0) % 2 is complete; step s - 1's products are done
         qk_x_store();
-        if (s + 1u < nsteps) qk_prefetch(wbase, row0, M, nb, s + 1u);
-        qk_tile_decode(s & 1u);
+        if (s + 1u < s1) qk_prefetch(wbase, row0, M, nb, s + 1u);
+        qk_tile_decode((s - s0) & 1u);
         barrier();
         QK_STEP(0u)
-        if (s + 1u < nsteps) qk_raw_store((s + 1u) & 1u);
+        if (s + 1u < s1) qk_raw_store((s + 1u - s0) & 1u);
     }
 #else
     if (QK_TILE_SETS == 2u) { // a constant: the other loop is not compiled
@@ -194,16 +253,18 @@ void main() {
         // means: set s % 2 is complete, and every subgroup is done with step
         // s - 1's products, so set (s + 1) % 2 may be overwritten.
         barrier(); // qk_xrow is set
-        qk_tile_load(wbase, row0, M, nb, 0u, K, 0u);
-        for (uint s = 0; s + 1u < nsteps; s++) {
+        if (s0 < s1) { // uniform: a split of no steps (K < SK * NK) stores zeros
+            qk_tile_load(wbase, row0, M, nb, s0 * NK, K, 0u);
+            for (uint s = s0; s + 1u < s1; s++) {
+                barrier();
+                qk_tile_load(wbase, row0, M, nb, (s + 1u) * NK, K, ((s + 1u - s0) & 1u) * QK_TILE_UNITS);
+                QK_STEP(((s - s0) & 1u) * QK_TILE_UNITS)
+            }
             barrier();
-            qk_tile_load(wbase, row0, M, nb, (s + 1u) * NK, K, ((s + 1u) & 1u) * QK_TILE_UNITS);
-            QK_STEP((s & 1u) * QK_TILE_UNITS)
+            QK_STEP(((s1 - 1u - s0) & 1u) * QK_TILE_UNITS)
         }
-        barrier();
-        QK_STEP(((nsteps - 1u) & 1u) * QK_TILE_UNITS)
     } else {
-        for (uint s = 0; s < nsteps; s++) {
+        for (uint s = s0; s < s1; s++) {
             barrier(); // the previous step's tiles are read (and qk_xrow is set)
             qk_tile_load(wbase, row0, M, nb, s * NK, K, 0u);
             barrier();
@@ -234,7 +295,7 @@ void main() {
                         v[m] = uintBitsToFloat(qk_sm[w / 4u][w % 4u]);
                     }
                     const uint yr = qk_yrow[c0 + f / CM];
-                    if (yr != ~0u && r0 + f % CM < M) y[yr + r0 + f % CM] = qk_result(v);
+                    if (yr != ~0u && r0 + f % CM < M) qk_store(yr, r0 + f % CM, v);
                 }
                 subgroupBarrier(); // read before the next block overwrites the scratch
             }
@@ -243,7 +304,10 @@ void main() {
         const uint c = c0 + j * (WG / NR0);
         float v[QK_NW];
         for (uint m = 0; m < QK_NW; m++) v[m] = acc[m][j];
-        if (qk_yrow[c] != ~0u && row0 + r < M) y[qk_yrow[c] + row0 + r] = qk_result(v);
+        if (qk_yrow[c] != ~0u && row0 + r < M) qk_store(qk_yrow[c], row0 + r, v);
     }
+#endif
+#ifdef QK_SPLIT
+    qk_split_finish(row0);
 #endif
 }

@@ -82,9 +82,11 @@ static bool random_weights(const qkrt_kernel_info *k, uint32_t rows, uint32_t K,
 
 static void test_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-    static const uint32_t shapes[][3] = {{33, 256, 5}, {130, 512, 70}, {64, 256, 32}};
+    /* the last: K of one or two steps, so that some of a split-K kernel's
+     * splits have no step and store zeros */
+    static const uint32_t shapes[][3] = {{33, 256, 5}, {130, 512, 70}, {64, 256, 32}, {20, 64, 9}};
     const uint32_t nw = weight_count(k);
-    for (int si = 0; si < 3; si++) {
+    for (int si = 0; si < 4; si++) {
         uint32_t M = shapes[si][0], K = depth(k, shapes[si][1]), T = shapes[si][2];
         qk_weights w[2];
         if (!random_weights(k, M, K, w, nw)) return;
