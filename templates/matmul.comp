@@ -33,14 +33,10 @@
 // against one activation tile, and the stored value is qk_fuse_swiglu(g, u).
 //
 // Split K (a scratch binding; specs/kernels/matmul_split.yaml): grid z is one
-// of SK runs of the K steps, so that a grid of few large tiles (m = 4096 in
-// 128 x 128 tiles: 128 workgroups) puts two or more workgroups on each
-// multiprocessor, whose barrier-separated phases then overlap. Each split
-// writes its f32 sums to scratch[z * T * M + t * M + r], counts itself in its
-// tile's counter after them, and the last to arrive adds the SK sums in
-// split order (the result does not depend on the order of arrival), writes y
-// and sets the counter back to zero for the next dispatch, as the split
-// mat-vec kernels do (include/matvec_lanes.glsl).
+// of SK runs of the K steps, for grids of few tiles (a prefill of 32-128
+// tokens at m = 4096: 32-128 tiles for the H100's 132 SMs). Each split writes
+// its f32 sums to scratch[z * T * M + t * M + r]; the last of the tile's
+// splits to arrive adds them in split order and writes y (include/split_k.glsl).
 
 #ifdef BINDING_tpe
 #define QK_MOE 1
@@ -80,7 +76,6 @@
 // Output element offset of each column's row of y, or ~0u: not stored.
 shared uint qk_yrow[NR1];
 
-
 // The value stored for one output: the product, or the fusion's combination.
 float qk_result(float v[QK_NW]) {
 #ifdef FUSION_swiglu
@@ -91,24 +86,18 @@ float qk_result(float v[QK_NW]) {
 }
 
 #ifdef QK_SPLIT
+#include "include/split_k.glsl"
+
 // One output of this split: its sum into the split's part of the scratch.
 void qk_store(uint yr, uint r, float v[QK_NW]) {
     scratch[gl_WorkGroupID.z * pc.T * pc.M + yr + r] = floatBitsToUint(v[0]);
 }
 
-// After every split of the tile has stored: the last adds them into y. Whether
-// this workgroup is the last goes through the tiles' first word (free by
-// then), not a shared variable of its own, which the spec's shared_memory
-// would not count (the 128 x 128 tiles of 20-byte blocks fill 48 KiB).
+// After every split of the tile has stored: the last adds them into y.
 void qk_split_finish(uint row0) {
     const uint M = pc.M, tid = gl_LocalInvocationID.x;
     const uint counter = SK * pc.T * M + gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-    memoryBarrierBuffer(); // the sums before the count
-    barrier();
-    if (tid == 0u) qk_sm[0].x = atomicAdd(scratch[counter], 1u);
-    barrier();
-    if (qk_sm[0].x != SK - 1u) return;
-    memoryBarrierBuffer();
+    if (!qk_split_last(counter)) return;
     for (uint o = tid; o < NR0 * NR1; o += WG) { // consecutive invocations, consecutive rows
         const uint yr = qk_yrow[o / NR0], r = row0 + o % NR0;
         if (yr == ~0u || r >= M) continue;
@@ -116,7 +105,7 @@ void qk_split_finish(uint row0) {
         for (uint z = 0; z < SK; z++) sum += uintBitsToFloat(scratch[z * pc.T * M + yr + r]);
         y[yr + r] = sum;
     }
-    if (tid == 0u) scratch[counter] = 0u;
+    qk_split_reset(counter);
 }
 #else
 void qk_store(uint yr, uint r, float v[QK_NW]) {

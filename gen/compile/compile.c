@@ -91,6 +91,8 @@ bool qk_compile_all(const char *name, const char *source, qk_spirv *out, qk_erro
 
 /* ---- the shared memory a module declares ---- */
 
+/* Opcode and storage-class numbers of the SPIR-V specification (Debian 12
+ * ships its header only for C++, glslang/SPIRV/spirv.hpp). */
 enum {
     OP_TYPE_BOOL = 20,
     OP_TYPE_INT = 21,

@@ -26,7 +26,7 @@ bool qk_lanes_setup(uint lid, out uint rowblk[NR0], out uint toks[NR1], out uint
 }
 
 #if defined(BINDING_scratch)
-shared bool qk_last; // this workgroup is the last of its tile's SK splits
+#include "include/split_k.glsl"
 #endif
 
 // Writes y from every lane's partial sums: one invocation per (row group,
@@ -56,12 +56,7 @@ void qk_lanes_store(uint lid, float acc[NR0][NR1], uint ncols) {
     }
 #if defined(BINDING_scratch)
     const uint counter = SK * ncols * M + gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-    memoryBarrierBuffer(); // the sums before the count
-    barrier();
-    if (lid == 0u) qk_last = atomicAdd(scratch[counter], 1u) == SK - 1u;
-    barrier();
-    if (!qk_last) return;
-    memoryBarrierBuffer();
+    if (!qk_split_last(counter)) return;
     for (uint o = lid; o < RG * NR0 * NR1; o += WG) {
         const uint g = o / (NR0 * NR1), rt = o % (NR0 * NR1);
         const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
@@ -70,6 +65,6 @@ void qk_lanes_store(uint lid, float acc[NR0][NR1], uint ncols) {
         for (uint z = 0; z < SK; z++) sum += uintBitsToFloat(scratch[(z * ncols + t) * M + r]);
         y[qk_mv_out(t) * M + r] = sum;
     }
-    if (lid == 0u) scratch[counter] = 0u;
+    qk_split_reset(counter);
 #endif
 }
