@@ -72,6 +72,19 @@ static void test_matvec_swiglu(qkrt_context *ctx, const qkrt_bundle *b, uint32_t
     double *xd = malloc(sizeof *xd * nx), *ref = malloc(sizeof *ref * ny),
            *u = malloc(sizeof *u * ny);
     rnd_fill(x, xd, nx, 1.0);
+    /* Random blocks use the whole quant range, so a gate can reach hundreds,
+     * where silu's exponential tail turns the gate's f32 rounding (relative to
+     * its large terms) into a large relative error of an output near zero:
+     * with every output there (seed 7462973115, M = 7), NMSE 0.01 from a
+     * correct kernel. x is scaled until every gate is within +-8, as real
+     * pre-activations are. */
+    qk_ref_matvec(&gv, xd, M, K, T, ref);
+    double most = 0;
+    for (size_t i = 0; i < ny; i++)
+        most = fmax(most, fabs(ref[i]));
+    if (most > 8)
+        for (size_t i = 0; i < nx; i++)
+            xd[i] = x[i] = (float)(x[i] * (8 / most));
     char err[1024] = "";
     qk_wbufs mats[2] = {0};
     qkrt_buffer *xb = NULL, *yb = NULL;
