@@ -54,10 +54,10 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, 
          * mat-vec's cooperative-matrix kernels round operands to f16, the
          * int8-dot ones activations to 8 bits), then enough token columns
          * for the tokens, then the most rows per workgroup, then the widest
-         * workgroup. */
+         * workgroup (its size / 8 in the low byte: up to 1024 invocations). */
         bool f32 = !qk_rounds_x8(k) && (strcmp(k->mma, "coopmat") || strcmp(family, "matvec"));
         uint32_t score = (uint32_t)f32 << 25 | (k->nr1 >= tokens ? 1u << 24 : k->nr1 << 16) |
-                         k->nr0 << 8 | (k->workgroup_size[0] >> 2);
+                         k->nr0 << 8 | (k->workgroup_size[0] >> 3);
         if (best < 0 || score > best_score) best = (int)i, best_score = score;
     }
     if (best < 0)
