@@ -152,25 +152,28 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
 }
 
 int cmd_verify(qk_args *a) {
-    const char *bundle = qk_default_bundle(), *device = NULL, *filter = NULL;
+    const char *bundle = qk_default_bundle(), *device = NULL, *filter = NULL, *shard = NULL;
     uint64_t seed = (uint64_t)time(NULL), M = 37;
+    unsigned shard_k = 0, shard_n = 1;
     bool validation = false, verbose = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen verify [--bundle DIR] [--device N] [--filter TEXT] [--seed N]\n"
-                 "                    [--rows M] [--validation] [--verbose]\n\n"
+                 "                    [--rows M] [--shard K/N] [--validation] [--verbose]\n\n"
                  "Runs every mat-vec and matmul kernel of the bundle (default out/default),\n"
                  "plain, with expert ids and with the swiglu fusion, that the device supports\n"
                  "once on fresh random weights against the CPU reference (float64 sums) and\n"
                  "prints kernel, device, NMSE and pass/fail (bounds: 1e-6 for f32 paths, 5e-4\n"
                  "for f16-staged tiles: matmuls, cooperative matrices). Post-op, routing and\n"
                  "separate-expert kernels are counted as skipped: the test suite checks them.\n"
+                 "--shard K/N runs the kernels whose bundle index is K modulo N, so that N\n"
+                 "processes share the work (a CPU driver compiles each pipeline for seconds).\n"
                  "Exit status 1 if any kernel fails.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
             qk_opt(a, "--filter", &filter) || qk_opt_u64(a, "--seed", &seed) ||
-            qk_opt_u64(a, "--rows", &M))
+            qk_opt_u64(a, "--rows", &M) || qk_opt(a, "--shard", &shard))
             continue;
         if (qk_flag(a, "--validation")) {
             validation = true;
@@ -185,6 +188,13 @@ int cmd_verify(qk_args *a) {
     if (M < 1 || M > 65536)
         return qk_usage_error(a->cmd, "--rows: %llu is out of range 1..65536",
                               (unsigned long long)M);
+    if (shard) {
+        char tail;
+        if (sscanf(shard, "%u/%u%c", &shard_k, &shard_n, &tail) != 2 || shard_n < 1 ||
+            shard_n > 1024 || shard_k >= shard_n)
+            return qk_usage_error(a->cmd, "--shard: '%s' is not K/N with 0 <= K < N <= 1024",
+                                  shard);
+    }
     qkrt_context *ctx;
     qkrt_bundle *b;
     int rc = qk_open(a->cmd, device, validation, false, bundle, &ctx, &b);
@@ -197,6 +207,7 @@ int cmd_verify(qk_args *a) {
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (filter && !strstr(k->name, filter)) continue;
+        if (i % shard_n != shard_k) continue;
         if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) {
             if (verbose)
                 printf("%-48s %-24.24s %10s  skip: %s\n", k->name, dev->name, "-",
