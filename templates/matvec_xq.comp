@@ -16,7 +16,10 @@
 //
 // Format hooks (int8_dot: true in the format's YAML):
 //   void qk_codes8(uint m, uint blk, uint g, out uint q[8])
-//       word i: elements 4i .. 4i + 3 of group g of block blk, signed bytes;
+//       word i: elements 4i .. 4i + 3 of group g of block blk, signed bytes
+//       (where the format defines QK_DOT8_EVEN_ODD, words 2k and 2k + 1 hold
+//       the even and the odd elements of 8k .. 8k + 7, and the workgroup
+//       rounds its activations into the same order: MLX's nibbles);
 //   vec3 qk_affine8(uint m, uint blk, uint g)
 //       (a of elements 0-15, a of elements 16-31, b); the two scales differ
 //       only where the format defines QK_DOT8_HALVES (q6_K's 16-element scales).
@@ -50,6 +53,9 @@
 shared uvec4 qk_xq[NR1][XQ_CHUNKS * XQ_STRIDE];
 shared float qk_xdx[NR1][XQ_GROUPS]; // dx of each group
 #ifdef BINDING_xq
+#ifdef QK_DOT8_EVEN_ODD
+#error "q8 rows (quantize_q8) are in K order: a format's QK_DOT8_EVEN_ODD must leave them out"
+#endif
 shared float qk_xsx[NR1][XQ_GROUPS]; // sx of each group
 
 // Copies the slab of chunks c0 .. c0 + n of every column's q8 row (byte
@@ -94,7 +100,13 @@ void quantize_slab(uint lid, const uint toks[NR1], uint c0, uint n) {
         const float amax = max(max(qk_red[t][g0], qk_red[t][g0 + 1u]), max(qk_red[t][g0 + 2u], qk_red[t][g0 + 3u]));
         const float scale = qk_q8_scale(amax);
         // round(127 * x / amax) as signed bytes
+#ifdef QK_DOT8_EVEN_ODD
+        // the format's code order: the even elements of the eight, then the odd
+        const uint lo = qk_pack_i8x4(vec4(v[t][0].xz, v[t][1].xz), scale);
+        const uint hi = qk_pack_i8x4(vec4(v[t][0].yw, v[t][1].yw), scale);
+#else
         const uint lo = qk_pack_i8x4(v[t][0], scale), hi = qk_pack_i8x4(v[t][1], scale);
+#endif
         if ((w & 2u) == 0u) {
             qk_xq[t][slot].xy = uvec2(lo, hi);
         } else {
