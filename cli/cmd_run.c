@@ -12,6 +12,12 @@
 #include <string.h>
 #include <time.h>
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static void log_cb(void *user, int level, const char *msg) {
     (void)user;
     if (level >= QKRT_LOG_WARN) fprintf(stderr, "qkrt: %s\n", msg);
@@ -201,7 +207,7 @@ int cmd_verify(qk_args *a) {
     if (rc) return rc;
     const qkrt_device_info *dev = qkrt_device(ctx);
     printf("seed %llu, device %u: %s\n", (unsigned long long)seed, dev->index, dev->name);
-    printf("%-48s %-24.24s %10s  %s\n", "kernel", "device", "NMSE", "result");
+    printf("%-48s %-24.24s %10s %8s  %s\n", "kernel", "device", "NMSE", "ms", "result");
     uint32_t pass = 0, fail = 0, skip_device = 0, skip_family = 0;
     uint64_t rng = seed;
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
@@ -219,8 +225,9 @@ int cmd_verify(qk_args *a) {
          * reference here; post-ops and separate-expert forms are checked by
          * the test suite (gpu.moe, gpu.postops) */
         char err[1024] = "";
-        double nmse, tol;
+        double nmse, tol, t0 = now_s();
         qkrt_result r = verify_product(ctx, b, i, (uint32_t)M, &rng, &nmse, &tol, err, sizeof err);
+        const double ms = (now_s() - t0) * 1e3; /* the driver's compile, mostly */
         if (r == QKRT_ERROR_UNSUPPORTED) {
             if (verbose)
                 printf("%-48s %-24.24s %10s  skip: no reference in verify for this family\n",
@@ -229,8 +236,8 @@ int cmd_verify(qk_args *a) {
             continue;
         }
         bool ok = r == QKRT_OK && nmse <= tol;
-        printf("%-48s %-24.24s %10.2e  %s%s%s\n", k->name, dev->name, nmse, ok ? "pass" : "FAIL",
-               r != QKRT_OK ? ": " : "", r != QKRT_OK ? err : "");
+        printf("%-48s %-24.24s %10.2e %8.0f  %s%s%s\n", k->name, dev->name, nmse, ms,
+               ok ? "pass" : "FAIL", r != QKRT_OK ? ": " : "", r != QKRT_OK ? err : "");
         ok ? pass++ : fail++;
     }
     if (skip_device)
