@@ -169,9 +169,10 @@ int cmd_verify(qk_args *a) {
                  "Runs every mat-vec and matmul kernel of the bundle (default out/default),\n"
                  "plain, with expert ids and with the swiglu fusion, that the device supports\n"
                  "once on fresh random weights against the CPU reference (float64 sums) and\n"
-                 "prints kernel, device, NMSE and pass/fail (bounds: 1e-6 for f32 paths, 5e-4\n"
-                 "for f16-staged tiles: matmuls, cooperative matrices). Post-op, routing and\n"
-                 "separate-expert kernels are counted as skipped: the test suite checks them.\n"
+                 "prints kernel, device, NMSE, milliseconds (the driver's compile, mostly) and\n"
+                 "pass/fail (bounds: 1e-6 for f32 paths, 5e-4 for f16-staged tiles: matmuls,\n"
+                 "cooperative matrices). Post-op, routing and separate-expert kernels are\n"
+                 "counted as skipped: the test suite checks them.\n"
                  "--shard K/N runs the kernels whose bundle index is K modulo N, so that N\n"
                  "processes share the work (a CPU driver compiles each pipeline for seconds).\n"
                  "Exit status 1 if any kernel fails.");
