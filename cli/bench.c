@@ -4,17 +4,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
 #include "ops_matmul.h"
+#include "qk_util.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -60,7 +54,7 @@ static qkrt_result time_copy_kernels(qkrt_context *ctx, const qkrt_bundle *b, qk
     for (uint32_t i = 0; b && i < qkrt_bundle_kernel_count(b) && r == QKRT_OK; i++) {
         if (!is_copy_kernel(ctx, b, i)) continue;
         qkrt_dispatch *ds = copy_dispatches(b, i, src, dst, nbuf, words, n);
-        for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < warmup_s;)
+        for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < warmup_s;)
             r = qkrt_run(ctx, ds, n < 16 ? n : 16, NULL);
         if (r == QKRT_OK) r = qkrt_run(ctx, ds, n, ns);
         if (r == QKRT_OK) *best = fmin(*best, median(ns, n));
@@ -86,7 +80,7 @@ qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_benc
         r = time_copy_kernels(ctx, b, &src, &dst, 1, o->copy_bytes / 4, o->warmup_s, n, &best,
                               NULL);
     if (r == QKRT_OK && best == INFINITY) {
-        for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < o->warmup_s;)
+        for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < o->warmup_s;)
             r = qkrt_copy(ctx, dst, src, o->copy_bytes, 4, NULL);
         if (r == QKRT_OK) r = qkrt_copy(ctx, dst, src, o->copy_bytes, n, ns);
         if (r == QKRT_OK) best = median(ns, n);
@@ -353,7 +347,7 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
     for (uint32_t i = 0; i < BATCH; i++)
         n += case_dispatches(b, ki, c, cb, i % cb->copies, &d[n]);
     qkrt_result r = QKRT_OK;
-    for (double t0 = now_s(); r == QKRT_OK && now_s() - t0 < seconds;)
+    for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < seconds;)
         r = qkrt_run(ctx, d, n, NULL);
     free(d);
     return r;
@@ -496,9 +490,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             r = qkrt_buffer_fill(ctx, cb.scratch[i], 0);
         qkrt_dispatch one[2];
         uint32_t per_run = case_dispatches(b, idx[v], c, &cb, 0, one);
-        double t_prep = now_s();
+        double t_prep = qk_now_s();
         if (r == QKRT_OK) r = qkrt_run(ctx, one, per_run, NULL);
-        out->prepare_ms = (now_s() - t_prep) * 1e3;
+        out->prepare_ms = (qk_now_s() - t_prep) * 1e3;
         /* registers, shared memory and spills, where the driver tells: the
          * evidence for what bounds occupancy; quotes kept out of the JSON */
         if (r == QKRT_OK &&

@@ -2,6 +2,7 @@
  * specs the same way; a spec error prints file:line:col and exits 2 before
  * anything is written. */
 #include "cli.h"
+#include "qk_util.h"
 #include "bundle/bundle.h"
 #include "compile/compile.h"
 #include "emit/emit.h"
@@ -10,14 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Loads and plans spec_dir; prints the error and returns false on failure. */
 static bool load_plan(const char *cmd, const char *spec_dir, qk_spec_set *specs, qk_plan *plan) {
@@ -73,7 +67,7 @@ int cmd_build(qk_args *a) {
     if (!spec_dir) spec_dir = qk_default_specs();
     if (!name[0] || strchr(name, '/') || name[0] == '.')
         return qk_usage_error(a->cmd, "--name: '%s' is not a plain folder name", name);
-    double t0 = now_s();
+    double t0 = qk_now_s();
     qk_spec_set specs;
     qk_plan plan;
     if (!load_plan(a->cmd, spec_dir, &specs, &plan)) return QK_EXIT_USAGE;
@@ -97,11 +91,12 @@ int cmd_build(qk_args *a) {
                                                                        : QK_EXIT_FAIL;
     } else if (!quiet) {
         if (st.up_to_date)
-            printf("%s is up to date: %u variants (%.3f s)\n", st.path, st.variants, now_s() - t0);
+            printf("%s is up to date: %u variants (%.3f s)\n", st.path, st.variants,
+                   qk_now_s() - t0);
         else
             printf("built %s: %u variants (%u compiled, %u from cache), %u points dropped by "
                    "rules, in %.2f s\n",
-                   st.path, st.variants, st.compiled, st.cached, st.dropped, now_s() - t0);
+                   st.path, st.variants, st.compiled, st.cached, st.dropped, qk_now_s() - t0);
     }
     qk_plan_free(&plan);
     qk_spec_set_free(&specs);

@@ -5,18 +5,13 @@
 #include "ops_matmul.h"
 #include "ops_moe.h"
 #include "qk_npy.h"
+#include "qk_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void log_cb(void *user, int level, const char *msg) {
     (void)user;
@@ -217,7 +212,7 @@ int cmd_verify(qk_args *a) {
         if (i % shard_n != shard_k) continue;
         if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) {
             if (verbose)
-                printf("%-48s %-24.24s %10s  skip: %s\n", k->name, dev->name, "-",
+                printf("%-48s %-24.24s %10s %8s  skip: %s\n", k->name, dev->name, "-", "-",
                        qkrt_last_error(ctx));
             skip_device++;
             continue;
@@ -226,13 +221,13 @@ int cmd_verify(qk_args *a) {
          * reference here; post-ops and separate-expert forms are checked by
          * the test suite (gpu.moe, gpu.postops) */
         char err[1024] = "";
-        double nmse, tol, t0 = now_s();
+        double nmse, tol, t0 = qk_now_s();
         qkrt_result r = verify_product(ctx, b, i, (uint32_t)M, &rng, &nmse, &tol, err, sizeof err);
-        const double ms = (now_s() - t0) * 1e3; /* the driver's compile, mostly */
+        const double ms = (qk_now_s() - t0) * 1e3; /* the driver's compile, mostly */
         if (r == QKRT_ERROR_UNSUPPORTED) {
             if (verbose)
-                printf("%-48s %-24.24s %10s  skip: no reference in verify for this family\n",
-                       k->name, dev->name, "-");
+                printf("%-48s %-24.24s %10s %8s  skip: no reference in verify for this family\n",
+                       k->name, dev->name, "-", "-");
             skip_family++;
             continue;
         }

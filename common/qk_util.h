@@ -59,6 +59,9 @@ void qk_sha256_final_hex(qk_sha256 *c, char out[65]);
 
 /* ---- files ---- */
 /* Reads a whole file (NUL-terminated, size in *n if n). NULL with e set on failure. */
+/* Seconds on a monotonic clock, for elapsed times. */
+double qk_now_s(void);
+
 char *qk_read_file(const char *path, size_t *n, qk_error *e);
 /* Writes path atomically: a temporary file beside it, then rename. */
 bool qk_write_file(const char *path, const void *data, size_t n, qk_error *e);

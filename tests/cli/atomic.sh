@@ -1,7 +1,7 @@
 # An interrupted build never leaves half a bundle: kill builds at several
 # moments and check that the bundle is absent or whole (every module listed
 # in the manifest present with its hash) and no temporary folder is taken for it.
-# One kernel's variants (about 300, some seconds to build) so that each kill
+# One kernel's variants (about 260, some seconds to build) so that each kill
 # lands mid-build without compiling the whole default bundle again.
 . "$(dirname "$0")/lib.sh"
 qkgen=$1

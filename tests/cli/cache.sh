@@ -1,6 +1,6 @@
 # A second build with nothing changed compiles nothing and rewrites nothing;
 # a changed template recompiles only what uses it. One kernel's variants (all
-# its formats, about 300), not the whole default bundle: the cache works per
+# its formats, about 260), not the whole default bundle: the cache works per
 # variant, and build.bundle builds the whole default bundle.
 . "$(dirname "$0")/lib.sh"
 qkgen=$1 out=$2
