@@ -33,6 +33,18 @@
 // the expert, the NR1 columns its pairs, so each expert's rows are read once
 // for up to NR1 of its pairs; include/matvec_cols.glsl).
 //
+// A chunk may be a part of a block (NK < QK: the format's `parts` in its YAML,
+// QK_PART_N from the generator): lane by lane a row then has QK / NK times as
+// many chunks, each of fewer staged words, which is what a short row (an
+// expert's K = 2048 is 8 blocks of q4_K) needs to keep its lanes busy. The
+// format's GLSL then defines
+//   void qk_stage_part(uint slot, uint m, uint blk, uint p)
+//       stages what part p (of QK_PART_N) of block blk of weight matrix m
+//       needs into the first words of qk_stage[slot] (a block's words at most);
+//   void qk_part_codes8(uint slot, uint p, uint g, out uint q[8])
+//   vec3 qk_part_affine8(uint slot, uint p, uint g)
+//       the int8 hooks for group g (0 .. NK / 32) of the staged part p.
+//
 // Two more forms: pre-quantized activations (an xq binding, matvec_xq_pre:
 // quantize_q8 wrote them as q8 rows, include/q8.glsl, and the slabs copy
 // their codes instead of rounding floats), and split K (a scratch binding,
@@ -47,6 +59,16 @@
 #define XQ_CHUNKS (XQ_TOKEN / NK)       // chunks per token and slab
 #define XQ_GROUPS (XQ_TOKEN / 32u)      // 32-element groups per token and slab
 #define XQ_STRIDE (NK / 16u + 1u)       // uvec4s per chunk: padded, so the lanes' loads miss each other's banks
+#ifdef QK_PART_N
+#ifndef QK_STAGED
+#error "a part of a block is staged by the format (qk_stage_part): in-place reads take whole blocks"
+#endif
+#define XQ_BLOCKS 1u // blocks a chunk touches
+#define XQ_BLOCK_N NK // and their elements in it
+#else
+#define XQ_BLOCKS CHUNK_BLOCKS
+#define XQ_BLOCK_N QK
+#endif
 
 // qk_red (include/matvec_lanes.glsl) holds the quantizer's per-run maxima
 // during the slabs, rows 0 .. NR1 - 1: its partial sums come after the last.
@@ -152,21 +174,29 @@ void main() {
 #endif
         barrier();
         for (uint c = c0 + lane; c < cend; c += TPR) {
-#ifdef QK_STAGED
+#ifdef QK_PART_N
+            // every row's part in flight before the first use
+            const uint part = c % QK_PART_N;
+            [[unroll]] for (uint r = 0; r < NR0; r++)
+                qk_stage_part(r, 0u, rowblk[r] + c / QK_PART_N, part);
+#elif defined(QK_STAGED)
             // every row's chunk in flight before the first use
             [[unroll]] for (uint r = 0; r < NR0; r++)
                 qk_stage_load(r, 0u, (rowblk[r] + c * CHUNK_BLOCKS) * QK_BYTES);
 #endif
             const uint cl = c - c0;
-            [[unroll]] for (uint b = 0; b < CHUNK_BLOCKS; b++) {
-                [[unroll]] for (uint g = 0; g < QK / 32u; g++) {
-                    const uint e = b * QK + 32u * g; // element of the chunk
+            [[unroll]] for (uint b = 0; b < XQ_BLOCKS; b++) {
+                [[unroll]] for (uint g = 0; g < XQ_BLOCK_N / 32u; g++) {
+                    const uint e = b * XQ_BLOCK_N + 32u * g; // element of the chunk
                     // the rows' codes once, then one token's activations at a time:
                     // 8 NR0 registers of codes, 8 of activations
                     uint q[NR0][8];
                     vec3 ab[NR0];
                     [[unroll]] for (uint r = 0; r < NR0; r++) {
-#ifdef QK_STAGED
+#ifdef QK_PART_N
+                        qk_part_codes8(r, part, g, q[r]); // slot r, group g of the part
+                        ab[r] = qk_part_affine8(r, part, g);
+#elif defined(QK_STAGED)
                         qk_codes8(r, b, g, q[r]); // slot r, block b of the chunk
                         ab[r] = qk_affine8(r, b, g);
 #else

@@ -10,8 +10,13 @@
 
 uint32_t qk_variant_stage_vec(const qk_variant *v) {
     const qk_format *f = v->format;
-    if (f->layout != QK_LAYOUT_BLOCK || !f->elements || v->nk % f->elements) return 0;
-    uint32_t bytes = v->nk / f->elements * f->block_bytes;
+    if (f->layout != QK_LAYOUT_BLOCK || !f->elements || !v->nk) return 0;
+    /* a part of a block (qk_stage_part) loads from the block's start, in words where
+     * blocks are not whole words (q6_K's 210 bytes: its rows must be) */
+    uint32_t bytes = v->nk < f->elements && f->elements % v->nk == 0
+                         ? (f->block_bytes % 4 ? 4 : f->block_bytes)
+                     : v->nk % f->elements ? 0
+                                           : v->nk / f->elements * f->block_bytes;
     return bytes % 16 == 0 ? 4 : bytes % 8 == 0 ? 2 : bytes % 4 == 0 ? 1 : 0;
 }
 
@@ -43,6 +48,7 @@ bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value)
         {"SV", qk_variant_stage_vec(v)},
         {"COOPMAT", !strcmp(v->mma, "coopmat")},
         {"QK_DOT8", f->spec->int8_dot},
+        {"QK_PARTS", f->spec->parts ? f->spec->parts : 1},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (strlen(vars[i].name) == len && !strncmp(vars[i].name, name, len)) {

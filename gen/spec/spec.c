@@ -158,7 +158,7 @@ static bool load_format(yw *w, qk_format_spec *f) {
     static const char *const keys[] = {
         "format",   "description", "layout",  "params",   "block",         "fields",
         "planes",   "sub",         "dequant", "c_struct", "shared_memory", "shared_memory_dot8",
-        "int8_dot", NULL};
+        "int8_dot", "parts",       NULL};
     static const char *const req[] = {"format", "block", "sub", "dequant", NULL};
     if (!yw_check_map(w, root, "", keys, req)) return false;
     ynode *n;
@@ -248,6 +248,16 @@ static bool load_format(yw *w, qk_format_spec *f) {
         !yw_uint(w, n, "shared_memory_dot8", 0, 49152, &f->shared_memory_dot8))
         return false;
     if ((n = yw_get(w, root, "int8_dot")) && !yw_bool(w, n, "int8_dot", &f->int8_dot)) return false;
+    f->parts = 1;
+    if ((n = yw_get(w, root, "parts"))) {
+        if (!yw_uint(w, n, "parts", 1, 16, &f->parts)) return false;
+        if (f->parts & (f->parts - 1))
+            return yw_fail(w, n, "parts", "%u is not a power of two", f->parts);
+        if (!f->int8_dot)
+            return yw_fail(w, n, "parts",
+                           "only the int8-dot kernels stage parts of a block: parts needs "
+                           "int8_dot: true");
+    }
     if ((n = yw_get(w, root, "c_struct"))) {
         static const char *const ckeys[] = {"header", "name", NULL};
         if (!yw_check_map(w, n, "c_struct", ckeys, ckeys) ||

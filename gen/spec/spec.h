@@ -88,7 +88,8 @@ typedef struct qk_format_spec {
     char dequant[QK_MAX_PATH];   /* resolved path of the GLSL dequant code */
     uint32_t shared_memory;      /* bytes of shared memory the dequant code declares */
     uint32_t shared_memory_dot8; /* and the bytes it adds in the int8-dot kernels (mma dot8) */
-    bool int8_dot; /* the dequant code has the int8-dot hooks (qk_codes8, qk_affine8) */
+    bool int8_dot;  /* the dequant code has the int8-dot hooks (qk_codes8, qk_affine8) */
+    uint32_t parts; /* a staged chunk may be 1/2 .. 1/parts of a block (qk_stage_part, 1: no) */
     char c_header[QK_MAX_PATH]; /* optional layout check; resolved path */
     char c_struct[QK_MAX_NAME];
     qk_mark c_struct_mark;

@@ -40,3 +40,43 @@ vec3 qk_affine8(uint m, uint blk, uint g) {
     const float d = qkf_d(m, blk);
     return vec3(d * float(qkf_scales(m, blk, 2u * g)), d * float(qkf_scales(m, blk, 2u * g + 1u)), 0.0);
 }
+
+#ifdef QK_PART_N
+// Parts of a block (parts: 2 in the YAML; templates/matvec_xq.comp): half p
+// (elements 128 p on) is ql[64 p ..], qh[32 p ..] and scales[8 p ..], with d.
+// It stages them as words 0-15, 16-23, 24-25 and 26 (d in its low half), and
+// its groups g are quarters t = g of that half. The blocks are 210 bytes, so
+// every other one starts in the middle of a word: each staged word joins two
+// loaded ones (shift s of 0 or 16 bits).
+
+// n words from word w on, shifted down by s bits, into qk_stage[slot][at ..]
+#define QK6_STAGE_RUN(slot, m, w, s, at, n)                                                  \
+    {                                                                                        \
+        uint a_ = qk_w[m].data[w];                                                           \
+        [[unroll]] for (uint i_ = 0u; i_ < (n); i_++) {                                      \
+            const uint b_ = qk_w[m].data[(w) + i_ + 1u];                                     \
+            qk_stage[slot][(at) + i_] = (a_ >> (s)) | ((b_ << 1) << (31u - (s)));            \
+            a_ = b_;                                                                         \
+        }                                                                                    \
+    }
+
+void qk_stage_part(uint slot, uint m, uint blk, uint p) {
+    const uint b0 = blk * QK_BYTES, w0 = b0 >> 2, s = (b0 & 3u) * 8u;
+    QK6_STAGE_RUN(slot, m, w0 + 16u * p, s, 0u, 16u);                         // ql
+    QK6_STAGE_RUN(slot, m, w0 + QKF_qh_OFFSET / 4u + 8u * p, s, 16u, 8u);     // qh
+    QK6_STAGE_RUN(slot, m, w0 + QKF_scales_OFFSET / 4u + 2u * p, s, 24u, 2u); // scales
+    qk_stage[slot][26] = qk_w[m].data[w0 + QKF_d_OFFSET / 4u] >> s;            // d
+}
+
+void qk_part_codes8(uint slot, uint p, uint g, out uint q[8]) {
+    const uint ql = 32u * (g & 1u), qh = 64u;
+    for (uint i = 0u; i < 8u; i++)
+        q[i] = ((qk_q6_K_word(slot, ql + 4u * i, qh + 4u * i, g) | 0x80808080u) - 0x20202020u) ^ 0x80808080u;
+}
+
+vec3 qk_part_affine8(uint slot, uint p, uint g) {
+    const float d = unpackHalf2x16(qk_word(slot, 26u)).x;
+    const int sc = int(qk_u16(slot, 96u + 2u * g));
+    return vec3(d * float(bitfieldExtract(sc, 0, 8)), d * float(bitfieldExtract(sc, 8, 8)), 0.0);
+}
+#endif

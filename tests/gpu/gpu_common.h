@@ -115,6 +115,25 @@ static inline bool check_nmse(const char *what, const float *out, const double *
 
 /* The first kernel of family for format (NULL: any) with fusion that the
  * device runs; -1 if none. variant: the MLX scale type, or NULL. */
+/* The smallest K >= want, in steps of step, that every constraint of k on K
+ * alone holds for: "K % NK == 0", and the rows of whole words that q6_K's
+ * half-block kernels load ("K / 256 * 210 % 4 == 0": an even block count). */
+static inline uint32_t gpu_fit_k(const qkrt_kernel_info *k, uint32_t want, uint32_t step) {
+    for (uint32_t K = want, i = 0; i < 64; i++, K += step) {
+        qkrt_shape s = {1, {"K"}, {K}};
+        bool all = true;
+        for (uint32_t c = 0; c < k->constraint_count && all; c++) {
+            bool v;
+            char err[256];
+            /* constraints on other variables fail to evaluate: not K's */
+            if (qkrt_eval_bool(k->constraints[c], &s, &v, err, sizeof err) == QKRT_OK && !v)
+                all = false;
+        }
+        if (all) return K;
+    }
+    return want;
+}
+
 static inline int find_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
                               const char *format, const char *variant, const char *fusion) {
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {

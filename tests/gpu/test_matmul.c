@@ -56,7 +56,7 @@ static uint32_t depth(const qkrt_kernel_info *k, uint32_t want) {
     uint32_t qk = k->block_elements, K = (want + qk - 1) / qk * qk, n;
     for (uint32_t i = 0; i < k->constraint_count; i++)
         if (sscanf(k->constraints[i], "K %% %u == 0", &n) == 1 && n && K % n) K += n - K % n;
-    return K;
+    return gpu_fit_k(k, K, k->nk > qk ? k->nk : qk);
 }
 
 static void report(const qkrt_kernel_info *k, const char *what, double nmse, const char *err) {
