@@ -7,9 +7,9 @@
 # and 4 lanes a row for the dense two-block chunks, with the f32 kernels they
 # compete with (matvec_xs, matvec_xs_split); formats q4_K, q5_K and q6_K, no
 # fusion. Run 79 built it before q6_K had parts (its q6_K kernels were whole
-# blocks), run 80 for q6_K alone:
+# blocks), run 80 for q4_K and q6_K:
 #   bash bench/parts-specs.sh && bash bench/build-gpu.sh build-gpu/parts-specs
-#   FORMATS=q6_K bash bench/parts-specs.sh && bash bench/build-gpu.sh build-gpu/parts-specs
+#   FORMATS="q4_K, q6_K" bash bench/parts-specs.sh && bash bench/build-gpu.sh build-gpu/parts-specs
 . "$(dirname "$0")/specs-copy.sh" build-gpu/parts-specs "$@"
 cp specs/kernels/{copy,matvec_xq,matvec_xq_split,matvec_id_xq,matmul_id_xq,matvec_xs,matvec_xs_split}.yaml "$k/"
 sed -i "s/^formats: \[.*\]/formats: [${FORMATS:-q4_K, q5_K, q6_K}]/; s/^fusions: .*/fusions: [none]/" "$k"/*.yaml
