@@ -116,6 +116,25 @@ bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K,
     return ok;
 }
 
+bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
+                      double *y2) {
+    double *row = malloc(sizeof *row * K);
+    bool ok = true;
+    for (uint32_t r = 0; r < M && ok; r++) {
+        ok = ref_row(w, r, K, row);
+        for (uint32_t t = 0; t < T && ok; t++) {
+            double s = 0;
+            for (uint32_t i = 0; i < K; i++) {
+                double p = row[i] * x[(size_t)t * K + i];
+                s += p * p;
+            }
+            y2[(size_t)t * M + r] = s;
+        }
+    }
+    free(row);
+    return ok;
+}
+
 bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
                        uint64_t *rng, qk_weights *w) {
     memset(w, 0, sizeof *w);

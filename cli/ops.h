@@ -42,6 +42,13 @@ qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
 bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
                    double *y);
 
+/* The sum of each output's squared terms, sum_k (W[r][k] x[t][k])^2: what a
+ * sum of random-signed terms has as its expected square. A test of few
+ * outputs measures its error against it too, since one result may cancel to
+ * near zero and an f32 sum's error does not shrink with it. */
+bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
+                      double *y2);
+
 /* Random valid weights for M x K: fills planes (malloc'd, caller frees each
  * plane) from the seed. false if the format is unknown to the references. */
 bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
