@@ -99,25 +99,10 @@ static bool ref_row(const qk_weights *w, uint32_t r, uint32_t K, double *out) {
     return true;
 }
 
-bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
-                   double *y) {
-    double *row = malloc(sizeof *row * K);
-    bool ok = true;
-    for (uint32_t r = 0; r < M && ok; r++) {
-        ok = ref_row(w, r, K, row);
-        for (uint32_t t = 0; t < T && ok; t++) {
-            double s = 0;
-            for (uint32_t i = 0; i < K; i++)
-                s += row[i] * x[(size_t)t * K + i];
-            y[(size_t)t * M + r] = s;
-        }
-    }
-    free(row);
-    return ok;
-}
-
-bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
-                      double *y2) {
+/* y[t][r] = sum_i W[r][i] x[t][i], or with squares the sum of the terms'
+ * squares. */
+static bool ref_products(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
+                         bool squares, double *y) {
     double *row = malloc(sizeof *row * K);
     bool ok = true;
     for (uint32_t r = 0; r < M && ok; r++) {
@@ -126,13 +111,23 @@ bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t
             double s = 0;
             for (uint32_t i = 0; i < K; i++) {
                 double p = row[i] * x[(size_t)t * K + i];
-                s += p * p;
+                s += squares ? p * p : p;
             }
-            y2[(size_t)t * M + r] = s;
+            y[(size_t)t * M + r] = s;
         }
     }
     free(row);
     return ok;
+}
+
+bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
+                   double *y) {
+    return ref_products(w, x, M, K, T, false, y);
+}
+
+bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
+                      double *y2) {
+    return ref_products(w, x, M, K, T, true, y2);
 }
 
 bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,

@@ -174,20 +174,17 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
     qk_str_addf(&h, "#define MIN_SG %uu\n#define ACT_%s 1\n", k->min_subgroup_size, v->activation);
     qk_str_addf(&h, "#define TPR %uu\n", v->tpr);
     qk_str_addf(&h, "#define SK %uu\n", v->sk);
-    if (k->staged == QK_STAGED_REGISTERS && f->elements && v->nk < f->elements) {
-        /* a chunk is 1/QK_PART_N of a block, which the format stages (qk_stage_part) into
-         * the first of a block's words: the rest are never touched */
-        qk_str_addf(&h,
-                    "#define QK_STAGED 1\n#define QK_STAGE_SLOTS %u\n#define QK_STAGE_WORDS %u\n"
-                    "#define QK_STAGE_VEC %u\n#define QK_PART_N %uu\n",
-                    v->nr0 * (v->weights ? v->weights : 1), (f->block_bytes + 3) / 4,
-                    qk_variant_stage_vec(v), f->elements / v->nk);
-    } else if (k->staged) {
+    if (k->staged) {
+        /* a chunk smaller than a block is 1/QK_PART_N of one, which the format stages
+         * (qk_stage_part) into the first of a block's words: the rest are never touched */
+        bool part = k->staged == QK_STAGED_REGISTERS && f->elements && v->nk < f->elements;
         qk_str_addf(&h,
                     "#define QK_STAGED 1\n#define QK_STAGE_SLOTS %u\n#define QK_STAGE_WORDS %u\n"
                     "#define QK_STAGE_VEC %u\n",
                     v->nr0 * (v->weights ? v->weights : 1),
-                    v->nk / f->elements * f->block_bytes / 4, qk_variant_stage_vec(v));
+                    part ? (f->block_bytes + 3) / 4 : v->nk / f->elements * f->block_bytes / 4,
+                    qk_variant_stage_vec(v));
+        if (part) qk_str_addf(&h, "#define QK_PART_N %uu\n", f->elements / v->nk);
         if (k->staged == QK_STAGED_SHARED) qk_str_add(&h, "#define QK_STAGE_SHARED 1\n");
     }
     if (v->mma[0]) qk_str_addf(&h, "#define MMA_%s 1\n", v->mma);

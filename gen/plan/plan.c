@@ -11,12 +11,15 @@
 uint32_t qk_variant_stage_vec(const qk_variant *v) {
     const qk_format *f = v->format;
     if (f->layout != QK_LAYOUT_BLOCK || !f->elements || !v->nk) return 0;
-    /* a part of a block (qk_stage_part) loads from the block's start, in words where
-     * blocks are not whole words (q6_K's 210 bytes: its rows must be) */
-    uint32_t bytes = v->nk < f->elements && f->elements % v->nk == 0
-                         ? (f->block_bytes % 4 ? 4 : f->block_bytes)
-                     : v->nk % f->elements ? 0
-                                           : v->nk / f->elements * f->block_bytes;
+    uint32_t bytes;
+    if (v->nk < f->elements && f->elements % v->nk == 0)
+        /* a part of a block (qk_stage_part) loads from the block's start, in words
+         * where blocks are not whole words (q6_K's 210 bytes: its rows must be) */
+        bytes = f->block_bytes % 4 ? 4 : f->block_bytes;
+    else if (v->nk % f->elements == 0)
+        bytes = v->nk / f->elements * f->block_bytes;
+    else
+        return 0;
     return bytes % 16 == 0 ? 4 : bytes % 8 == 0 ? 2 : bytes % 4 == 0 ? 1 : 0;
 }
 

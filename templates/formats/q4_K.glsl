@@ -31,28 +31,9 @@ vec3 qk_affine8(uint m, uint blk, uint g) {
 }
 
 #ifdef QK_PART_N
-// Parts of a block (parts: 4 in the YAML; templates/matvec_xq.comp): part p
-// of QK_PART_N is sub-blocks 8 / QK_PART_N * p on, whose nibbles are qs bytes
-// 128 / QK_PART_N * p on. It stages d, dmin and the scales (words 0-3) and
-// those bytes in place of the block's first qs bytes (words 4 on), so that its
-// groups read as the block's first ones; only their scales take p.
-#if QK_STAGE_VEC != 4
-#error "q4_K's parts load whole uvec4s: 144-byte blocks are 16-byte aligned"
-#endif
-#define QK4_PART_VECS (8u / QK_PART_N) // uvec4s of qs a part stages
-
-void qk_stage_part(uint slot, uint m, uint blk, uint p) {
-    const uint v0 = blk * (QK_BYTES / 16u);
-    QK_VSTORE(qk_stage[slot], 0u, QK_VLOAD(m, v0));
-    [[unroll]] for (uint i = 0u; i < QK4_PART_VECS; i++)
-        QK_VSTORE(qk_stage[slot], 4u + 4u * i, QK_VLOAD(m, v0 + 1u + QK4_PART_VECS * p + i));
-}
-
+// Parts of a block: staged by include/kquant.glsl, whose layout makes a
+// part's groups the block's first ones.
 void qk_part_codes8(uint slot, uint p, uint g, out uint q[8]) {
     qk_codes8(slot, 0u, g, q);
-}
-
-vec3 qk_part_affine8(uint slot, uint p, uint g) {
-    return qk_k4_affine8(slot, 0u, 8u / QK_PART_N * p + g);
 }
 #endif

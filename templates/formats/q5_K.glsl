@@ -39,32 +39,11 @@ vec3 qk_affine8(uint m, uint blk, uint g) {
 }
 
 #ifdef QK_PART_N
-// Parts of a block (parts: 4 in the YAML; templates/matvec_xq.comp), as
-// q4_K's: part p of QK_PART_N is sub-blocks 8 / QK_PART_N * p on. It stages d,
-// dmin, the scales and all of qh (words 0-11: the fifth bits of every
-// sub-block share its bytes) and its qs bytes in place of the block's first
-// (words 12 on); the fifth bit and the scales take p.
-#if QK_STAGE_VEC != 4
-#error "q5_K's parts load whole uvec4s: 176-byte blocks are 16-byte aligned"
-#endif
-#define QK5_PART_VECS (8u / QK_PART_N) // uvec4s of qs a part stages
-
-void qk_stage_part(uint slot, uint m, uint blk, uint p) {
-    const uint v0 = blk * (QK_BYTES / 16u);
-    [[unroll]] for (uint i = 0u; i < 3u; i++) QK_VSTORE(qk_stage[slot], 4u * i, QK_VLOAD(m, v0 + i));
-    [[unroll]] for (uint i = 0u; i < QK5_PART_VECS; i++)
-        QK_VSTORE(qk_stage[slot], 12u + 4u * i, QK_VLOAD(m, v0 + 3u + QK5_PART_VECS * p + i));
-}
-
+// Parts of a block: staged by include/kquant.glsl, whose layout makes a
+// part's groups the block's first ones; the fifth bit is the block's
+// sub-block's (j & 1 = g & 1: a part starts at an even sub-block).
 void qk_part_codes8(uint slot, uint p, uint g, out uint q[8]) {
-    const uint qs = QKF_qs_OFFSET + 32u * (g >> 1), qh = QKF_qh_OFFSET, j = 8u / QK_PART_N * p + g;
-    for (uint i = 0u; i < 8u; i++) {
-        const uint lo = (qk_u32(slot, qs + 4u * i) >> (4u * (g & 1u))) & 0x0f0f0f0fu;
-        q[i] = lo | (((qk_u32(slot, qh + 4u * i) >> j) & 0x01010101u) << 4);
-    }
-}
-
-vec3 qk_part_affine8(uint slot, uint p, uint g) {
-    return qk_k4_affine8(slot, 0u, 8u / QK_PART_N * p + g);
+    const uint qs = QKF_qs_OFFSET + 32u * (g >> 1), j = qk_k4_part_sub(p, g);
+    for (uint i = 0u; i < 8u; i++) q[i] = qk_q5_K_word(slot, qs + 4u * i, QKF_qh_OFFSET + 4u * i, j);
 }
 #endif

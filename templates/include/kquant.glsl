@@ -29,6 +29,39 @@ vec3 qk_k4_affine8(uint m, uint blk, uint g) {
     const vec2 s = qk_k4_scale_min(m, blk * QK_BYTES, g);
     return vec3(s.x, s.x, -s.y);
 }
+
+#ifdef QK_PART_N
+// Parts of a q4_K / q5_K block (parts: 4 in their YAML; templates/matvec_xq.comp):
+// part p of QK_PART_N is sub-blocks qk_k4_part_sub(p, 0) on, whose nibbles are
+// qs bytes 128 / QK_PART_N * p on. A part stages the bytes before qs (d, dmin
+// and the scales; q5_K's qh too, whose bytes hold every sub-block's fifth
+// bits) and its own qs bytes in place of the block's first ones, so that its
+// groups read as the block's first groups: only the scales (and q5_K's fifth
+// bits) take p.
+#if QK_STAGE_VEC != 4
+#error "q4_K's and q5_K's parts load whole uvec4s: their blocks are 16-byte aligned"
+#endif
+#define QK_K4_HEAD_VECS (QKF_qs_OFFSET / 16u) // uvec4s before qs
+#define QK_K4_PART_VECS (8u / QK_PART_N)      // uvec4s of qs a part stages
+
+void qk_stage_part(uint slot, uint m, uint blk, uint p) {
+    const uint v0 = blk * (QK_BYTES / 16u);
+    [[unroll]] for (uint i = 0u; i < QK_K4_HEAD_VECS; i++)
+        QK_VSTORE(qk_stage[slot], 4u * i, QK_VLOAD(m, v0 + i));
+    [[unroll]] for (uint i = 0u; i < QK_K4_PART_VECS; i++)
+        QK_VSTORE(qk_stage[slot], 4u * (QK_K4_HEAD_VECS + i),
+                  QK_VLOAD(m, v0 + QK_K4_HEAD_VECS + QK_K4_PART_VECS * p + i));
+}
+
+// The block's sub-block of group g of part p.
+uint qk_k4_part_sub(uint p, uint g) {
+    return 8u / QK_PART_N * p + g;
+}
+
+vec3 qk_part_affine8(uint slot, uint p, uint g) {
+    return qk_k4_affine8(slot, 0u, qk_k4_part_sub(p, g));
+}
+#endif
 #endif
 
 // Signed scale is (0..15) of q3_K: its low 4 bits are nibble is / 8 of byte

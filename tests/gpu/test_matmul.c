@@ -49,14 +49,12 @@ static uint32_t weight_count(const qkrt_kernel_info *k) {
     return 0;
 }
 
-/* K for a wanted depth: the next multiple of the kernel's block, and of
- * every "K % n == 0" of its constraints (the mat-vec tiles of matmul_id_xq
- * take whole chunks of NK). */
+/* K for a wanted depth: the next multiple of the kernel's block and NK that
+ * its constraints on K hold for (the mat-vec tiles of matmul_id_xq take whole
+ * chunks of NK, q6_K's half blocks rows of whole words). */
 static uint32_t depth(const qkrt_kernel_info *k, uint32_t want) {
-    uint32_t qk = k->block_elements, K = (want + qk - 1) / qk * qk, n;
-    for (uint32_t i = 0; i < k->constraint_count; i++)
-        if (sscanf(k->constraints[i], "K %% %u == 0", &n) == 1 && n && K % n) K += n - K % n;
-    return gpu_fit_k(k, K, k->nk > qk ? k->nk : qk);
+    uint32_t qk = k->block_elements;
+    return gpu_fit_k(k, want, k->nk > qk ? k->nk : qk);
 }
 
 static void report(const qkrt_kernel_info *k, const char *what, double nmse, const char *err) {

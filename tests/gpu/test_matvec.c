@@ -63,9 +63,10 @@ static double run_one(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint
     if (qk_rounds_x8(k)) qk_round_x8(xd, x, (size_t)T * K);
     qk_ref_matvec(&w, xd, M, K, T, ref);
     double nmse = r == QKRT_OK ? qk_nmse(y, ref, (size_t)T * M) : INFINITY;
-    /* one row and one token: a single dot product, whose value may cancel
-     * to near zero (seen: 6.9e-6 for an f32 kernel on M = 1); measure it
-     * against its terms' scale as well, the expected square of such a sum */
+    /* the error measured against the larger of the results' scale and their
+     * terms' (the expected square of a sum of random-signed terms): with one
+     * row and one token the single dot product may cancel to near zero, and
+     * an f32 sum's error does not shrink with it (seen: 6.9e-6 on M = 1) */
     double *sq = malloc(sizeof *sq * T * M), den = 0, num = 0;
     if (isfinite(nmse) && qk_ref_matvec_sq(&w, xd, M, K, T, sq)) {
         for (size_t i = 0; i < (size_t)T * M; i++) {
@@ -187,7 +188,7 @@ int main(int argc, char **argv) {
         for (int si = 0; si < nshapes; si++) {
             uint32_t M = shapes[si].M, K = shapes[si].K;
             if (K % k->block_elements) K = k->block_elements * (si + 1);
-            if (K % k->nk) K += k->nk - K % k->nk; /* a step of two q6_K blocks: 512 */
+            /* a step of two q6_K blocks (512) where NK is */
             K = gpu_fit_k(k, K, k->nk > k->block_elements ? k->nk : k->block_elements);
             /* one token, and a partial last column of NR1 tokens */
             uint32_t tokens[2] = {1, k->nr1 + 1};
