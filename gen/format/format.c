@@ -252,6 +252,18 @@ static void emit_planes(const qk_format *f, uint32_t nw, uint32_t binding, qk_st
                         "%s qkp_%s(uint m, uint g, uint i) { return qkp_%s_buf[m].data[g * "
                         "QKP_%s_PER_GROUP + i]; }\n",
                         f32 ? "float" : "uint", p->name, p->name, p->name);
+            if (p->type == QK_TYPE_U32 && p->per_group % 4 == 0) {
+                /* groups of whole uvec4s: the same words as 16-byte loads, where a
+                   hook reads four aligned words at once (qkp_<plane>4, vector i of group g) */
+                qk_str_addf(
+                    o,
+                    "layout(std430, set = 0, binding = %u) readonly buffer QkPlane4_%s { "
+                    "uvec4 data[]; } qkp_%s4_buf[%u];\n"
+                    "#define QKP_%s_VEC4 1\n"
+                    "uvec4 qkp_%s4(uint m, uint g, uint i) { return qkp_%s4_buf[m].data[g * "
+                    "(QKP_%s_PER_GROUP / 4u) + i]; }\n",
+                    binding, p->name, p->name, nw, p->name, p->name, p->name, p->name);
+            }
             break;
         default: /* 16-bit values, two to a word */
             qk_str_addf(o,
