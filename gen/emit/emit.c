@@ -177,14 +177,14 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
     if (k->staged) {
         /* a chunk smaller than a block is 1/QK_PART_N of one, which the format stages
          * (qk_stage_part) into the first of a block's words: the rest are never touched */
-        bool part = k->staged == QK_STAGED_REGISTERS && f->elements && v->nk < f->elements;
+        uint32_t parts = k->staged == QK_STAGED_REGISTERS ? qk_variant_parts(v) : 0;
         qk_str_addf(&h,
                     "#define QK_STAGED 1\n#define QK_STAGE_SLOTS %u\n#define QK_STAGE_WORDS %u\n"
                     "#define QK_STAGE_VEC %u\n",
                     v->nr0 * (v->weights ? v->weights : 1),
-                    part ? (f->block_bytes + 3) / 4 : v->nk / f->elements * f->block_bytes / 4,
+                    parts ? (f->block_bytes + 3) / 4 : v->nk / f->elements * f->block_bytes / 4,
                     qk_variant_stage_vec(v));
-        if (part) qk_str_addf(&h, "#define QK_PART_N %uu\n", f->elements / v->nk);
+        if (parts) qk_str_addf(&h, "#define QK_PART_N %uu\n", parts);
         if (k->staged == QK_STAGED_SHARED) qk_str_add(&h, "#define QK_STAGE_SHARED 1\n");
     }
     if (v->mma[0]) qk_str_addf(&h, "#define MMA_%s 1\n", v->mma);

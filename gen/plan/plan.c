@@ -8,11 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint32_t qk_variant_parts(const qk_variant *v) {
+    const qk_format *f = v->format;
+    if (f->layout != QK_LAYOUT_BLOCK || !f->elements || !v->nk || v->nk >= f->elements ||
+        f->elements % v->nk)
+        return 0;
+    return f->elements / v->nk;
+}
+
 uint32_t qk_variant_stage_vec(const qk_variant *v) {
     const qk_format *f = v->format;
     if (f->layout != QK_LAYOUT_BLOCK || !f->elements || !v->nk) return 0;
     uint32_t bytes;
-    if (v->nk < f->elements && f->elements % v->nk == 0)
+    if (qk_variant_parts(v))
         /* a part of a block (qk_stage_part) loads from the block's start, in words
          * where blocks are not whole words (q6_K's 210 bytes: its rows must be) */
         bytes = f->block_bytes % 4 ? 4 : f->block_bytes;

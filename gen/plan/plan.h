@@ -69,8 +69,13 @@ uint32_t qk_variant_bindings(const qk_variant *v, qk_binding_info *out, uint32_t
 /* Features the variant needs from the device (names of docs/manifest.md). */
 uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap);
 
+/* Parts of a block a staged chunk of NK elements is one of (QK_PART_N: the
+ * format stages it, qk_stage_part); 0 where the chunk is whole blocks. */
+uint32_t qk_variant_parts(const qk_variant *v);
+
 /* Widest aligned load, in 32-bit words (4, 2 or 1), for a staged chunk of NK
- * elements of whole blocks; 0 if the chunk is not whole words. */
+ * elements: whole blocks, or a part's block; 0 if the chunk is not whole
+ * words. */
 uint32_t qk_variant_stage_vec(const qk_variant *v);
 
 /* Push-constant names in order: the kernel's, then the fusion's. */

@@ -50,6 +50,7 @@ vec3 qk_affine8(uint m, uint blk, uint g) {
 // loaded ones (shift s of 0 or 16 bits).
 
 // n words from word w on, shifted down by s bits, into qk_stage[slot][at ..]
+// (the next word's bits go up by 32 - s in two shifts: s = 0 would be one of 32)
 #define QK6_STAGE_RUN(slot, m, w, s, at, n)                                                  \
     {                                                                                        \
         uint a_ = qk_w[m].data[w];                                                           \

@@ -113,13 +113,12 @@ static inline bool check_nmse(const char *what, const float *out, const double *
     return ok;
 }
 
-/* The first kernel of family for format (NULL: any) with fusion that the
- * device runs; -1 if none. variant: the MLX scale type, or NULL. */
-/* The smallest multiple K >= want of step (a multiple of the kernel's block
- * and of its NK) that every constraint of k on K alone holds for: "K % NK ==
- * 0", and the rows of whole words that q6_K's half-block kernels load ("K /
- * 256 * 210 % 4 == 0": an even block count). */
-static inline uint32_t gpu_fit_k(const qkrt_kernel_info *k, uint32_t want, uint32_t step) {
+/* The smallest K >= want, a multiple of the kernel's block and of its NK,
+ * that every constraint of k on K alone holds for: "K % NK == 0", and the
+ * rows of whole words that q6_K's half-block kernels load ("K / 256 * 210 % 4
+ * == 0": an even block count). */
+static inline uint32_t gpu_fit_k(const qkrt_kernel_info *k, uint32_t want) {
+    const uint32_t step = k->nk > k->block_elements ? k->nk : k->block_elements;
     want = (want + step - 1) / step * step;
     for (uint32_t K = want, i = 0; i < 64; i++, K += step) {
         qkrt_shape s = {1, {"K"}, {K}};
@@ -136,6 +135,8 @@ static inline uint32_t gpu_fit_k(const qkrt_kernel_info *k, uint32_t want, uint3
     return want;
 }
 
+/* The first kernel of family for format (NULL: any) with fusion that the
+ * device runs; -1 if none. variant: the MLX scale type, or NULL. */
 static inline int find_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
                               const char *format, const char *variant, const char *fusion) {
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {

@@ -49,14 +49,6 @@ static uint32_t weight_count(const qkrt_kernel_info *k) {
     return 0;
 }
 
-/* K for a wanted depth: the next multiple of the kernel's block and NK that
- * its constraints on K hold for (the mat-vec tiles of matmul_id_xq take whole
- * chunks of NK, q6_K's half blocks rows of whole words). */
-static uint32_t depth(const qkrt_kernel_info *k, uint32_t want) {
-    uint32_t qk = k->block_elements;
-    return gpu_fit_k(k, want, k->nk > qk ? k->nk : qk);
-}
-
 static void report(const qkrt_kernel_info *k, const char *what, double nmse, const char *err) {
     /* 5e-4 for f16 staging (ggml's bound for its matmul tests), 1e-4 against
      * activations rounded to bytes as the int8-dot kernels round them */
@@ -85,7 +77,7 @@ static void test_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki) {
     static const uint32_t shapes[][3] = {{33, 256, 5}, {130, 512, 70}, {64, 256, 32}, {20, 64, 9}};
     const uint32_t nw = weight_count(k);
     for (int si = 0; si < 4; si++) {
-        uint32_t M = shapes[si][0], K = depth(k, shapes[si][1]), T = shapes[si][2];
+        uint32_t M = shapes[si][0], K = gpu_fit_k(k, shapes[si][1]), T = shapes[si][2];
         qk_weights w[2];
         if (!random_weights(k, M, K, w, nw)) return;
         float *x = malloc(sizeof *x * T * K), *y = malloc(sizeof *y * T * M);
@@ -122,8 +114,9 @@ static void test_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki)
         {45, 256, 37, 8, 2, 1}, {130, 256, 70, 16, 4, 4}, {20, 512, 3, 8, 2, 2}};
     const uint32_t nw = weight_count(k);
     for (int si = 0; si < 3; si++) {
-        qk_moe_shape s = {shapes[si][0], depth(k, shapes[si][1]), shapes[si][2],
-                          shapes[si][3], shapes[si][4],           shapes[si][5]};
+        qk_moe_shape s = {shapes[si][0], gpu_fit_k(k, shapes[si][1]),
+                          shapes[si][2], shapes[si][3],
+                          shapes[si][4], shapes[si][5]};
         qk_weights w[2];
         if (!random_weights(k, s.E * s.M, s.K, w, nw)) return;
         size_t nx = (size_t)s.T * s.ne11 * s.K, ny = (size_t)s.T * s.top_k * s.M;
@@ -223,8 +216,8 @@ static void test_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, int route, con
     }
     const qkrt_kernel_info *kg = qkrt_bundle_kernel(b, (uint32_t)gu);
     const qkrt_kernel_info *kd = qkrt_bundle_kernel(b, (uint32_t)dn);
-    const uint32_t T = 37, top_k = 4, E = 8, F = depth(kd, depth(kg, 256));
-    const uint32_t H = depth(kg, 288); /* 288: not a multiple of 64 */
+    const uint32_t T = 37, top_k = 4, E = 8, F = gpu_fit_k(kd, gpu_fit_k(kg, 256));
+    const uint32_t H = gpu_fit_k(kg, 288); /* 288: not a multiple of 64 */
     qk_weights wgu[2], wd;
     if (!random_weights(kg, E * F, H, wgu, 2) || !random_weights(kd, E * H, F, &wd, 1)) return;
     float *x = malloc(sizeof *x * T * H), *h = malloc(sizeof *h * T * top_k * F);

@@ -188,8 +188,7 @@ int main(int argc, char **argv) {
         for (int si = 0; si < nshapes; si++) {
             uint32_t M = shapes[si].M, K = shapes[si].K;
             if (K % k->block_elements) K = k->block_elements * (si + 1);
-            /* a step of two q6_K blocks (512) where NK is */
-            K = gpu_fit_k(k, K, k->nk > k->block_elements ? k->nk : k->block_elements);
+            K = gpu_fit_k(k, K); /* a step of two q6_K blocks (512) where NK is */
             /* one token, and a partial last column of NR1 tokens */
             uint32_t tokens[2] = {1, k->nr1 + 1};
             int t0 = first || all_shapes || k->nr1 == 1 ? 0 : 1;
