@@ -7,8 +7,10 @@
 #include "qk_util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -353,22 +355,122 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
     return r;
 }
 
-static void progress(const qk_bench_opts *o, const qk_bench_case *c, const char *kernel) {
+/* The screen (qk_bench_opts.finalists): dispatches per variant, at least one
+ * per weight copy, after this much warm-up where no compile idled the GPU. */
+#define QK_SCREEN_RUNS   10u
+#define QK_SCREEN_WARM_S 0.03
+
+/* The progress line: the case, the step (e.g. "screen 3/40") and the kernel. */
+static void progress(const qk_bench_opts *o, const qk_bench_case *c, const char *step,
+                     const char *kernel) {
     if (!o->progress) return;
-    fprintf(o->progress, "\r\033[K%s %s m=%u k=%u t=%u: %s", c->family, c->format, c->M, c->K, c->T,
-            kernel);
+    fprintf(o->progress, "\r\033[K%s %s m=%u k=%u t=%u: %s%s%s", c->family, c->format, c->M, c->K,
+            c->T, step, step[0] ? " " : "", kernel);
     fflush(o->progress);
 }
 
-/* The float64 reference of case c on activations xd: every MoE pair, or the
- * first tr tokens and, where T > tr, the last one after them. */
+/* Times variant ki of the case in full: `warm_s` of warm-up, `runs`
+ * dispatches each between barriers (the median), then the same back to back;
+ * d, ns and per are scratch for 2 * runs dispatches. Sets out's times. */
+static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                                const qk_bench_case *c, const case_buffers *cb, uint32_t runs,
+                                double warm_s, double copy_gbps, qkrt_dispatch *d, double *ns,
+                                double *per, qk_bench_result *out) {
+    qkrt_result r = warm(ctx, b, ki, c, cb, warm_s);
+    uint32_t nd = 0, per_run = 1;
+    for (uint32_t i = 0; i < runs; i++) {
+        per_run = case_dispatches(b, ki, c, cb, i % cb->copies, &d[nd]);
+        nd += per_run;
+    }
+    if (r == QKRT_OK) r = qkrt_run(ctx, d, nd, ns);
+    if (r != QKRT_OK) return r;
+    /* a run's time is its dispatches' (the quantizer's included) */
+    double lo = INFINITY, hi = 0;
+    for (uint32_t i = 0; i < runs; i++) {
+        per[i] = per_run == 2 ? ns[2 * i] + ns[2 * i + 1] : ns[i];
+        lo = fmin(lo, per[i]), hi = fmax(hi, per[i]);
+    }
+    out->us = median(per, runs) / 1e3;
+    if (per_run == 2) {
+        for (uint32_t i = 0; i < runs; i++)
+            per[i] = ns[2 * i];
+        out->us_pre = median(per, runs) / 1e3;
+    }
+    /* the same runs back to back without barriers (but the one between a
+     * quantizer and its product): launch gaps hidden */
+    double span[3];
+    for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
+        r = qkrt_run_span(ctx, d, nd, &span[i]);
+    if (r != QKRT_OK) return r;
+    out->us_span = median(span, 3) / runs / 1e3;
+    out->pct_copy_span = copy_gbps > 0 ? 100.0 * out->bytes / (out->us_span * 1e3) / copy_gbps : 0;
+    out->us_min = lo / 1e3, out->us_max = hi / 1e3;
+    out->gbps = out->bytes / (out->us * 1e3);
+    out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;
+    out->tflops = out->flops / (out->us * 1e6);
+    out->timed = true;
+    return r;
+}
+
+/* The MoE reference's share of one thread: the experts e = first, first +
+ * step, ..., each dequantized once for all the pairs routed to it. */
+typedef struct moe_ref_job {
+    const qk_bench_case *c;
+    const qk_weights *w;
+    const int32_t *ids;
+    const double *xd;
+    double *ref;
+    uint32_t first, step;
+} moe_ref_job;
+
+static void *moe_ref_thread(void *arg) {
+    const moe_ref_job *j = arg;
+    const qk_bench_case *c = j->c;
+    const uint32_t pairs = c->T * c->top_k;
+    uint32_t *sel = malloc(sizeof *sel * pairs);
+    double *xs = malloc(sizeof *xs * (size_t)pairs * c->K);
+    double *ys = malloc(sizeof *ys * (size_t)pairs * c->M);
+    for (uint32_t e = j->first; e < c->E; e += j->step) {
+        uint32_t n = 0;
+        for (uint32_t p = 0; p < pairs; p++)
+            if ((uint32_t)j->ids[p] == e) {
+                memcpy(xs + (size_t)n * c->K, j->xd + (size_t)(p / c->top_k) * c->K,
+                       sizeof *xs * c->K);
+                sel[n++] = p;
+            }
+        if (!n) continue;
+        qk_weights we = qk_weights_expert(j->w, e, c->E);
+        qk_ref_matvec(&we, xs, c->M, c->K, n, ys);
+        for (uint32_t i = 0; i < n; i++)
+            memcpy(j->ref + (size_t)sel[i] * c->M, ys + (size_t)i * c->M, sizeof *ys * c->M);
+    }
+    free(sel), free(xs), free(ys);
+    return NULL;
+}
+
+/* The float64 reference of case c on activations xd: every MoE pair (on all
+ * the host's cores: a 512-token case is 6-8 G products), or the first tr
+ * tokens and, where T > tr, the last one after them. */
 static void bench_ref(const qk_bench_case *c, const qk_weights *w, const int32_t *ids,
                       const double *xd, uint32_t tr, double *ref) {
     if (c->E) {
-        for (uint32_t p = 0; p < c->T * c->top_k; p++) {
-            qk_weights we = qk_weights_expert(w, (uint32_t)ids[p], c->E);
-            qk_ref_matvec(&we, xd + (size_t)(p / c->top_k) * c->K, c->M, c->K, 1,
-                          ref + (size_t)p * c->M);
+        enum { MAX_THREADS = 64 };
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        uint32_t nt = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (uint32_t)cores;
+        if (nt > c->E) nt = c->E;
+        moe_ref_job jobs[MAX_THREADS];
+        pthread_t th[MAX_THREADS];
+        bool started[MAX_THREADS] = {0};
+        for (uint32_t i = 0; i < nt; i++) {
+            jobs[i] = (moe_ref_job){c, w, ids, xd, ref, i, nt};
+            started[i] = i > 0 && pthread_create(&th[i], NULL, moe_ref_thread, &jobs[i]) == 0;
+        }
+        moe_ref_thread(&jobs[0]);
+        for (uint32_t i = 1; i < nt; i++) {
+            if (started[i])
+                pthread_join(th[i], NULL);
+            else
+                moe_ref_thread(&jobs[i]); /* no thread: its share here */
         }
     } else {
         qk_ref_matvec(w, xd, c->M, c->K, tr, ref);
@@ -384,8 +486,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     uint32_t idx[256];
     uint32_t n = eligible(b, c, o, idx, 256);
     if (!n) {
-        snprintf(err, err_size, "no %s kernel for %s%s%s in the bundle", c->family, c->format,
-                 c->variant[0] ? " " : "", c->variant);
+        snprintf(err, err_size, "no %s kernel for %s%s%s in the bundle fits m=%u k=%u t=%u",
+                 c->family, c->format, c->variant[0] ? " " : "", c->variant, c->M, c->K, c->T);
         return QKRT_ERROR_ARGUMENT;
     }
     uint64_t rng = o->seed ^ ((uint64_t)c->M << 40) ^ ((uint64_t)c->K << 16) ^ c->T;
@@ -463,6 +565,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     double best_us = INFINITY;
     int best = -1;
     const uint32_t first = *count;
+    const bool screen = o->finalists && n > o->finalists;
+    const uint32_t screen_runs = cb.copies > QK_SCREEN_RUNS ? cb.copies : QK_SCREEN_RUNS;
     for (uint32_t v = 0; v < n && r == QKRT_OK; v++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, idx[v]);
         qk_bench_result *out;
@@ -473,7 +577,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         out->c = *c;
         out->bytes = wbytes + 4.0 * (double)(nx + ny) + (ids ? 4.0 * pairs : 0);
         out->flops = 2.0 * c->M * (double)c->K * pairs;
-        progress(o, c, k->name);
+        char step[48] = "";
+        if (screen) snprintf(step, sizeof step, "check and screen %u/%u", v + 1, n);
+        progress(o, c, step, k->name);
         if (qkrt_kernel_check(ctx, b, idx[v]) != QKRT_OK) {
             snprintf(out->error, sizeof out->error, "%s", qkrt_last_error(ctx));
             continue;
@@ -510,49 +616,58 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             snprintf(out->error, sizeof out->error, "wrong result: NMSE %.3g", out->nmse);
             continue;
         }
+        if (screen) {
+            /* the screen: a few dispatches after a short warm-up (longer
+             * where a compile let the GPU idle), every weight copy once */
+            const bool idled = out->prepare_ms > 1e3 * o->rewarm_s;
+            r = warm(ctx, b, idx[v], c, &cb,
+                     v == 0  ? o->warmup_s
+                     : idled ? o->rewarm_s
+                             : QK_SCREEN_WARM_S);
+            uint32_t nd = 0, sr = screen_runs;
+            for (uint32_t i = 0; i < sr; i++)
+                nd += case_dispatches(b, idx[v], c, &cb, i % cb.copies, &d[nd]);
+            if (r == QKRT_OK) r = qkrt_run(ctx, d, nd, ns);
+            if (r != QKRT_OK) break;
+            for (uint32_t i = 0; i < sr; i++)
+                per[i] = per_run == 2 ? ns[2 * i] + ns[2 * i + 1] : ns[i];
+            out->us_screen = median(per, sr) / 1e3;
+            continue;
+        }
         /* the whole warm-up for a case's first variant and after a long
          * preparation (a driver compiling a large pipeline for seconds lets
          * the clock fall to idle: run 65 timed 128 x 128 tiles 1.3-2.7x slow
          * after a 75 ms re-warm), else the shorter one between variants */
         const bool idled = out->prepare_ms > 1e3 * o->rewarm_s;
-        r = warm(ctx, b, idx[v], c, &cb, v == 0 || idled ? o->warmup_s : o->rewarm_s);
-        uint32_t nd = 0;
-        for (uint32_t i = 0; i < runs; i++)
-            nd += case_dispatches(b, idx[v], c, &cb, i % cb.copies, &d[nd]);
-        if (r == QKRT_OK) r = qkrt_run(ctx, d, nd, ns);
+        r = time_variant(ctx, b, idx[v], c, &cb, runs, v == 0 || idled ? o->warmup_s : o->rewarm_s,
+                         copy_gbps, d, ns, per, out);
         if (r != QKRT_OK) break;
-        /* a run's time is its dispatches' (the quantizer's included) */
-        double lo = INFINITY, hi = 0;
-        for (uint32_t i = 0; i < runs; i++) {
-            per[i] = per_run == 2 ? ns[2 * i] + ns[2 * i + 1] : ns[i];
-            lo = fmin(lo, per[i]), hi = fmax(hi, per[i]);
-        }
-        out->us = median(per, runs) / 1e3;
-        if (per_run == 2) {
-            for (uint32_t i = 0; i < runs; i++)
-                per[i] = ns[2 * i];
-            out->us_pre = median(per, runs) / 1e3;
-        }
-        /* the same runs back to back without barriers (but the one between a
-         * quantizer and its product): launch gaps hidden */
-        double span[3];
-        for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
-            r = qkrt_run_span(ctx, d, nd, &span[i]);
-        if (r != QKRT_OK) break;
-        out->us_span = median(span, 3) / runs / 1e3;
-        out->pct_copy_span =
-            copy_gbps > 0 ? 100.0 * out->bytes / (out->us_span * 1e3) / copy_gbps : 0;
-        out->us_min = lo / 1e3, out->us_max = hi / 1e3;
-        out->gbps = out->bytes / (out->us * 1e3);
-        out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;
-        out->tflops = out->flops / (out->us * 1e6);
         if (out->us < best_us) best_us = out->us, best = (int)(*count - 1);
+    }
+    /* the finalists: the screen's fastest correct variants, timed in full,
+     * the first after the whole warm-up (the screen's compiles idled the GPU) */
+    for (uint32_t f = 0; screen && r == QKRT_OK && f < o->finalists; f++) {
+        int pick = -1;
+        for (uint32_t i = first; i < *count; i++) {
+            const qk_bench_result *q = &(*res)[i];
+            if (q->ok && !q->timed && q->us_screen > 0 &&
+                (pick < 0 || q->us_screen < (*res)[pick].us_screen))
+                pick = (int)i;
+        }
+        if (pick < 0) break;
+        qk_bench_result *out = &(*res)[pick];
+        char step[48];
+        snprintf(step, sizeof step, "finalist %u/%u", f + 1, o->finalists);
+        progress(o, c, step, out->kernel);
+        r = time_variant(ctx, b, idx[pick - (int)first], c, &cb, runs,
+                         f == 0 ? o->warmup_s : o->rewarm_s, copy_gbps, d, ns, per, out);
+        if (r == QKRT_OK && out->us < best_us) best_us = out->us, best = pick;
     }
     if (best >= 0) (*res)[best].best = true;
     /* the yardstick of the case's size: a copy moving as many bytes */
     double cu = 0, cs = 0;
     if (r == QKRT_OK && best >= 0) {
-        progress(o, c, "copy of the same bytes");
+        progress(o, c, "", "copy of the same bytes");
         r = qk_bench_size_copy(ctx, b, o, (*res)[best].bytes, &cu, &cs);
     }
     for (uint32_t i = first; i < *count; i++)

@@ -25,6 +25,7 @@ typedef struct qk_bench_opts {
     uint64_t copy_bytes;   /* copy-bandwidth buffer */
     const char *filter;    /* only variants whose name contains one of these (A,B) */
     bool all_variants;     /* also variants whose NR1 does not fit the tokens */
+    uint32_t finalists;    /* time only this many fastest of a short screen in full; 0: all */
     uint64_t seed;
     FILE *progress; /* a progress line, or NULL */
 } qk_bench_opts;
@@ -40,10 +41,12 @@ typedef struct qk_bench_result {
     double gbps, pct_copy, tflops;
     double pct_copy_span;                /* pct_copy of us_span */
     double size_copy_us, size_copy_span; /* a copy of the case's bytes (qk_bench_size_copy) */
+    double us_screen; /* the screen's median of a few dispatches (finalists > 0), else 0 */
     double nmse;
     double prepare_ms;  /* the first run: pipeline creation (driver compile) and one dispatch */
     char pipeline[256]; /* the driver's statistics (qkrt_kernel_stats), "" where it gives none */
     bool ok;            /* the result matched the reference */
+    bool timed;         /* timed in full: a finalist of the screen, or every variant */
     bool best;          /* fastest correct variant of its case */
     char error[256];
 } qk_bench_result;
@@ -60,7 +63,10 @@ qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_benc
 qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
                            double *us, double *us_span);
 
-/* Benchmarks every eligible variant of the case; appends to *res (realloc'd). */
+/* Benchmarks the eligible variants of the case; appends to *res (realloc'd).
+ * Every variant is checked against the reference; with o->finalists, each
+ * correct one is then timed over a few dispatches (the screen) and only the
+ * o->finalists fastest of those are timed in full. */
 qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c,
                               const qk_bench_opts *o, double copy_gbps, qk_bench_result **res,
                               uint32_t *count, char *err, size_t err_size);

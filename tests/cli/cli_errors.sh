@@ -43,4 +43,7 @@ expect 2 "x_bad_k.npy: K is 96, but the weights have K = 64" -- "$qkgen" matmul 
 expect 2 "x_f64.npy: expected float32" -- "$qkgen" matmul --format q4_0 --weights "$scratch/w.npy" --x "$scratch/x_f64.npy" --out "$scratch/y.npy" $b
 expect 2 "no matvec kernel for q9_9" -- "$qkgen" matmul --format q9_9 --weights "$scratch/w.npy" --x "$scratch/x.npy" --out "$scratch/y.npy" $b
 [ ! -e "$scratch/y.npy" ] || fail "y.npy written despite errors"
+expect 2 "\-\-finalists: 65 is more than 64" -- "$qkgen" bench --finalists 65 --json "$scratch/b.json" $b
+expect 2 "\-\-runs: 5 is fewer than 20" -- "$qkgen" bench --runs 5 --json "$scratch/b.json" $b
+[ ! -e "$scratch/b.json" ] || fail "bench JSON written despite a bad argument"
 echo "$n passed, 0 failed"
