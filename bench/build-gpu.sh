@@ -12,5 +12,5 @@ rm -rf build-gpu/pkg && mkdir -p build-gpu/pkg
 cp build-gpu/qkgen build-gpu/pkg/
 ./build-gpu/qkgen build "$specs" --templates "$templates" --out build-gpu/out ${QKGEN_FILTER:+--filter "$QKGEN_FILTER"}
 cp -r build-gpu/out/default build-gpu/pkg/bundle
-cp bench/run-gpu.sh build-gpu/pkg/
+cp bench/run-gpu.sh bench/standard.sh build-gpu/pkg/
 du -sh build-gpu/pkg

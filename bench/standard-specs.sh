@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Writes to DIR (default build-gpu/standard-specs) the copy of specs/ that
+# bench/standard.sh times: the committed kernels of the standard set's four
+# families for its seven formats (q4_0 q8_0 q4_K q5_K q6_K iq4_nl, mlx4_g64 with
+# bf16 scales), no fusion, less the kernel families that every earlier run
+# found slower in every standard case (bench/RESULTS.md):
+#  - the f32 decode kernels matvec, matvec_staged, matvec_shared and their
+#    `_id` forms: 1.4-2.1x slower than the int8-dot kernels (runs 44-46, 58);
+#  - matvec_mma, mat-vec on cooperative matrices: 1.3-2x slower than the
+#    int8-dot kernels at 2-8 tokens (runs 46-55);
+#  - the scalar path of the tiled matmuls: 3-10x slower than their
+#    cooperative-matrix path on the H100 (runs 8-18).
+# The matvec_xs kernels stay (f32, but iq4_nl's and q6_K's winners in runs 55
+# and 61), and so does matvec_id for q6_K: at K = 768 (MoE m = 2048) it is
+# the only kernel of q6_K that fits, the staged ones taking K in steps of 512.
+# The bundle fits the GPU machine's 64 MiB carry. Then:
+#   bash bench/build-gpu.sh build-gpu/standard-specs
+. "$(dirname "$0")/specs-copy.sh" build-gpu/standard-specs "$@"
+cp specs/kernels/{copy,quantize_q8}.yaml "$k/"
+cp specs/kernels/{matvec_xq,matvec_xq_global,matvec_xq_split,matvec_xq_split_global}.yaml "$k/"
+cp specs/kernels/{matvec_xq_pre,matvec_xq_pre_global,matvec_xs,matvec_xs_global,matvec_xs_split}.yaml "$k/"
+cp specs/kernels/{matvec_id_xq,matvec_id_xq_global,matvec_id_xq_pre,matvec_id_xs,matvec_id_xs_global}.yaml "$k/"
+cp specs/kernels/{matmul_id_xq,matmul_id_xq_global,matmul_id_xs}.yaml "$k/"
+sed 's/^formats: .*/formats: [q6_K]/' specs/kernels/matvec_id.yaml > "$k/matvec_id.yaml"
+cp specs/kernels/{matmul,matmul_shared,matmul_split,matmul_shared_split,matmul_id,matmul_id_shared}.yaml "$k/"
+python3 - "$k" <<'PY'
+import glob, re, sys
+keep = ["q4_0", "q8_0", "q4_K", "q5_K", "q6_K", "iq4_nl", "mlx4_g64"]
+for path in glob.glob(sys.argv[1] + "/*.yaml"):
+    text = open(path).read()
+    def formats(m):
+        have = [f.strip() for f in m.group(1).split(",")]
+        return "formats: [" + ", ".join(f for f in have if f in keep or f == "none") + "]"
+    text = re.sub(r"^formats: \[(.*)\]", formats, text, flags=re.M)
+    text = re.sub(r"^fusions: .*", "fusions: [none]", text, flags=re.M)
+    text = re.sub(r"^mma: \[scalar, coopmat\]", "mma: [coopmat]", text, flags=re.M)
+    if re.search(r"^formats: \[\]", text, flags=re.M):
+        sys.exit(f"{path}: none of the standard formats")
+    open(path, "w").write(text)
+PY
+echo "wrote $dir"

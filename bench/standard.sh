@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root, after `. .gpu/enter.sh`: the
+# standard set of `qkgen bench` (its default cases) on the bundle that
+# bench/standard-specs.sh and bench/build-gpu.sh put in build-gpu/pkg, one
+# part per call so that each fits the device's 10-minute limit:
+#   bash build-gpu/pkg/standard.sh decode    # dense mat-vec, 1-8 tokens
+#   bash build-gpu/pkg/standard.sh moe       # MoE mat-vec with ids, 1-32 tokens
+#   bash build-gpu/pkg/standard.sh prefill   # matmul and MoE matmul, 32-512 tokens
+# (prefill-matmul and prefill-moe: its two halves)
+# One bench process per format and family, each writing its table and JSON to
+# $OUT (default bench-out) as it ends, so a part cut short keeps what it
+# finished; SEED (default 88) fixes the data and the expert ids, FORMATS (the
+# seven by default, space-separated) splits a part further, and DEADLINE (a
+# time in seconds since the epoch) ends the part before it: a bench process
+# that would run past it is cut there, and none starts within 30 s of it. Then, on any
+# machine: python3 bench/table.py OUT/*.json
+set -uo pipefail
+pkg=$(dirname "$0")
+out=${OUT:-bench-out}
+seed=${SEED:-88}
+formats=${FORMATS:-q4_0 q8_0 q4_K q5_K q6_K iq4_nl mlx4_g64}
+case ${1:-} in
+decode) families="matvec" ;;
+moe) families="moe" ;;
+prefill) families="matmul moe_matmul" ;;
+prefill-matmul) families="matmul" ;;
+prefill-moe) families="moe_matmul" ;;
+*) echo "usage: $0 decode|moe|prefill|prefill-matmul|prefill-moe" >&2; exit 2 ;;
+esac
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee -a "$out/gpu.txt"
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 200 >> "$out/clocks-$1.csv" &
+logger=$!
+git log -1 --format='commit %H %cd' 2>/dev/null | tee "$out/commit.txt"
+"$pkg/qkgen" devices > "$out/devices.txt" 2>&1
+rc=0
+for fam in $families; do
+  for f in $formats; do
+    t0=$(date +%s)
+    limit=()
+    if [ -n "${DEADLINE:-}" ]; then
+      left=$((DEADLINE - t0))
+      if [ $left -lt 30 ]; then
+        echo "$fam $f: not run, $left s before the deadline"
+        rc=1
+        continue
+      fi
+      limit=(timeout "$left")
+    fi
+    "${limit[@]}" "$pkg/qkgen" bench --bundle "$pkg/bundle" --family "$fam" --formats "$f" --runs 30 \
+      --warmup-ms 1000 --seed "$seed" --json "$out/$fam-$f.json" > "$out/$fam-$f.txt" 2>&1
+    s=$?
+    [ $s -eq 0 ] || rc=1
+    echo "$fam $f: exit $s in $(( $(date +%s) - t0 )) s, $(grep -c '  \*$' "$out/$fam-$f.txt") cases"
+  done
+done
+kill $logger
+awk -F', ' 'NR > 1 && $2 ~ /MHz/ { sub(/ MHz/, "", $2); if ($2 + 0 > 1500) hi++; n++ } END { printf "SM clock samples: %d, above 1500 MHz: %d\n", n, hi }' "$out/clocks-$1.csv"
+exit $rc

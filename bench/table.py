@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""The standard set as a Markdown table, from `qkgen bench --json` files.
+
+    python3 bench/table.py OUT/*.json
+
+One row per case: the fastest correct variant (the JSON's `best`), its time
+per dispatch and back to back with their percentages of the copy bandwidth
+measured in the same process, its TFLOP/s, a copy of the case's bytes, how
+many variants were checked and how many timed in full, and the issue's
+target where the case has one. Cases are ordered as `qkgen bench` runs them."""
+import json
+import sys
+
+FAMILIES = ["matvec", "matmul", "matvec_id", "matmul_id"]
+FORMATS = ["q4_0", "q8_0", "q4_K", "q5_K", "q6_K", "iq4_nl", "mlx4_g64"]
+
+
+def target(r):
+    """(text, met) for the issue's target of this case, or None."""
+    fam, M, K, T, E = r["family"], r["M"], r["K"], r["T"], r["E"]
+    if fam == "matvec" and T in (1, 4, 8):
+        want = {1: 90, 4: 80, 8: 65}[T]
+        return f">= {want}% copy", r["pct_copy"] >= want
+    if fam == "matmul" and T == 512 and (M, K) == (4096, 14336):
+        return ">= 200 TFLOP/s", r["tflops"] >= 200
+    if E == 128 and (M, K) == (768, 2048):
+        if fam == "matvec_id" and T in (1, 8):
+            want = {1: 6, 8: 25}[T]
+            return f"<= {want} us", r["us"] <= want
+        if fam == "matmul_id" and T == 32:
+            return "<= 60 us", r["us"] <= 60
+        if fam == "matmul_id" and T == 512:
+            return ">= 120 TFLOP/s", r["tflops"] >= 120
+    return None
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: table.py BENCH.json ...")
+    runs, cases = [], {}
+    for path in sys.argv[1:]:
+        with open(path) as f:
+            d = json.load(f)
+        runs.append((path, d))
+        for r in d["results"]:
+            key = (r["family"], r["format"], r["E"], r["top_k"], r["M"], r["K"], r["T"])
+            c = cases.setdefault(key, {"n": 0, "timed": 0, "best": None, "copy": d["copy_gbps"]})
+            c["n"] += r["ok"]
+            c["timed"] += r["ok"] and r.get("timed", True)
+            if r["best"]:
+                c["best"] = r
+
+    copies = [d["copy_gbps"] for _, d in runs]
+    floors = [d["floor_us"] for _, d in runs]
+    d0 = runs[0][1]
+    print(f"Device {d0['device']}, driver {d0['driver']}; {len(runs)} bench processes, "
+          f"copy bandwidth {min(copies):.1f}-{max(copies):.1f} GB/s, dispatch floor "
+          f"{min(floors):.2f}-{max(floors):.2f} us, seed {d0['seed']}.\n")
+    print("| format | case | fastest variant | us | copy | b2b us | b2b copy | TFLOP/s "
+          "| copy of its bytes, us | checked / timed | target |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def order(key):
+        fam, fmt, E, topk, M, K, T = key
+        return (FAMILIES.index(fam) if fam in FAMILIES else 9,
+                FORMATS.index(fmt) if fmt in FORMATS else 9, -E, M, T)
+
+    met = missed = 0
+    for key in sorted(cases, key=order):
+        fam, fmt, E, topk, M, K, T = key
+        c, r = cases[key], cases[key]["best"]
+        what = {"matvec": "mat-vec", "matmul": "matmul", "matvec_id": "MoE mat-vec",
+                "matmul_id": "MoE matmul"}.get(fam, fam)
+        shape = f"{what} {M}x{K}" + (f" {E}e top-{topk}" if E else "") + f", {T} tok"
+        if r is None:
+            print(f"| {fmt} | {shape} | no correct variant | | | | | | | {c['n']} / 0 | |")
+            continue
+        t = target(r)
+        if t:
+            met += t[1]
+            missed += not t[1]
+        tt = f"{t[0]}: {'**met**' if t[1] else 'no'}" if t else ""
+        print(f"| {fmt} | {shape} | `{r['kernel']}` | {r['us']:.2f} | {r['pct_copy']:.1f}% "
+              f"| {r['us_span']:.2f} | {r['pct_copy_span']:.1f}% | {r['tflops']:.2f} "
+              f"| {r['size_copy_us']:.2f} | {c['n']} / {c['timed']} | {tt} |")
+    print(f"\n{len(cases)} cases; targets met {met}, missed {missed}.")
+
+
+if __name__ == "__main__":
+    main()
