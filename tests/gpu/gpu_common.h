@@ -115,8 +115,8 @@ static inline bool check_nmse(const char *what, const float *out, const double *
 
 /* The smallest K >= want, a multiple of the kernel's block and of its NK,
  * that every constraint of k on K alone holds for: "K % NK == 0", and the
- * rows of whole words that q6_K's half-block kernels load ("K / 256 * 210 % 4
- * == 0": an even block count). */
+ * rows of whole words that q6_K's whole-block kernels load ("K / 256 * 210 %
+ * 4 == 0": an even block count; its half blocks take any count). */
 static inline uint32_t gpu_fit_k(const qkrt_kernel_info *k, uint32_t want) {
     const uint32_t step = k->nk > k->block_elements ? k->nk : k->block_elements;
     want = (want + step - 1) / step * step;
