@@ -11,8 +11,9 @@
 #  - the scalar path of the tiled matmuls: 3-10x slower than their
 #    cooperative-matrix path on the H100 (runs 8-18).
 # The matvec_xs kernels stay (f32, but iq4_nl's and q6_K's winners in runs 55
-# and 61), and so does matvec_id for q6_K: at K = 768 (MoE m = 2048) it is
-# the only kernel of q6_K that fits, the staged ones taking K in steps of 512.
+# and 61), and so does matvec_id for q6_K: at K = 768 (MoE m = 2048, rows of
+# 630 bytes) it was q6_K's only kernel up to 5d971ca (runs 88-91), and from
+# 43461ad on it is the yardstick of the half-block kernels that run there.
 # The bundle fits the GPU machine's 64 MiB carry. Then:
 #   bash bench/build-gpu.sh build-gpu/standard-specs
 . "$(dirname "$0")/specs-copy.sh" build-gpu/standard-specs "$@"
