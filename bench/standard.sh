@@ -12,7 +12,9 @@
 # finished; SEED (default 88) fixes the data and the expert ids, FORMATS (the
 # seven by default, space-separated) splits a part further, and DEADLINE (a
 # time in seconds since the epoch) ends the part before it: a bench process
-# that would run past it is cut there, and none starts within 30 s of it. Then, on any
+# that would run past it is cut there, and none starts within 30 s of it.
+# PACK=FILE.tgz packs $OUT into that file after each process (the GPU machine
+# returns at most 8 files of a call: run 88 lost five formats' logs). Then, on any
 # machine: python3 bench/table.py OUT/*.json
 set -uo pipefail
 pkg=$(dirname "$0")
@@ -52,8 +54,10 @@ for fam in $families; do
     s=$?
     [ $s -eq 0 ] || rc=1
     echo "$fam $f: exit $s in $(( $(date +%s) - t0 )) s, $(grep -c '  \*$' "$out/$fam-$f.txt") cases"
+    [ -z "${PACK:-}" ] || tar czf "$PACK" -C "$out" .
   done
 done
 kill $logger
+[ -z "${PACK:-}" ] || tar czf "$PACK" -C "$out" .
 awk -F', ' 'NR > 1 && $2 ~ /MHz/ { sub(/ MHz/, "", $2); if ($2 + 0 > 1500) hi++; n++ } END { printf "SM clock samples: %d, above 1500 MHz: %d\n", n, hi }' "$out/clocks-$1.csv"
 exit $rc
