@@ -567,6 +567,15 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     const uint32_t first = *count;
     const bool screen = o->finalists && n > o->finalists;
     bool warmed = false; /* the case's whole warm-up is done (its first variants may fail) */
+    /* every variant's pipeline first, the driver compiling on all cores at
+     * once (run 90: 0.6-0.8 s each for the tiled matmuls, one after another,
+     * most of a format's 62-96 s and each a pause that idled the GPU) */
+    if (r == QKRT_OK) {
+        char step[48];
+        snprintf(step, sizeof step, "compiling %u pipelines", n);
+        progress(o, c, step, "");
+        qkrt_kernels_prepare(ctx, b, idx, n, 0);
+    }
     const uint32_t screen_runs = cb.copies > QK_SCREEN_RUNS ? cb.copies : QK_SCREEN_RUNS;
     for (uint32_t v = 0; v < n && r == QKRT_OK; v++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, idx[v]);

@@ -43,7 +43,7 @@ typedef struct qk_bench_result {
     double size_copy_us, size_copy_span; /* a copy of the case's bytes (qk_bench_size_copy) */
     double us_screen; /* the screen's median of a few dispatches (finalists > 0), else 0 */
     double nmse;
-    double prepare_ms;  /* the first run: pipeline creation (driver compile) and one dispatch */
+    double prepare_ms;  /* the first run (its pipeline made before, with the case's others) */
     char pipeline[256]; /* the driver's statistics (qkrt_kernel_stats), "" where it gives none */
     bool ok;            /* the result matched the reference */
     bool timed;         /* timed in full: a finalist of the screen, or every variant */

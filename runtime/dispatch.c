@@ -1,10 +1,13 @@
 /* Running kernels: pipelines created on first use (through the persisted cache),
  * dispatches recorded into one command buffer with barriers and timestamps. */
+#define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { POOL_SETS = 1024, POOL_DESCRIPTORS = 8192 };
 
@@ -67,7 +70,10 @@ static qkrt_result create_layouts(qkrt_context *ctx, qkrt_kernel *k) {
     return QKRT_OK;
 }
 
-static qkrt_result create_pipeline(qkrt_context *ctx, qkrt_kernel *k) {
+/* The pipeline of k (its layouts made), into k->pipeline; touches nothing
+ * else of ctx, so threads may build different kernels' pipelines at once
+ * (the pipeline cache synchronizes itself). On failure *what names the call. */
+static VkResult build_pipeline(const qkrt_context *ctx, qkrt_kernel *k, const char **what) {
     VkShaderModuleCreateInfo module_info = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = k->code_size,
@@ -75,8 +81,10 @@ static qkrt_result create_pipeline(qkrt_context *ctx, qkrt_kernel *k) {
     };
     VkShaderModule module;
     VkResult vr = vkCreateShaderModule(ctx->device, &module_info, NULL, &module);
-    if (vr != VK_SUCCESS)
-        return qkrt_vk_fail(ctx, vr, "kernel %s: vkCreateShaderModule", k->info.name);
+    if (vr != VK_SUCCESS) {
+        *what = "vkCreateShaderModule";
+        return vr;
+    }
     uint32_t required = k->info.required_subgroup_size;
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo size_info = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
@@ -104,10 +112,35 @@ static qkrt_result create_pipeline(qkrt_context *ctx, qkrt_kernel *k) {
     vkDestroyShaderModule(ctx->device, module, NULL);
     if (vr != VK_SUCCESS) {
         k->pipeline = VK_NULL_HANDLE;
-        return qkrt_vk_fail(ctx, vr, "kernel %s: vkCreateComputePipelines", k->info.name);
+        *what = "vkCreateComputePipelines";
     }
+    return vr;
+}
+
+static qkrt_result create_pipeline(qkrt_context *ctx, qkrt_kernel *k) {
+    const char *what = "";
+    VkResult vr = build_pipeline(ctx, k, &what);
+    if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "kernel %s: %s", k->info.name, what);
     ctx->cache_dirty = true;
     return QKRT_OK;
+}
+
+/* ---- pipelines of many kernels at once (qkrt_kernels_prepare) ---- */
+
+typedef struct build_job {
+    const qkrt_context *ctx;
+    qkrt_kernel **kernels;
+    uint32_t count;
+    uint32_t next; /* the next kernel to take (atomic) */
+} build_job;
+
+static void *build_thread(void *arg) {
+    build_job *j = arg;
+    for (uint32_t i; (i = __atomic_fetch_add(&j->next, 1u, __ATOMIC_RELAXED)) < j->count;) {
+        const char *what = "";
+        build_pipeline(j->ctx, j->kernels[i], &what); /* a failure is reported at first use */
+    }
+    return NULL;
 }
 
 static qkrt_result kernel_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index) {
@@ -120,6 +153,50 @@ static qkrt_result kernel_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, 
     if (!k->set_layout) r = create_layouts(ctx, k);
     if (r == QKRT_OK) r = create_pipeline(ctx, k);
     return r;
+}
+
+uint32_t qkrt_kernels_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, const uint32_t *indices,
+                              uint32_t n, uint32_t threads) {
+    enum { MAX_THREADS = 32 };
+    qkrt_kernel **todo = malloc(sizeof *todo * (n ? n : 1));
+    uint32_t count = 0, ready = 0;
+    /* the checks and layouts here, in order (they report through ctx) */
+    for (uint32_t i = 0; i < n; i++) {
+        if (indices[i] >= bundle->count) continue;
+        qkrt_kernel *k = &bundle->kernels[indices[i]];
+        if (k->pipeline) {
+            ready++;
+            continue;
+        }
+        if (!k->checked && qkrt_kernel_check(ctx, bundle, indices[i]) != QKRT_OK) continue;
+        k->checked = true;
+        if (!k->set_layout && create_layouts(ctx, k) != QKRT_OK) continue;
+        bool dup = false; /* an index named twice is built once */
+        for (uint32_t j = 0; j < count && !dup; j++)
+            dup = todo[j] == k;
+        if (!dup) todo[count++] = k;
+    }
+    if (!threads) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores < 1 ? 1 : (uint32_t)cores;
+    }
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads > count) threads = count;
+    build_job job = {ctx, todo, count, 0};
+    pthread_t th[MAX_THREADS];
+    uint32_t started = 0;
+    for (uint32_t t = 1; t < threads; t++)
+        if (pthread_create(&th[started], NULL, build_thread, &job) == 0) started++;
+    build_thread(&job); /* this thread takes its share too */
+    for (uint32_t t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    for (uint32_t i = 0; i < count; i++)
+        if (todo[i]->pipeline) {
+            ready++;
+            ctx->cache_dirty = true;
+        }
+    free(todo);
+    return ready;
 }
 
 qkrt_result qkrt_kernel_stats(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index,

@@ -166,6 +166,14 @@ int qkrt_bundle_find(const qkrt_bundle *bundle, const char *name);
 /* QKRT_OK if the context's device can run the kernel; else
  * QKRT_ERROR_UNSUPPORTED with a message naming the missing feature. */
 qkrt_result qkrt_kernel_check(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index);
+/* Creates the pipelines of the kernels indices[0 .. n) that the device runs
+ * and that have none yet, on `threads` threads at once (0: one a core), so
+ * that a driver's compiles overlap; kernels are otherwise built on first use.
+ * Returns how many of them have a pipeline now. A kernel the device cannot
+ * run, or whose pipeline fails, is left as it was: its first use reports why.
+ * No other call may use the context while it runs. */
+uint32_t qkrt_kernels_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, const uint32_t *indices,
+                              uint32_t n, uint32_t threads);
 /* The driver's statistics of the kernel's pipeline (created if it was not
  * yet), as "name=value" pairs separated by "; " (NVIDIA: registers per
  * invocation, shared memory, spills), into out. QKRT_ERROR_UNSUPPORTED if the

@@ -168,6 +168,25 @@ int main(int argc, char **argv) {
     int pass = 0, fail = 0, kernels = 0, nstats = 0;
     format_stat *stats = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *stats);
     if (!filter || strstr("quantize_q8", filter)) fail += test_quantizer(ctx, b, &rng);
+    /* every pipeline the loop below runs, made first on four threads at once
+     * (qkrt_kernels_prepare, as qkgen bench does): each must come out, and
+     * the validation layer watches the threads' calls */
+    {
+        uint32_t *want = malloc(sizeof *want * qkrt_bundle_kernel_count(b)), nwant = 0;
+        for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {
+            const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+            if (!strcmp(k->family, "matvec") && !strcmp(k->fusion, "none") &&
+                (!filter || strstr(k->name, filter)) && !gpu_skip_shared(ctx, k) &&
+                !gpu_skip_coopmat(ctx, b, ki) && qkrt_kernel_check(ctx, b, ki) == QKRT_OK)
+                want[nwant++] = ki;
+        }
+        uint32_t ready = qkrt_kernels_prepare(ctx, b, want, nwant, 4);
+        if (ready != nwant) {
+            printf("FAIL qkrt_kernels_prepare: %u of %u pipelines\n", ready, nwant);
+            fail++;
+        }
+        free(want);
+    }
     for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
         /* fused variants (swiglu) have their own test, tests/gpu/test_moe.c */
