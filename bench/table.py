@@ -44,7 +44,7 @@ def main():
         runs.append((path, d))
         for r in d["results"]:
             key = (r["family"], r["format"], r["E"], r["top_k"], r["M"], r["K"], r["T"])
-            c = cases.setdefault(key, {"n": 0, "timed": 0, "best": None, "copy": d["copy_gbps"]})
+            c = cases.setdefault(key, {"n": 0, "timed": 0, "best": None})
             c["n"] += r["ok"]
             c["timed"] += r["ok"] and r.get("timed", True)
             if r["best"]:

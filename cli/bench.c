@@ -10,7 +10,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -355,9 +354,7 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
     return r;
 }
 
-/* The screen (qk_bench_opts.finalists): dispatches per variant, at least one
- * per weight copy, after this much warm-up where no compile idled the GPU. */
-#define QK_SCREEN_RUNS   10u
+/* The screen's warm-up before each variant but a case's first. */
 #define QK_SCREEN_WARM_S 0.03
 
 /* The progress line: the case, the step (e.g. "screen 3/40") and the kernel. */
@@ -369,6 +366,24 @@ static void progress(const qk_bench_opts *o, const qk_bench_case *c, const char 
     fflush(o->progress);
 }
 
+/* `runs` runs of variant ki, each between barriers, into per[] (ns: a run's
+ * dispatches, the quantizer's included); d and ns are scratch for 2 * runs
+ * dispatches, *nd gets how many were recorded. */
+static qkrt_result time_runs(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                             const qk_bench_case *c, const case_buffers *cb, uint32_t runs,
+                             qkrt_dispatch *d, double *ns, double *per, uint32_t *nd) {
+    uint32_t per_run = 1;
+    *nd = 0;
+    for (uint32_t i = 0; i < runs; i++) {
+        per_run = case_dispatches(b, ki, c, cb, i % cb->copies, &d[*nd]);
+        *nd += per_run;
+    }
+    qkrt_result r = qkrt_run(ctx, d, *nd, ns);
+    for (uint32_t i = 0; r == QKRT_OK && i < runs; i++)
+        per[i] = per_run == 2 ? ns[2 * i] + ns[2 * i + 1] : ns[i];
+    return r;
+}
+
 /* Times variant ki of the case in full: `warm_s` of warm-up, `runs`
  * dispatches each between barriers (the median), then the same back to back;
  * d, ns and per are scratch for 2 * runs dispatches. Sets out's times. */
@@ -376,22 +391,15 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
                                 const qk_bench_case *c, const case_buffers *cb, uint32_t runs,
                                 double warm_s, double copy_gbps, qkrt_dispatch *d, double *ns,
                                 double *per, qk_bench_result *out) {
+    uint32_t nd = 0;
     qkrt_result r = warm(ctx, b, ki, c, cb, warm_s);
-    uint32_t nd = 0, per_run = 1;
-    for (uint32_t i = 0; i < runs; i++) {
-        per_run = case_dispatches(b, ki, c, cb, i % cb->copies, &d[nd]);
-        nd += per_run;
-    }
-    if (r == QKRT_OK) r = qkrt_run(ctx, d, nd, ns);
+    if (r == QKRT_OK) r = time_runs(ctx, b, ki, c, cb, runs, d, ns, per, &nd);
     if (r != QKRT_OK) return r;
-    /* a run's time is its dispatches' (the quantizer's included) */
     double lo = INFINITY, hi = 0;
-    for (uint32_t i = 0; i < runs; i++) {
-        per[i] = per_run == 2 ? ns[2 * i] + ns[2 * i + 1] : ns[i];
+    for (uint32_t i = 0; i < runs; i++)
         lo = fmin(lo, per[i]), hi = fmax(hi, per[i]);
-    }
     out->us = median(per, runs) / 1e3;
-    if (per_run == 2) {
+    if (nd == 2 * runs) { /* the quantizer's part */
         for (uint32_t i = 0; i < runs; i++)
             per[i] = ns[2 * i];
         out->us_pre = median(per, runs) / 1e3;
@@ -455,8 +463,7 @@ static void bench_ref(const qk_bench_case *c, const qk_weights *w, const int32_t
                       const double *xd, uint32_t tr, double *ref) {
     if (c->E) {
         enum { MAX_THREADS = 64 };
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        uint32_t nt = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (uint32_t)cores;
+        uint32_t nt = qk_cores() > MAX_THREADS ? MAX_THREADS : qk_cores();
         if (nt > c->E) nt = c->E;
         moe_ref_job jobs[MAX_THREADS];
         pthread_t th[MAX_THREADS];
@@ -576,7 +583,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         progress(o, c, step, "");
         qkrt_kernels_prepare(ctx, b, idx, n, 0);
     }
-    const uint32_t screen_runs = cb.copies > QK_SCREEN_RUNS ? cb.copies : QK_SCREEN_RUNS;
+    const uint32_t screen_runs =
+        cb.copies > QK_BENCH_SCREEN_RUNS ? cb.copies : QK_BENCH_SCREEN_RUNS;
     for (uint32_t v = 0; v < n && r == QKRT_OK; v++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, idx[v]);
         qk_bench_result *out;
@@ -627,37 +635,27 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             continue;
         }
         if (screen) {
-            /* the screen: a few dispatches after a short warm-up (longer
-             * where a compile let the GPU idle), every weight copy once */
-            const bool idled = out->prepare_ms > 1e3 * o->rewarm_s;
-            r = warm(ctx, b, idx[v], c, &cb,
-                     !warmed ? o->warmup_s
-                     : idled ? o->rewarm_s
-                             : QK_SCREEN_WARM_S);
-            warmed = true;
-            uint32_t nd = 0, sr = screen_runs;
-            for (uint32_t i = 0; i < sr; i++)
-                nd += case_dispatches(b, idx[v], c, &cb, i % cb.copies, &d[nd]);
-            if (r == QKRT_OK) r = qkrt_run(ctx, d, nd, ns);
+            /* the screen: a few dispatches, every weight copy once, after a
+             * short warm-up (the case's whole one before its first) */
+            uint32_t nd;
+            r = warm(ctx, b, idx[v], c, &cb, warmed ? QK_SCREEN_WARM_S : o->warmup_s);
+            if (r == QKRT_OK) r = time_runs(ctx, b, idx[v], c, &cb, screen_runs, d, ns, per, &nd);
             if (r != QKRT_OK) break;
-            for (uint32_t i = 0; i < sr; i++)
-                per[i] = per_run == 2 ? ns[2 * i] + ns[2 * i + 1] : ns[i];
-            out->us_screen = median(per, sr) / 1e3;
+            out->us_screen = median(per, screen_runs) / 1e3;
+            warmed = true;
             continue;
         }
-        /* the whole warm-up for a case's first timed variant and after a long
-         * preparation (a driver compiling a large pipeline for seconds lets
-         * the clock fall to idle: run 65 timed 128 x 128 tiles 1.3-2.7x slow
-         * after a 75 ms re-warm), else the shorter one between variants */
-        const bool idled = out->prepare_ms > 1e3 * o->rewarm_s;
-        r = time_variant(ctx, b, idx[v], c, &cb, runs, !warmed || idled ? o->warmup_s : o->rewarm_s,
+        /* the whole warm-up before the case's first timed variant, a shorter
+         * one between variants (no compile idles the GPU between them: the
+         * case's pipelines were made before the loop) */
+        r = time_variant(ctx, b, idx[v], c, &cb, runs, warmed ? o->rewarm_s : o->warmup_s,
                          copy_gbps, d, ns, per, out);
         warmed = true;
         if (r != QKRT_OK) break;
         if (out->us < best_us) best_us = out->us, best = (int)(*count - 1);
     }
     /* the finalists: the screen's fastest correct variants, timed in full,
-     * the first after the whole warm-up (the screen's compiles idled the GPU) */
+     * the first after the whole warm-up, as every case's timed set */
     for (uint32_t f = 0; screen && r == QKRT_OK && f < o->finalists; f++) {
         int pick = -1;
         for (uint32_t i = first; i < *count; i++) {

@@ -17,6 +17,10 @@ typedef struct qk_bench_case {
     uint32_t E, top_k; /* MoE (matvec_id): E stacked experts, top_k per token; else 0 */
 } qk_bench_case;
 
+/* The screen (qk_bench_opts.finalists): dispatches per variant, at least one
+ * per weight copy. */
+#define QK_BENCH_SCREEN_RUNS 10u
+
 typedef struct qk_bench_opts {
     uint32_t runs;         /* timed runs per variant (median), at least 20 */
     double warmup_s;       /* GPU busy time right before each case's timed sets */

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
 #include "cli.h"
+#include "qk_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,21 +27,22 @@ static const uint32_t std_moe_mm[][5] = {
 };
 static const char *std_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
 
-static void json_result(FILE *f, const qk_bench_result *r, bool first) {
-    fprintf(f,
-            "%s\n    { \"kernel\": \"%s\", \"family\": \"%s\", \"format\": \"%s\", \"M\": %u, "
-            "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_span\": %.3f, "
-            "\"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, \"us_quantize\": %.3f, "
-            "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
-            "\"size_copy_us\": %.3f, \"size_copy_span_us\": %.3f, "
-            "\"screen_us\": %.3f, \"timed\": %s, "
-            "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"pipeline\": \"%s\", \"ok\": %s, \"best\": %s, "
-            "\"error\": \"%s\" }",
-            first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E,
-            r->c.top_k, r->us, r->us_span, r->pct_copy_span, r->us_min, r->us_max, r->us_pre,
-            r->bytes, r->gbps, r->pct_copy, r->tflops, r->size_copy_us, r->size_copy_span,
-            r->us_screen, r->timed ? "true" : "false", r->nmse, r->prepare_ms, r->pipeline,
-            r->ok ? "true" : "false", r->best ? "true" : "false", r->error);
+static void json_result(qk_str *f, const qk_bench_result *r, bool first) {
+    qk_str_addf(
+        f,
+        "%s\n    { \"kernel\": \"%s\", \"family\": \"%s\", \"format\": \"%s\", \"M\": %u, "
+        "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_span\": %.3f, "
+        "\"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, \"us_quantize\": %.3f, "
+        "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
+        "\"size_copy_us\": %.3f, \"size_copy_span_us\": %.3f, "
+        "\"screen_us\": %.3f, \"timed\": %s, "
+        "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"pipeline\": \"%s\", \"ok\": %s, \"best\": %s, "
+        "\"error\": \"%s\" }",
+        first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E,
+        r->c.top_k, r->us, r->us_span, r->pct_copy_span, r->us_min, r->us_max, r->us_pre, r->bytes,
+        r->gbps, r->pct_copy, r->tflops, r->size_copy_us, r->size_copy_span, r->us_screen,
+        r->timed ? "true" : "false", r->nmse, r->prepare_ms, r->pipeline, r->ok ? "true" : "false",
+        r->best ? "true" : "false", r->error);
 }
 
 static void print_row(const qk_bench_result *r) {
@@ -251,8 +253,8 @@ int cmd_bench(qk_args *a) {
                 if (!res[i].ok || (res[i].timed && (!best_only || res[i].best))) print_row(&res[i]);
             }
             if (screened)
-                printf("  (%u more correct variants screened out: slower over 10 dispatches)\n",
-                       screened);
+                printf("  (%u more correct variants screened out: slower over %u dispatches)\n",
+                       screened, QK_BENCH_SCREEN_RUNS);
             for (uint32_t i = first; i < nres; i++)
                 if (res[i].best && res[i].size_copy_us > 0)
                     printf("%-46s %-22s %9.2f %8.1f %6.1f%% %7s %8.2f %6.1f%%\n",
@@ -268,29 +270,22 @@ int cmd_bench(qk_args *a) {
         if (!res[i].ok && !strstr(res[i].error, "lacks") && !strstr(res[i].error, "needs"))
             rc = QK_EXIT_FAIL;
     if (json) {
-        /* written whole to a temporary name, then renamed: never half a file */
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", json);
-        FILE *f = fopen(tmp, "w");
-        if (!f) {
-            fprintf(stderr, "qkgen bench: %s: cannot write\n", json);
-            rc = QK_EXIT_FAIL;
-        } else {
-            fprintf(f,
+        qk_str j = {0};
+        qk_str_addf(&j,
                     "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "
                     "\"floor_us\": %.3f, \"floor_span_us\": %.3f, \"seed\": %llu, "
                     "\"finalists\": %u,\n  \"results\": [",
                     dev->name, dev->driver, copy_gbps, floor_us, floor_span,
                     (unsigned long long)seed, o.finalists);
-            for (uint32_t i = 0; i < nres; i++)
-                json_result(f, &res[i], i == 0);
-            fputs("\n  ]\n}\n", f);
-            if (fclose(f) != 0 || rename(tmp, json) != 0) {
-                fprintf(stderr, "qkgen bench: %s: cannot write\n", json);
-                remove(tmp);
-                rc = QK_EXIT_FAIL;
-            }
+        for (uint32_t i = 0; i < nres; i++)
+            json_result(&j, &res[i], i == 0);
+        qk_str_add(&j, "\n  ]\n}\n");
+        qk_error e = {0}; /* written whole, or not at all */
+        if (!qk_write_file(json, j.s ? j.s : "", j.len, &e)) {
+            fprintf(stderr, "qkgen bench: %s\n", e.msg);
+            rc = QK_EXIT_FAIL;
         }
+        qk_str_free(&j);
     }
     if (qkrt_validation_errors(ctx)) {
         fprintf(stderr, "qkgen bench: the validation layer reported %u errors\n",

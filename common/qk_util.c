@@ -18,6 +18,11 @@ double qk_now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+uint32_t qk_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1u : (uint32_t)n;
+}
+
 void qk_error_vset(qk_error *e, const char *fmt, va_list ap) {
     if (!e || e->set) return;
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);

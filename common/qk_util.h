@@ -57,11 +57,13 @@ void qk_sha256_final(qk_sha256 *c, uint8_t out[32]);
 void qk_sha256_hex(const void *data, size_t n, char out[65]);
 void qk_sha256_final_hex(qk_sha256 *c, char out[65]);
 
-/* ---- files ---- */
-/* Reads a whole file (NUL-terminated, size in *n if n). NULL with e set on failure. */
 /* Seconds on a monotonic clock, for elapsed times. */
 double qk_now_s(void);
+/* The host's online cores, at least 1: threads for work split among them. */
+uint32_t qk_cores(void);
 
+/* ---- files ---- */
+/* Reads a whole file (NUL-terminated, size in *n if n). NULL with e set on failure. */
 char *qk_read_file(const char *path, size_t *n, qk_error *e);
 /* Writes path atomically: a temporary file beside it, then rename. */
 bool qk_write_file(const char *path, const void *data, size_t n, qk_error *e);

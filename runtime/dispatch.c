@@ -1,13 +1,12 @@
 /* Running kernels: pipelines created on first use (through the persisted cache),
  * dispatches recorded into one command buffer with barriers and timestamps. */
-#define _POSIX_C_SOURCE 200809L
 #include "internal.h"
+#include "qk_util.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { POOL_SETS = 1024, POOL_DESCRIPTORS = 8192 };
 
@@ -176,10 +175,7 @@ uint32_t qkrt_kernels_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, cons
             dup = todo[j] == k;
         if (!dup) todo[count++] = k;
     }
-    if (!threads) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores < 1 ? 1 : (uint32_t)cores;
-    }
+    if (!threads) threads = qk_cores();
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if (threads > count) threads = count;
     build_job job = {ctx, todo, count, 0};

@@ -22,7 +22,8 @@ uint32_t qk_variant_stage_vec(const qk_variant *v) {
     uint32_t bytes;
     if (qk_variant_parts(v))
         /* a part of a block (qk_stage_part) loads from the block's start, in words
-         * where blocks are not whole words (q6_K's 210 bytes: its rows must be) */
+         * where blocks are not whole words (q6_K's 210 bytes start at 0 or 2 mod 4:
+         * the format joins two loaded words) */
         bytes = f->block_bytes % 4 ? 4 : f->block_bytes;
     else if (v->nk % f->elements == 0)
         bytes = v->nk / f->elements * f->block_bytes;

@@ -157,6 +157,16 @@ static int test_quantizer(qkrt_context *ctx, const qkrt_bundle *b, uint64_t *rng
     return fails;
 }
 
+/* Whether this test runs kernel ki: a plain mat-vec (fused variants, swiglu,
+ * have their own test, tests/gpu/test_moe.c) that the filter names and that
+ * the device is not excused from (gpu_skip_shared, gpu_skip_coopmat). */
+static bool tested(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const char *filter) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    return !strcmp(k->family, "matvec") && !strcmp(k->fusion, "none") &&
+           (!filter || strstr(k->name, filter)) && !gpu_skip_shared(ctx, k) &&
+           !gpu_skip_coopmat(ctx, b, ki);
+}
+
 int main(int argc, char **argv) {
     bool all_shapes = getenv("QKGEN_TEST_FULL") && atoi(getenv("QKGEN_TEST_FULL"));
     const char *filter;
@@ -168,32 +178,24 @@ int main(int argc, char **argv) {
     int pass = 0, fail = 0, kernels = 0, nstats = 0;
     format_stat *stats = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *stats);
     if (!filter || strstr("quantize_q8", filter)) fail += test_quantizer(ctx, b, &rng);
-    /* every pipeline the loop below runs, made first on four threads at once
-     * (qkrt_kernels_prepare, as qkgen bench does): each must come out, and
-     * the validation layer watches the threads' calls */
-    {
-        uint32_t *want = malloc(sizeof *want * qkrt_bundle_kernel_count(b)), nwant = 0;
-        for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {
-            const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-            if (!strcmp(k->family, "matvec") && !strcmp(k->fusion, "none") &&
-                (!filter || strstr(k->name, filter)) && !gpu_skip_shared(ctx, k) &&
-                !gpu_skip_coopmat(ctx, b, ki) && qkrt_kernel_check(ctx, b, ki) == QKRT_OK)
-                want[nwant++] = ki;
+    /* the kernels this test runs, their pipelines made first on four
+     * threads at once (qkrt_kernels_prepare, as qkgen bench does): each one
+     * the device runs must come out, and the validation layer watches the
+     * threads' calls */
+    uint32_t *list = malloc(sizeof *list * qkrt_bundle_kernel_count(b)), nlist = 0, runnable = 0;
+    for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++)
+        if (tested(ctx, b, ki, filter)) {
+            list[nlist++] = ki;
+            runnable += qkrt_kernel_check(ctx, b, ki) == QKRT_OK;
         }
-        uint32_t ready = qkrt_kernels_prepare(ctx, b, want, nwant, 4);
-        if (ready != nwant) {
-            printf("FAIL qkrt_kernels_prepare: %u of %u pipelines\n", ready, nwant);
-            fail++;
-        }
-        free(want);
+    uint32_t ready = qkrt_kernels_prepare(ctx, b, list, nlist, 4);
+    if (ready != runnable) {
+        printf("FAIL qkrt_kernels_prepare: %u of %u pipelines\n", ready, runnable);
+        fail++;
     }
-    for (uint32_t ki = 0; ki < qkrt_bundle_kernel_count(b); ki++) {
+    for (uint32_t li = 0; li < nlist; li++) {
+        const uint32_t ki = list[li];
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-        /* fused variants (swiglu) have their own test, tests/gpu/test_moe.c */
-        if (strcmp(k->family, "matvec") || strcmp(k->fusion, "none") ||
-            (filter && !strstr(k->name, filter)))
-            continue;
-        if (gpu_skip_shared(ctx, k) || gpu_skip_coopmat(ctx, b, ki)) continue;
         if (qkrt_kernel_check(ctx, b, ki) != QKRT_OK) {
             printf("FAIL %s: the device cannot run it: %s\n", k->name, qkrt_last_error(ctx));
             fail++;
@@ -228,6 +230,7 @@ int main(int argc, char **argv) {
         printf("%-20s %4d kernels %5d runs, worst NMSE %.2e\n", stats[i].name, stats[i].kernels,
                stats[i].runs, stats[i].worst);
     free(stats);
+    free(list);
     uint32_t verrs = qkrt_validation_errors(ctx);
     if (verrs) {
         printf("FAIL: the validation layer reported %u errors\n", verrs);
