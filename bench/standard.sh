@@ -30,6 +30,8 @@ prefill-moe) families="moe_matmul" ;;
 *) echo "usage: $0 decode|moe|prefill|prefill-matmul|prefill-moe" >&2; exit 2 ;;
 esac
 mkdir -p "$out"
+# the pack, less itself where PACK lies inside $OUT (run 92 lost its logs so)
+pack() { tar czf "$PACK.tmp" --exclude="./$(basename "$PACK")*" -C "$out" . && mv "$PACK.tmp" "$PACK"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee -a "$out/gpu.txt"
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 200 >> "$out/clocks-$1.csv" &
 logger=$!
@@ -54,10 +56,10 @@ for fam in $families; do
     s=$?
     [ $s -eq 0 ] || rc=1
     echo "$fam $f: exit $s in $(( $(date +%s) - t0 )) s, $(grep -c '  \*$' "$out/$fam-$f.txt") cases"
-    [ -z "${PACK:-}" ] || tar czf "$PACK" -C "$out" .
+    [ -z "${PACK:-}" ] || pack
   done
 done
 kill $logger
-[ -z "${PACK:-}" ] || tar czf "$PACK" -C "$out" .
+[ -z "${PACK:-}" ] || pack
 awk -F', ' 'NR > 1 && $2 ~ /MHz/ { sub(/ MHz/, "", $2); if ($2 + 0 > 1500) hi++; n++ } END { printf "SM clock samples: %d, above 1500 MHz: %d\n", n, hi }' "$out/clocks-$1.csv"
 exit $rc
