@@ -13,4 +13,8 @@ cp build-gpu/qkgen build-gpu/pkg/
 ./build-gpu/qkgen build "$specs" --templates "$templates" --out build-gpu/out ${QKGEN_FILTER:+--filter "$QKGEN_FILTER"}
 cp -r build-gpu/out/default build-gpu/pkg/bundle
 cp bench/run-gpu.sh bench/standard.sh build-gpu/pkg/
+# the commit the package was built from (the GPU machine's copy of .git need
+# not be this one's: runs 95-97 read the session's first commit there), and
+# the files that differed from it
+{ git log -1 --format='commit %H %cd'; git status --short; } > build-gpu/pkg/commit.txt
 du -sh build-gpu/pkg

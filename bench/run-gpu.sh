@@ -10,7 +10,7 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee "$out/gpu.txt"
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 100 > "$out/clocks.csv" &
 logger=$!
-git log -1 --format='commit %H %cd' 2>/dev/null | tee "$out/commit.txt"
+tee "$out/commit.txt" < "$pkg/commit.txt" # the commit bench/build-gpu.sh built from
 "$pkg/qkgen" devices | tee "$out/devices.txt"
 # every kernel once against the CPU reference (slow where the driver compiles
 # many large pipelines; the benchmark checks each variant it times anyway)

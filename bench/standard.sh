@@ -35,7 +35,8 @@ pack() { tar czf "$PACK.tmp" --exclude="./$(basename "$PACK")*" -C "$out" . && m
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv | tee -a "$out/gpu.txt"
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 200 >> "$out/clocks-$1.csv" &
 logger=$!
-git log -1 --format='commit %H %cd' 2>/dev/null | tee "$out/commit.txt"
+# the commit bench/build-gpu.sh built the package from
+tee "$out/commit.txt" < "$pkg/commit.txt"
 "$pkg/qkgen" devices > "$out/devices.txt" 2>&1
 rc=0
 for fam in $families; do
