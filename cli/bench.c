@@ -7,7 +7,6 @@
 #include "qk_util.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -420,40 +419,39 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
     return r;
 }
 
-/* The MoE reference's share of one thread: the experts e = first, first +
- * step, ..., each dequantized once for all the pairs routed to it. */
+/* The MoE reference's inputs, shared by its threads. */
 typedef struct moe_ref_job {
     const qk_bench_case *c;
     const qk_weights *w;
     const int32_t *ids;
     const double *xd;
     double *ref;
-    uint32_t first, step;
 } moe_ref_job;
 
-static void *moe_ref_thread(void *arg) {
+/* Share t of n (qk_parallel): the experts e = t, t + n, ..., each dequantized
+ * once for all the pairs routed to it. */
+static void moe_ref_share(void *arg, uint32_t t, uint32_t n) {
     const moe_ref_job *j = arg;
     const qk_bench_case *c = j->c;
     const uint32_t pairs = c->T * c->top_k;
     uint32_t *sel = malloc(sizeof *sel * pairs);
     double *xs = malloc(sizeof *xs * (size_t)pairs * c->K);
     double *ys = malloc(sizeof *ys * (size_t)pairs * c->M);
-    for (uint32_t e = j->first; e < c->E; e += j->step) {
-        uint32_t n = 0;
+    for (uint32_t e = t; e < c->E; e += n) {
+        uint32_t np = 0;
         for (uint32_t p = 0; p < pairs; p++)
             if ((uint32_t)j->ids[p] == e) {
-                memcpy(xs + (size_t)n * c->K, j->xd + (size_t)(p / c->top_k) * c->K,
+                memcpy(xs + (size_t)np * c->K, j->xd + (size_t)(p / c->top_k) * c->K,
                        sizeof *xs * c->K);
-                sel[n++] = p;
+                sel[np++] = p;
             }
-        if (!n) continue;
+        if (!np) continue;
         qk_weights we = qk_weights_expert(j->w, e, c->E);
-        qk_ref_matvec(&we, xs, c->M, c->K, n, ys);
-        for (uint32_t i = 0; i < n; i++)
+        qk_ref_matvec(&we, xs, c->M, c->K, np, ys);
+        for (uint32_t i = 0; i < np; i++)
             memcpy(j->ref + (size_t)sel[i] * c->M, ys + (size_t)i * c->M, sizeof *ys * c->M);
     }
     free(sel), free(xs), free(ys);
-    return NULL;
 }
 
 /* The float64 reference of case c on activations xd: every MoE pair (on all
@@ -462,23 +460,8 @@ static void *moe_ref_thread(void *arg) {
 static void bench_ref(const qk_bench_case *c, const qk_weights *w, const int32_t *ids,
                       const double *xd, uint32_t tr, double *ref) {
     if (c->E) {
-        enum { MAX_THREADS = 64 };
-        uint32_t nt = qk_cores() > MAX_THREADS ? MAX_THREADS : qk_cores();
-        if (nt > c->E) nt = c->E;
-        moe_ref_job jobs[MAX_THREADS];
-        pthread_t th[MAX_THREADS];
-        bool started[MAX_THREADS] = {0};
-        for (uint32_t i = 0; i < nt; i++) {
-            jobs[i] = (moe_ref_job){c, w, ids, xd, ref, i, nt};
-            started[i] = i > 0 && pthread_create(&th[i], NULL, moe_ref_thread, &jobs[i]) == 0;
-        }
-        moe_ref_thread(&jobs[0]);
-        for (uint32_t i = 1; i < nt; i++) {
-            if (started[i])
-                pthread_join(th[i], NULL);
-            else
-                moe_ref_thread(&jobs[i]); /* no thread: its share here */
-        }
+        moe_ref_job job = {c, w, ids, xd, ref};
+        qk_parallel(qk_cores() < c->E ? qk_cores() : c->E, moe_ref_share, &job);
     } else {
         qk_ref_matvec(w, xd, c->M, c->K, tr, ref);
         if (c->T > tr)

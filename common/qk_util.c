@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,37 @@ double qk_now_s(void) {
 uint32_t qk_cores(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1u : (uint32_t)n;
+}
+
+typedef struct qk_share {
+    void (*fn)(void *arg, uint32_t t, uint32_t n);
+    void *arg;
+    uint32_t t, n;
+} qk_share;
+
+static void *qk_share_run(void *p) {
+    const qk_share *s = p;
+    s->fn(s->arg, s->t, s->n);
+    return NULL;
+}
+
+void qk_parallel(uint32_t n, void (*fn)(void *arg, uint32_t t, uint32_t n), void *arg) {
+    if (n < 1) n = 1;
+    if (n > QK_MAX_THREADS) n = QK_MAX_THREADS;
+    qk_share shares[QK_MAX_THREADS];
+    pthread_t th[QK_MAX_THREADS];
+    bool started[QK_MAX_THREADS] = {0};
+    for (uint32_t t = 0; t < n; t++) {
+        shares[t] = (qk_share){fn, arg, t, n};
+        started[t] = t > 0 && pthread_create(&th[t], NULL, qk_share_run, &shares[t]) == 0;
+    }
+    fn(arg, 0, n);
+    for (uint32_t t = 1; t < n; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            fn(arg, t, n);
+    }
 }
 
 void qk_error_vset(qk_error *e, const char *fmt, va_list ap) {

@@ -61,6 +61,12 @@ void qk_sha256_final_hex(qk_sha256 *c, char out[65]);
 double qk_now_s(void);
 /* The host's online cores, at least 1: threads for work split among them. */
 uint32_t qk_cores(void);
+/* Runs fn(arg, t, n) for t = 0 .. n - 1 at once, share 0 on the calling thread
+ * and each other on a thread of its own (one the system refuses runs on the
+ * calling thread after share 0); returns when all have. n is at most
+ * QK_MAX_THREADS (more are capped), 0 counts as 1. */
+#define QK_MAX_THREADS 64u
+void qk_parallel(uint32_t n, void (*fn)(void *arg, uint32_t t, uint32_t n), void *arg);
 
 /* ---- files ---- */
 /* Reads a whole file (NUL-terminated, size in *n if n). NULL with e set on failure. */

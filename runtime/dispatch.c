@@ -3,7 +3,6 @@
 #include "internal.h"
 #include "qk_util.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,30 +132,38 @@ typedef struct build_job {
     uint32_t next; /* the next kernel to take (atomic) */
 } build_job;
 
-static void *build_thread(void *arg) {
+/* A thread's share (qk_parallel): the next kernel not yet taken, until none
+ * is left, so that long compiles do not hold up a fixed share. */
+static void build_share(void *arg, uint32_t t, uint32_t n) {
+    (void)t, (void)n;
     build_job *j = arg;
     for (uint32_t i; (i = __atomic_fetch_add(&j->next, 1u, __ATOMIC_RELAXED)) < j->count;) {
         const char *what = "";
         build_pipeline(j->ctx, j->kernels[i], &what); /* a failure is reported at first use */
     }
-    return NULL;
 }
 
-static qkrt_result kernel_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index) {
+/* What a pipeline needs first: the device's check and the layouts. */
+static qkrt_result kernel_layouts(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index) {
     qkrt_kernel *k = &bundle->kernels[index];
-    if (k->pipeline) return QKRT_OK;
     qkrt_result r = QKRT_OK;
     if (!k->checked) r = qkrt_kernel_check(ctx, bundle, index);
     if (r != QKRT_OK) return r;
     k->checked = true;
     if (!k->set_layout) r = create_layouts(ctx, k);
+    return r;
+}
+
+static qkrt_result kernel_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index) {
+    qkrt_kernel *k = &bundle->kernels[index];
+    if (k->pipeline) return QKRT_OK;
+    qkrt_result r = kernel_layouts(ctx, bundle, index);
     if (r == QKRT_OK) r = create_pipeline(ctx, k);
     return r;
 }
 
 uint32_t qkrt_kernels_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, const uint32_t *indices,
                               uint32_t n, uint32_t threads) {
-    enum { MAX_THREADS = 32 };
     qkrt_kernel **todo = malloc(sizeof *todo * (n ? n : 1));
     uint32_t count = 0, ready = 0;
     /* the checks and layouts here, in order (they report through ctx) */
@@ -167,25 +174,15 @@ uint32_t qkrt_kernels_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, cons
             ready++;
             continue;
         }
-        if (!k->checked && qkrt_kernel_check(ctx, bundle, indices[i]) != QKRT_OK) continue;
-        k->checked = true;
-        if (!k->set_layout && create_layouts(ctx, k) != QKRT_OK) continue;
+        if (kernel_layouts(ctx, bundle, indices[i]) != QKRT_OK) continue;
         bool dup = false; /* an index named twice is built once */
         for (uint32_t j = 0; j < count && !dup; j++)
             dup = todo[j] == k;
         if (!dup) todo[count++] = k;
     }
     if (!threads) threads = qk_cores();
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    if (threads > count) threads = count;
     build_job job = {ctx, todo, count, 0};
-    pthread_t th[MAX_THREADS];
-    uint32_t started = 0;
-    for (uint32_t t = 1; t < threads; t++)
-        if (pthread_create(&th[started], NULL, build_thread, &job) == 0) started++;
-    build_thread(&job); /* this thread takes its share too */
-    for (uint32_t t = 0; t < started; t++)
-        pthread_join(th[t], NULL);
+    if (count) qk_parallel(threads < count ? threads : count, build_share, &job);
     for (uint32_t i = 0; i < count; i++)
         if (todo[i]->pipeline) {
             ready++;
