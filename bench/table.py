@@ -7,12 +7,25 @@ One row per case: the fastest correct variant (the JSON's `best`), its time
 per dispatch and back to back with their percentages of the copy bandwidth
 measured in the same process, its TFLOP/s, a copy of the case's bytes, how
 many variants were checked and how many timed in full, and the issue's
-target where the case has one. Cases are ordered as `qkgen bench` runs them."""
+target where the case has one. Cases are ordered as `qkgen bench` runs them.
+
+A second table takes each missed target of time or bandwidth against a copy
+kernel moving the same bytes in the same process: the target as a time, the
+copy's own time, and the least any kernel could take between barriers (the
+dispatch floor plus the bytes at the full copy bandwidth). A target below
+the copy's time is one that not even a copy of the case's bytes meets."""
 import json
 import sys
 
 FAMILIES = ["matvec", "matmul", "matvec_id", "matmul_id"]
 FORMATS = ["q4_0", "q8_0", "q4_K", "q5_K", "q6_K", "iq4_nl", "mlx4_g64"]
+
+
+def case_name(r):
+    what = {"matvec": "mat-vec", "matmul": "matmul", "matvec_id": "MoE mat-vec",
+            "matmul_id": "MoE matmul"}.get(r["family"], r["family"])
+    E = r["E"]
+    return f"{what} {r['M']}x{r['K']}" + (f" {E}e top-{r['top_k']}" if E else "") + f", {r['T']} tok"
 
 
 def target(r):
@@ -49,6 +62,7 @@ def main():
             c["timed"] += r["ok"] and r.get("timed", True)
             if r["best"]:
                 c["best"] = r
+                c["run"] = d
 
     copies = [d["copy_gbps"] for _, d in runs]
     floors = [d["floor_us"] for _, d in runs]
@@ -69,9 +83,7 @@ def main():
     for key in sorted(cases, key=order):
         fam, fmt, E, topk, M, K, T = key
         c, r = cases[key], cases[key]["best"]
-        what = {"matvec": "mat-vec", "matmul": "matmul", "matvec_id": "MoE mat-vec",
-                "matmul_id": "MoE matmul"}.get(fam, fam)
-        shape = f"{what} {M}x{K}" + (f" {E}e top-{topk}" if E else "") + f", {T} tok"
+        shape = case_name(r) if r else f"{fam} {M}x{K}, {T} tok"
         if r is None:
             print(f"| {fmt} | {shape} | no correct variant | | | | | | | {c['n']} / 0 | |")
             continue
@@ -84,6 +96,47 @@ def main():
               f"| {r['us_span']:.2f} | {r['pct_copy_span']:.1f}% | {r['tflops']:.2f} "
               f"| {r['size_copy_us']:.2f} | {c['n']} / {c['timed']} | {tt} |")
     print(f"\n{len(cases)} cases; targets met {met}, missed {missed}.")
+    bounds(cases, order)
+
+
+def target_us(r, d):
+    """The case's target as a time in microseconds, or None (a TFLOP/s target)."""
+    t = target(r)
+    if t is None or "TFLOP/s" in t[0]:
+        return None
+    want = float(t[0].split()[1].rstrip("%"))
+    if t[0].startswith(">="):  # a share of the copy bandwidth
+        return r["bytes"] / (want / 100 * d["copy_gbps"] * 1e3)
+    return want
+
+
+def bounds(cases, order):
+    rows, beyond, within, compute, b2b = [], 0, 0, 0, 0
+    for key in sorted(cases, key=order):
+        r = cases[key]["best"]
+        if r is None or not target(r) or target(r)[1]:
+            continue
+        d = cases[key]["run"]
+        tu = target_us(r, d)
+        if tu is None:
+            compute += 1
+            continue
+        least = d["floor_us"] + r["bytes"] / (d["copy_gbps"] * 1e3)
+        over = tu < r["size_copy_us"]
+        beyond += over
+        within += not over
+        b2b += r["us_span"] <= tu
+        rows.append(f"| {r['format']} | {case_name(r)} | {tu:.2f} "
+                    f"| {r['us']:.2f} | {r['us_span']:.2f} | {r['size_copy_us']:.2f} | {least:.2f} "
+                    f"| {'beyond a copy' if over else 'within a copy: %.2fx its time' % (tu / r['size_copy_us'])} |")
+    if not rows and not compute:
+        return
+    print("\n| format | case | target, us | us | b2b us | copy of its bytes, us "
+          "| floor + bytes at copy rate, us | the target |")
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    print(f"\nMissed targets of time or bandwidth: {beyond} beyond a copy of the case's bytes, "
+          f"{within} within it; {b2b} of them met back to back. Missed TFLOP/s targets: {compute}.")
 
 
 if __name__ == "__main__":
