@@ -14,13 +14,17 @@
 # time in seconds since the epoch) ends the part before it: a bench process
 # that would run past it is cut there, and none starts within 30 s of it.
 # PACK=FILE.tgz packs $OUT into that file after each process (the GPU machine
-# returns at most 8 files of a call: run 88 lost five formats' logs). Then, on any
-# machine: python3 bench/table.py OUT/*.json
+# returns at most 8 files of a call: run 88 lost five formats' logs).
+# BUNDLES (default "bundle") names the package's bundles to time, each format
+# on each in turn, so that two bundles (templates before and after a change)
+# meet the same clocks; with more than one, a log's name ends in its bundle's.
+# Then, on any machine: python3 bench/table.py OUT/*.json
 set -uo pipefail
 pkg=$(dirname "$0")
 out=${OUT:-bench-out}
 seed=${SEED:-88}
 formats=${FORMATS:-q4_0 q8_0 q4_K q5_K q6_K iq4_nl mlx4_g64}
+bundles=${BUNDLES:-bundle}
 case ${1:-} in
 decode) families="matvec" ;;
 moe) families="moe" ;;
@@ -41,23 +45,27 @@ tee "$out/commit.txt" < "$pkg/commit.txt"
 rc=0
 for fam in $families; do
   for f in $formats; do
-    t0=$(date +%s)
-    limit=()
-    if [ -n "${DEADLINE:-}" ]; then
-      left=$((DEADLINE - t0))
-      if [ $left -lt 30 ]; then
-        echo "$fam $f: not run, $left s before the deadline"
-        rc=1
-        continue
+    for b in $bundles; do
+      name=$fam-$f
+      [ "$bundles" = "${bundles%% *}" ] || name=$name-$b
+      t0=$(date +%s)
+      limit=()
+      if [ -n "${DEADLINE:-}" ]; then
+        left=$((DEADLINE - t0))
+        if [ $left -lt 30 ]; then
+          echo "$name: not run, $left s before the deadline"
+          rc=1
+          continue
+        fi
+        limit=(timeout "$left")
       fi
-      limit=(timeout "$left")
-    fi
-    "${limit[@]}" "$pkg/qkgen" bench --bundle "$pkg/bundle" --family "$fam" --formats "$f" --runs 30 \
-      --warmup-ms 1000 --seed "$seed" --json "$out/$fam-$f.json" > "$out/$fam-$f.txt" 2>&1
-    s=$?
-    [ $s -eq 0 ] || rc=1
-    echo "$fam $f: exit $s in $(( $(date +%s) - t0 )) s, $(grep -c '  \*$' "$out/$fam-$f.txt") cases"
-    [ -z "${PACK:-}" ] || pack
+      "${limit[@]}" "$pkg/qkgen" bench --bundle "$pkg/$b" --family "$fam" --formats "$f" --runs 30 \
+        --warmup-ms 1000 --seed "$seed" --json "$out/$name.json" > "$out/$name.txt" 2>&1
+      s=$?
+      [ $s -eq 0 ] || rc=1
+      echo "$name: exit $s in $(( $(date +%s) - t0 )) s, $(grep -c '  \*$' "$out/$name.txt") cases"
+      [ -z "${PACK:-}" ] || pack
+    done
   done
 done
 kill $logger
