@@ -30,6 +30,7 @@ typedef struct qk_bench_opts {
     const char *filter;    /* only variants whose name contains one of these (A,B) */
     bool all_variants;     /* also variants whose NR1 does not fit the tokens */
     uint32_t finalists;    /* time only this many fastest of a short screen in full; 0: all */
+    bool time_wrong;       /* diagnostics: time a variant whose result is wrong too */
     uint64_t seed;
     FILE *progress; /* a progress line, or NULL */
 } qk_bench_opts;
@@ -52,6 +53,7 @@ typedef struct qk_bench_result {
     bool ok;            /* the result matched the reference */
     bool timed;         /* timed in full: a finalist of the screen, or every variant */
     bool best;          /* fastest correct variant of its case */
+    bool wrong;         /* wrong, and timed anyway (time_wrong) */
     char error[256];
 } qk_bench_result;
 

@@ -37,12 +37,12 @@ static void json_result(qk_str *f, const qk_bench_result *r, bool first) {
         "\"size_copy_us\": %.3f, \"size_copy_span_us\": %.3f, "
         "\"screen_us\": %.3f, \"timed\": %s, "
         "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"pipeline\": \"%s\", \"ok\": %s, \"best\": %s, "
-        "\"error\": \"%s\" }",
+        "\"wrong\": %s, \"error\": \"%s\" }",
         first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E,
         r->c.top_k, r->us, r->us_span, r->pct_copy_span, r->us_min, r->us_max, r->us_pre, r->bytes,
         r->gbps, r->pct_copy, r->tflops, r->size_copy_us, r->size_copy_span, r->us_screen,
         r->timed ? "true" : "false", r->nmse, r->prepare_ms, r->pipeline, r->ok ? "true" : "false",
-        r->best ? "true" : "false", r->error);
+        r->best ? "true" : "false", r->wrong ? "true" : "false", r->error);
 }
 
 static void print_row(const qk_bench_result *r) {
@@ -52,12 +52,12 @@ static void print_row(const qk_bench_result *r) {
                  r->c.top_k);
     else
         snprintf(shape, sizeof shape, "m=%u k=%u t=%u", r->c.M, r->c.K, r->c.T);
-    if (!r->ok)
+    if (!r->ok && !(r->wrong && r->timed)) /* timed wrong: --time-wrong */
         printf("%-46s %-22s %s\n", r->kernel, shape, r->error[0] ? r->error : "failed");
     else
-        printf("%-46s %-22s %9.2f %8.1f %6.1f%% %7.3f %8.2f %6.1f%% %8.0f%s\n", r->kernel, shape,
+        printf("%-46s %-22s %9.2f %8.1f %6.1f%% %7.3f %8.2f %6.1f%% %8.0f%s%s\n", r->kernel, shape,
                r->us, r->gbps, r->pct_copy, r->tflops, r->us_span, r->pct_copy_span, r->prepare_ms,
-               r->best ? "  *" : "");
+               r->best ? "  *" : "", r->wrong ? "  WRONG" : "");
 }
 
 int cmd_bench(qk_args *a) {
@@ -66,14 +66,15 @@ int cmd_bench(qk_args *a) {
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
     uint64_t warm_ms = 1000, rotate_mb = 200, experts = 0, topk = 0;
     uint64_t finalists = 3;
-    bool all = false, best_only = false;
+    bool all = false, best_only = false, time_wrong = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen bench [--bundle DIR] [--device N] [--family F] [--formats A,B]\n"
                  "                   [--m M --k K --tokens T [--experts E --top-k N]]\n"
                  "                   [--filter TEXT] [--all-variants]\n"
                  "                   [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--copy-mb MB]\n"
-                 "                   [--finalists N] [--best] [--json FILE] [--seed N]\n\n"
+                 "                   [--finalists N] [--best] [--json FILE] [--seed N]\n"
+                 "                   [--time-wrong]\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
                  "m=4096 k=14336, 512 tokens; MoE mat-vec with expert ids, 128 experts top-8\n"
@@ -103,7 +104,10 @@ int cmd_bench(qk_args *a) {
                  "bytes as the case counts: the most a kernel of that size could reach.\n"
                  "Kernels on pre-quantized activations (matvec_xq_pre) run after the bundle's\n"
                  "quantizer, and both times include it (JSON: us_quantize, its own part).\n"
-                 "--filter A,B keeps the variants whose name contains A or B.");
+                 "--filter A,B keeps the variants whose name contains A or B.\n"
+                 "--time-wrong, for diagnostics of modified kernels (a step left out to see\n"
+                 "what it costs): a variant whose result is wrong is timed as well, marked\n"
+                 "WRONG (JSON: wrong: true); the exit status is still 1.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
@@ -117,6 +121,10 @@ int cmd_bench(qk_args *a) {
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
+            continue;
+        }
+        if (qk_flag(a, "--time-wrong")) {
+            time_wrong = true;
             continue;
         }
         if (qk_flag(a, "--best")) {
@@ -156,6 +164,7 @@ int cmd_bench(qk_args *a) {
                        .filter = filter,
                        .all_variants = all,
                        .finalists = (uint32_t)finalists,
+                       .time_wrong = time_wrong,
                        .seed = seed,
                        .progress = isatty(2) ? stderr : NULL};
     const qkrt_device_info *dev = qkrt_device(ctx);
