@@ -22,6 +22,6 @@
 #       --formats q4_0 --time-wrong --runs 30 --warmup-ms 1000 --seed 88 --json FILE
 . "$(dirname "$0")/specs-copy.sh" build-gpu/diag8-specs "$@"
 cp specs/kernels/{copy,quantize_q8,matvec_xq,matvec_xq_pre,matvec_xq_split}.yaml "$k/"
-sed -i 's/^formats: \[.*q4_0.*\]/formats: [q4_0, q8_0, q4_K]/; s/^fusions: .*/fusions: [none]/' "$k"/*.yaml
+keep_formats q4_0 q8_0 q4_K
 sed -i 's/^  NR1: .*/  NR1: [4, 8]/' "$k"/matvec_xq*.yaml
 echo "wrote $dir"

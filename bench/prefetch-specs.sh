@@ -22,16 +22,5 @@
 . "$(dirname "$0")/specs-copy.sh" build-gpu/prefetch-specs "$@"
 cp specs/kernels/{copy,quantize_q8,matvec_xq,matvec_xq_split,matvec_xq_pre,matvec_xs}.yaml "$k/"
 cp specs/kernels/{matvec_id_xq,matvec_id_xq_pre,matmul_id_xq,matvec_id_xs}.yaml "$k/"
-python3 - "$k" <<'PY'
-import glob, re, sys
-keep = ["q4_0", "q8_0", "q4_K", "q5_K", "q6_K", "iq4_nl"]
-for path in glob.glob(sys.argv[1] + "/*.yaml"):
-    text = open(path).read()
-    def formats(m):
-        have = [f.strip() for f in m.group(1).split(",")]
-        return "formats: [" + ", ".join(f for f in have if f in keep or f == "none") + "]"
-    text = re.sub(r"^formats: \[(.*)\]", formats, text, flags=re.M)
-    text = re.sub(r"^fusions: .*", "fusions: [none]", text, flags=re.M)
-    open(path, "w").write(text)
-PY
+keep_formats q4_0 q8_0 q4_K q5_K q6_K iq4_nl
 echo "wrote $dir"

@@ -5,7 +5,7 @@
 # script's first argument, else the default: a fresh directory holding
 # specs/formats and specs/fusions, MLX restricted to mlx4_g64 with bf16
 # scales (the standard set's), and $k=$dir/kernels, empty, for the script's
-# kernels.
+# kernels; then `keep_formats F...` narrows those kernels to the formats F.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dir=${2:-$1}
@@ -16,3 +16,22 @@ cp -r specs/formats specs/fusions "$dir/"
 sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$dir"/formats/*.yaml
 sed -i 's/^  bits: .*/  bits: [4]/; s/^  group: .*/  group: [64]/; s/^  scale_type: .*/  scale_type: [bf16]/' \
     "$dir/formats/mlx.yaml"
+
+# Narrows every kernel spec in $k to the formats named (and `none`), with no
+# fusion; a spec left with none of them is an error.
+keep_formats() {
+  python3 - "$k" "$@" <<'PY'
+import glob, re, sys
+keep = sys.argv[2:]
+for path in glob.glob(sys.argv[1] + "/*.yaml"):
+    text = open(path).read()
+    def formats(m):
+        have = [f.strip() for f in m.group(1).split(",")]
+        return "formats: [" + ", ".join(f for f in have if f in keep or f == "none") + "]"
+    text = re.sub(r"^formats: \[(.*)\]", formats, text, flags=re.M)
+    text = re.sub(r"^fusions: .*", "fusions: [none]", text, flags=re.M)
+    if re.search(r"^formats: \[\]", text, flags=re.M):
+        sys.exit(f"{path}: none of the formats {' '.join(keep)}")
+    open(path, "w").write(text)
+PY
+}

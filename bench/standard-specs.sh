@@ -24,19 +24,6 @@ cp specs/kernels/{matvec_id_xq,matvec_id_xq_global,matvec_id_xq_pre,matvec_id_xs
 cp specs/kernels/{matmul_id_xq,matmul_id_xq_global,matmul_id_xs}.yaml "$k/"
 sed 's/^formats: .*/formats: [q6_K]/' specs/kernels/matvec_id.yaml > "$k/matvec_id.yaml"
 cp specs/kernels/{matmul,matmul_shared,matmul_split,matmul_shared_split,matmul_id,matmul_id_shared}.yaml "$k/"
-python3 - "$k" <<'PY'
-import glob, re, sys
-keep = ["q4_0", "q8_0", "q4_K", "q5_K", "q6_K", "iq4_nl", "mlx4_g64"]
-for path in glob.glob(sys.argv[1] + "/*.yaml"):
-    text = open(path).read()
-    def formats(m):
-        have = [f.strip() for f in m.group(1).split(",")]
-        return "formats: [" + ", ".join(f for f in have if f in keep or f == "none") + "]"
-    text = re.sub(r"^formats: \[(.*)\]", formats, text, flags=re.M)
-    text = re.sub(r"^fusions: .*", "fusions: [none]", text, flags=re.M)
-    text = re.sub(r"^mma: \[scalar, coopmat\]", "mma: [coopmat]", text, flags=re.M)
-    if re.search(r"^formats: \[\]", text, flags=re.M):
-        sys.exit(f"{path}: none of the standard formats")
-    open(path, "w").write(text)
-PY
+keep_formats q4_0 q8_0 q4_K q5_K q6_K iq4_nl mlx4_g64
+sed -i 's/^mma: \[scalar, coopmat\]/mma: [coopmat]/' "$k"/*.yaml
 echo "wrote $dir"

@@ -29,22 +29,30 @@ def case_name(r):
 
 
 def target(r):
-    """(text, met) for the issue's target of this case, or None."""
+    """The issue's target of this case as (kind, value), or None: kind "pct"
+    (at least this share of the copy bandwidth), "us" (at most) or "tflops"
+    (at least)."""
     fam, M, K, T, E = r["family"], r["M"], r["K"], r["T"], r["E"]
     if fam == "matvec" and T in (1, 4, 8):
-        want = {1: 90, 4: 80, 8: 65}[T]
-        return f">= {want}% copy", r["pct_copy"] >= want
+        return "pct", {1: 90, 4: 80, 8: 65}[T]
     if fam == "matmul" and T == 512 and (M, K) == (4096, 14336):
-        return ">= 200 TFLOP/s", r["tflops"] >= 200
+        return "tflops", 200
     if E == 128 and (M, K) == (768, 2048):
         if fam == "matvec_id" and T in (1, 8):
-            want = {1: 6, 8: 25}[T]
-            return f"<= {want} us", r["us"] <= want
+            return "us", {1: 6, 8: 25}[T]
         if fam == "matmul_id" and T == 32:
-            return "<= 60 us", r["us"] <= 60
+            return "us", 60
         if fam == "matmul_id" and T == 512:
-            return ">= 120 TFLOP/s", r["tflops"] >= 120
+            return "tflops", 120
     return None
+
+
+def target_text(kind, want):
+    return {"pct": f">= {want}% copy", "us": f"<= {want} us", "tflops": f">= {want} TFLOP/s"}[kind]
+
+
+def met(r, kind, want):
+    return {"pct": r["pct_copy"] >= want, "us": r["us"] <= want, "tflops": r["tflops"] >= want}[kind]
 
 
 def main():
@@ -79,7 +87,7 @@ def main():
         return (FAMILIES.index(fam) if fam in FAMILIES else 9,
                 FORMATS.index(fmt) if fmt in FORMATS else 9, -E, M, T)
 
-    met = missed = 0
+    n_met = n_missed = 0
     for key in sorted(cases, key=order):
         fam, fmt, E, topk, M, K, T = key
         c, r = cases[key], cases[key]["best"]
@@ -88,24 +96,21 @@ def main():
             print(f"| {fmt} | {shape} | no correct variant | | | | | | | {c['n']} / 0 | |")
             continue
         t = target(r)
+        ok = t and met(r, *t)
         if t:
-            met += t[1]
-            missed += not t[1]
-        tt = f"{t[0]}: {'**met**' if t[1] else 'no'}" if t else ""
+            n_met += ok
+            n_missed += not ok
+        tt = f"{target_text(*t)}: {'**met**' if ok else 'no'}" if t else ""
         print(f"| {fmt} | {shape} | `{r['kernel']}` | {r['us']:.2f} | {r['pct_copy']:.1f}% "
               f"| {r['us_span']:.2f} | {r['pct_copy_span']:.1f}% | {r['tflops']:.2f} "
               f"| {r['size_copy_us']:.2f} | {c['n']} / {c['timed']} | {tt} |")
-    print(f"\n{len(cases)} cases; targets met {met}, missed {missed}.")
+    print(f"\n{len(cases)} cases; targets met {n_met}, missed {n_missed}.")
     bounds(cases, order)
 
 
-def target_us(r, d):
-    """The case's target as a time in microseconds, or None (a TFLOP/s target)."""
-    t = target(r)
-    if t is None or "TFLOP/s" in t[0]:
-        return None
-    want = float(t[0].split()[1].rstrip("%"))
-    if t[0].startswith(">="):  # a share of the copy bandwidth
+def target_us(r, d, kind, want):
+    """The target as a time in microseconds (d: the case's bench run)."""
+    if kind == "pct":  # the case's bytes at that share of the copy bandwidth
         return r["bytes"] / (want / 100 * d["copy_gbps"] * 1e3)
     return want
 
@@ -114,13 +119,14 @@ def bounds(cases, order):
     rows, beyond, within, compute, b2b = [], 0, 0, 0, 0
     for key in sorted(cases, key=order):
         r = cases[key]["best"]
-        if r is None or not target(r) or target(r)[1]:
+        t = r and target(r)
+        if not t or met(r, *t):
             continue
-        d = cases[key]["run"]
-        tu = target_us(r, d)
-        if tu is None:
+        if t[0] == "tflops":
             compute += 1
             continue
+        d = cases[key]["run"]
+        tu = target_us(r, d, *t)
         least = d["floor_us"] + r["bytes"] / (d["copy_gbps"] * 1e3)
         over = tu < r["size_copy_us"]
         beyond += over

@@ -52,7 +52,7 @@ typedef struct qk_bench_result {
     char pipeline[256]; /* the driver's statistics (qkrt_kernel_stats), "" where it gives none */
     bool ok;            /* the result matched the reference */
     bool timed;         /* timed in full: a finalist of the screen, or every variant */
-    bool best;          /* fastest correct variant of its case */
+    bool best;          /* fastest correct (or, with time_wrong, timed) variant of its case */
     bool wrong;         /* wrong, and timed anyway (time_wrong) */
     char error[256];
 } qk_bench_result;
