@@ -1,7 +1,8 @@
-/* The malformed-spec corpus: each tests/specs_bad/{format,kernel}_*.yaml
+/* The malformed-spec corpus: each tests/specs_bad/{format,kernel,model}_*.yaml
  * states on its first line the message it must produce
  * ("# expect: :4:3: block.bytes: ..."), which must appear in the error after
  * the file name, and loading must fail. The good specs of specs/ must load. */
+#include "spec/model.h"
 #include "spec/spec.h"
 
 #include <dirent.h>
@@ -25,9 +26,9 @@ int main(int argc, char **argv) {
         const char *n = ent->d_name;
         size_t len = strlen(n);
         if (len < 6 || strcmp(n + len - 5, ".yaml")) continue;
-        bool format = !strncmp(n, "format_", 7);
-        if (!format && strncmp(n, "kernel_", 7)) {
-            printf("FAIL %s: corpus files start with format_ or kernel_\n", n);
+        bool format = !strncmp(n, "format_", 7), model = !strncmp(n, "model_", 6);
+        if (!format && !model && strncmp(n, "kernel_", 7)) {
+            printf("FAIL %s: corpus files start with format_, kernel_ or model_\n", n);
             fail++;
             continue;
         }
@@ -48,6 +49,10 @@ int main(int argc, char **argv) {
             qk_format_spec *fs = malloc(sizeof *fs);
             ok = qk_format_spec_load(path, fs, &e);
             free(fs);
+        } else if (model) {
+            qk_model_spec *ms = malloc(sizeof *ms);
+            ok = qk_model_spec_load(path, ms, &e);
+            free(ms);
         } else {
             qk_kernel_spec *ks = malloc(sizeof *ks);
             ok = qk_kernel_spec_load(path, ks, &e);

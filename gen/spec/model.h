@@ -1,0 +1,52 @@
+/* model: a model's shape set (specs/models/NAME.yaml), the products an engine
+ * runs for it at the token counts it runs them, for the autotuner. */
+#ifndef QK_MODEL_H
+#define QK_MODEL_H
+
+#include "spec.h"
+
+enum { QK_MAX_MODEL_OPS = 32, QK_MAX_TOKENS = 16 };
+
+typedef struct qk_model_op {
+    char name[QK_MAX_NAME];
+    uint32_t m, k;
+    bool experts;         /* through the model's experts (ids), else dense */
+    uint32_t token_count; /* 0: the model's decode and prefill token counts */
+    uint32_t tokens[QK_MAX_TOKENS];
+    qk_mark mark;
+} qk_model_op;
+
+typedef struct qk_model_spec {
+    char path[QK_MAX_PATH];
+    char name[QK_MAX_NAME];
+    char description[256];
+    uint32_t format_count;
+    char formats[QK_MAX_LIST][QK_MAX_NAME];
+    /* token counts: decode runs the mat-vec families, prefill the tiled ones */
+    uint32_t decode_count, prefill_count;
+    uint32_t decode[QK_MAX_TOKENS], prefill[QK_MAX_TOKENS];
+    uint32_t expert_count, top_k; /* 0: a dense model */
+    /* optional: only these kernel specs are candidates (a small search for CI) */
+    uint32_t kernel_count;
+    char kernels[QK_MAX_LIST][QK_MAX_NAME];
+    uint32_t op_count;
+    qk_model_op ops[QK_MAX_MODEL_OPS];
+} qk_model_spec;
+
+/* Loads a model spec; false with "file:line:col: key.path: message" in e. */
+bool qk_model_spec_load(const char *path, qk_model_spec *out, qk_error *e);
+
+/* One product to tune: the family ("matvec", "matvec_id", "matmul",
+ * "matmul_id"), the format and the shape. */
+typedef struct qk_model_case {
+    char family[16];
+    char format[QK_MAX_NAME];
+    uint32_t m, k, tokens, experts, top_k;
+} qk_model_case;
+
+/* The cases of a model (each op x its token counts x formats, mat-vec
+ * families for decode counts, tiled for prefill), distinct, in order; the
+ * caller frees *out. formats (comma-separated) overrides the model's. */
+uint32_t qk_model_cases(const qk_model_spec *m, const char *formats, qk_model_case **out);
+
+#endif
