@@ -83,11 +83,21 @@ char *qk_path_join(const char *dir, const char *name);
 /* The folder part of a path ("." for a bare name); caller frees. */
 char *qk_path_dir(const char *path);
 
-/* ---- integer expressions: + - * / % ( ), comparisons, names ---- */
+/* ---- integer expressions, the one evaluator of the generator and libqkrt:
+ * + - * / % ( ), unary - + !, comparisons == != < <= > >= (one per operand of
+ * && and ||; they yield 0 or 1), && ||, decimal numbers and names looked up
+ * through a callback. / rounds down (floor) and % follows it (a / b * b + a % b
+ * == a). Overflow of int64, division or modulo by zero, unknown names and
+ * syntax errors fail with "PROBLEM in WHAT 'EXPR' (column N)". ---- */
 typedef bool (*qk_lookup_fn)(void *user, const char *name, size_t len, int64_t *value);
-/* Evaluates expr; / rounds down (floor) and % follows it; a comparison
- * (== != < <= > >=) yields 0 or 1; && and || join them.
- * Returns false with a message in e. */
+typedef enum qk_expr_kind {
+    QK_EXPR_VALUE,     /* any expression */
+    QK_EXPR_CONDITION, /* its outermost operator must be a comparison, && || or ! */
+} qk_expr_kind;
+/* what names the expression in messages ("grid expression"); NULL: "expression"
+ * or "condition". Returns false with a message in e. */
+bool qk_expr_eval_as(const char *expr, const char *what, qk_expr_kind kind, qk_lookup_fn lookup,
+                     void *user, int64_t *value, qk_error *e);
 bool qk_expr_eval(const char *expr, qk_lookup_fn lookup, void *user, int64_t *value, qk_error *e);
 
 #endif

@@ -447,6 +447,50 @@ int qkrt_bundle_find(const qkrt_bundle *bundle, const char *name) {
     return -1;
 }
 
+/* ---- expressions of the manifest over a shape: the generator's evaluator ---- */
+
+bool qkrt_shape_lookup(void *user, const char *name, size_t len, int64_t *value) {
+    const qkrt_shape *s = user;
+    uint32_t count = s ? (s->count < QKRT_MAX_VARS ? s->count : QKRT_MAX_VARS) : 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (s->names[i] && strlen(s->names[i]) == len && memcmp(s->names[i], name, len) == 0) {
+            *value = s->values[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+static qkrt_result eval(const char *expr, const char *what, qk_expr_kind kind,
+                        const qkrt_shape *shape, int64_t *value, char *error, size_t error_size) {
+    if (error && error_size) error[0] = '\0';
+    qk_error e = {0};
+    if (!value) qk_error_set(&e, "qkrt_eval: no place for the value");
+    if (value && qk_expr_eval_as(expr, what, kind, qkrt_shape_lookup, (void *)shape, value, &e))
+        return QKRT_OK;
+    if (error && error_size) snprintf(error, error_size, "%s", e.msg);
+    return QKRT_ERROR_ARGUMENT;
+}
+
+qkrt_result qkrt_eval_named(const char *expr, const char *what, const qkrt_shape *shape,
+                            int64_t *value, char *error, size_t error_size) {
+    return eval(expr, what, QK_EXPR_VALUE, shape, value, error, error_size);
+}
+
+qkrt_result qkrt_eval(const char *expr, const qkrt_shape *shape, int64_t *value, char *error,
+                      size_t error_size) {
+    return eval(expr, "expression", QK_EXPR_VALUE, shape, value, error, error_size);
+}
+
+qkrt_result qkrt_eval_bool(const char *expr, const qkrt_shape *shape, bool *value, char *error,
+                           size_t error_size) {
+    int64_t v = 0;
+    qkrt_result r =
+        eval(expr, "constraint", QK_EXPR_CONDITION, shape, value ? &v : NULL, error, error_size);
+    if (r == QKRT_OK) *value = v != 0;
+    return r;
+}
+
 /* ---- can this device run it? ---- */
 
 static bool has_feature(const qkrt_device_caps *c, uint32_t bit) {

@@ -369,24 +369,13 @@ static qkrt_result fail_at(qkrt_context *ctx, uint32_t i, const qkrt_kernel *k, 
     return QKRT_ERROR_ARGUMENT;
 }
 
-static bool shape_get(const qkrt_shape *shape, const char *name, int64_t *value) {
-    uint32_t count = shape->count < QKRT_MAX_VARS ? shape->count : QKRT_MAX_VARS;
-    for (uint32_t i = 0; i < count; i++) {
-        if (shape->names[i] && strcmp(shape->names[i], name) == 0) {
-            *value = shape->values[i];
-            return true;
-        }
-    }
-    return false;
-}
-
 static qkrt_result push_bytes(qkrt_context *ctx, uint32_t i, const qkrt_kernel *k,
                               const qkrt_shape *shape, uint8_t *bytes) {
     memset(bytes, 0, k->info.push_size);
     for (uint32_t p = 0; p < k->info.push_count; p++) {
         const qkrt_push_info *pi = &k->info.push[p];
         int64_t v;
-        if (!shape_get(shape, pi->name, &v))
+        if (!qkrt_shape_lookup((void *)shape, pi->name, strlen(pi->name), &v))
             return fail_at(ctx, i, k, "push constant '%s' has no shape variable of that name",
                            pi->name);
         uint32_t word;

@@ -155,7 +155,9 @@ void qkrt_dispatch_release(qkrt_context *ctx);
 
 /* SHA-256 of the .spv files: qk_sha256_hex of common/qk_util.h, as the generator. */
 
-/* ---- expressions (expr.c) ---- */
+/* ---- expressions over a shape (bundle.c), by common/qk_expr.c ---- */
+/* A qk_lookup_fn over a const qkrt_shape *. */
+bool qkrt_shape_lookup(void *shape, const char *name, size_t len, int64_t *value);
 /* qkrt_eval with "what" naming the expression in messages ("grid expression"). */
 qkrt_result qkrt_eval_named(const char *expr, const char *what, const qkrt_shape *shape,
                             int64_t *value, char *error, size_t error_size);

@@ -196,8 +196,10 @@ typedef struct qkrt_shape {
  * message in error, e.g. "unknown variable 'Q' in expression '(Q+1)/2' (column 2)". */
 qkrt_result qkrt_eval(const char *expr, const qkrt_shape *shape, int64_t *value, char *error,
                       size_t error_size);
-/* Evaluates a manifest constraint: two expressions joined by exactly one of
- * == != <= >= < > (outside parentheses), e.g. "K % 32 == 0". */
+/* Evaluates a manifest constraint: a comparison (== != <= >= < >) of two
+ * expressions, e.g. "K % 32 == 0", or such comparisons joined by && || and !.
+ * The evaluator is qkgen's own (common/qk_expr.c), so engines and the
+ * generator agree on every value. */
 qkrt_result qkrt_eval_bool(const char *expr, const qkrt_shape *shape, bool *value, char *error,
                            size_t error_size);
 

@@ -3,6 +3,7 @@
 #include "qk_npy.h"
 #include "qk_util.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,73 @@ static int64_t ev(const char *s, bool *ok, qk_error *e) {
     return v;
 }
 
+/* ev's result when it fails: "FAIL" if expr evaluated, else whether the
+ * message holds want. */
+static bool ev_fails(const char *expr, const char *want) {
+    bool ok;
+    qk_error e = {0};
+    ev(expr, &ok, &e);
+    if (ok || !strstr(e.msg, want)) {
+        printf("  '%s': %s\n", expr, ok ? "evaluated" : e.msg);
+        return false;
+    }
+    return true;
+}
+
+static void test_expr(void) {
+    bool ok;
+    qk_error e = {0};
+    CHECK(ev("(M + NR - 1) / NR", &ok, &e) == 334 && ok, "ceil div");
+    CHECK(ev("M % 7 == 6 && 2 < 3", &ok, &e) == 1 && ok, "compare");
+    CHECK(ev("-(4 - 10) * 2", &ok, &e) == 12 && ok, "unary minus");
+    CHECK(ev("1 <= 1 || 0", &ok, &e) == 1 && ok, "le, or");
+    CHECK(ev("-7 / 2", &ok, &e) == -4 && ev("-7 % 2", &ok, &e) == 1 && ok, "floor division");
+    CHECK(ev("7 % -2", &ok, &e) == -1 && ok, "remainder has the divisor's sign");
+    CHECK(ev("!(M > 5) + (NR != 3) + +2", &ok, &e) == 2 && ok, "! and unary plus");
+    CHECK(ev("(M > 5) * 4 + (M == 3)", &ok, &e) == 4 && ok, "comparisons are integers");
+    /* x * 0 and 0 * x: an overflow test that divides by an operand must not trap */
+    CHECK(ev("M * 0 + 0 * M + -M * 0", &ok, &e) == 0 && ok, "times zero");
+    CHECK(ev("9223372036854775807", &ok, &e) == INT64_MAX && ok, "INT64_MAX");
+    CHECK(ev("-9223372036854775807 - 1", &ok, &e) == INT64_MIN && ok, "INT64_MIN");
+    CHECK(ev("(-9223372036854775807 - 1) % -1", &ok, &e) == 0 && ok, "INT64_MIN mod -1");
+    /* each a trap or undefined behaviour in the evaluators before */
+    CHECK(ev_fails("M / (NR - 3)", "division by zero in expression 'M / (NR - 3)' (column 3)"),
+          "div0");
+    CHECK(ev_fails("M % (NR - 3)", "modulo by zero"), "mod0");
+    CHECK(ev_fails("(-9223372036854775807 - 1) / -1", "'/' overflows"), "INT64_MIN / -1");
+    CHECK(ev_fails("9223372036854775807 + 1", "'+' overflows"), "add");
+    CHECK(ev_fails("-9223372036854775807 - 2", "'-' overflows"), "sub");
+    CHECK(ev_fails("3037000500 * 3037000500", "'*' overflows"), "mul");
+    CHECK(ev_fails("-(-9223372036854775807 - 1)", "'-' overflows"), "negate");
+    CHECK(ev_fails("99999999999999999999", "number too large"), "literal");
+    CHECK(ev_fails("Q + 1", "unknown variable 'Q' in expression 'Q + 1' (column 1)"), "unknown");
+    CHECK(ev_fails("(M + 1", "unclosed '(' in expression '(M + 1' (column 1)"), "paren");
+    CHECK(ev_fails("M)", "unmatched ')'"), "unmatched");
+    CHECK(ev_fails("", "unexpected end"), "empty");
+    CHECK(ev_fails("2M", "unexpected letter after a number"), "2M");
+    CHECK(ev_fails("M = 3", "'=' is not a comparison (use '==') in expression 'M = 3' (column 3)"),
+          "=");
+    CHECK(ev_fails("1 < M < 9", "a second comparison"), "chain");
+    CHECK(ev_fails("M & 1", "unexpected '&'"), "&");
+    /* deep nesting is refused, not a stack overflow */
+    char deep[4096];
+    memset(deep, '(', 2000);
+    strcpy(deep + 2000, "1");
+    CHECK(ev_fails(deep, "nested deeper than 64"), "deep parentheses");
+    memset(deep, '-', 2000);
+    CHECK(ev_fails(deep, "nested deeper than 64"), "deep unary");
+    /* a condition must compare: a bare integer is not one */
+    int64_t v = 0;
+    e = (qk_error){0};
+    CHECK(qk_expr_eval_as("(M % 8 == 0)", "constraint", QK_EXPR_CONDITION, vars, NULL, &v, &e) &&
+              v == 1,
+          "condition: %s", e.msg);
+    e = (qk_error){0};
+    CHECK(!qk_expr_eval_as("M % 8", "constraint", QK_EXPR_CONDITION, vars, NULL, &v, &e) &&
+              strstr(e.msg, "no comparison (== != <= >= < >) in constraint 'M % 8'"),
+          "not a condition: %s", e.msg);
+}
+
 int main(void) {
     char hex[65];
     qk_sha256_hex("abc", 3, hex);
@@ -42,23 +110,9 @@ int main(void) {
     qk_sha256_hex(m, strlen(m), hex);
     CHECK(!strcmp(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"), "448 bits");
 
-    bool ok;
-    qk_error e = {0};
-    CHECK(ev("(M + NR - 1) / NR", &ok, &e) == 334 && ok, "ceil div");
-    CHECK(ev("M % 7 == 6 && 2 < 3", &ok, &e) == 1 && ok, "compare");
-    CHECK(ev("-(4 - 10) * 2", &ok, &e) == 12 && ok, "unary minus");
-    CHECK(ev("1 <= 1 || 0", &ok, &e) == 1 && ok, "le, or");
-    CHECK(ev("-7 / 2", &ok, &e) == -4 && ev("-7 % 2", &ok, &e) == 1 && ok, "floor division");
-    e = (qk_error){0};
-    ev("M / (NR - 3)", &ok, &e);
-    CHECK(!ok && strstr(e.msg, "division by zero"), "div0: %s", e.msg);
-    e = (qk_error){0};
-    ev("Q + 1", &ok, &e);
-    CHECK(!ok && strstr(e.msg, "unknown variable 'Q'"), "unknown: %s", e.msg);
-    e = (qk_error){0};
-    ev("(M + 1", &ok, &e);
-    CHECK(!ok && strstr(e.msg, "expected ')'"), "paren: %s", e.msg);
+    test_expr();
 
+    qk_error e = {0};
     char path[] = "/tmp/qk_npy_XXXXXX";
     int fd = mkstemp(path);
     close(fd);

@@ -273,6 +273,17 @@ static void test_eval(void) {
               strstr(error, "second comparison"),
           "%s", error);
     CHECK(qkrt_eval_bool("K % 32", &s, &b, error, sizeof error) == QKRT_ERROR_ARGUMENT, "no op");
+    /* the generator's evaluator: conditions joined, arithmetic checked */
+    CHECK(qkrt_eval_bool("K % 32 == 0 && !(M > K)", &s, &b, error, sizeof error) == QKRT_OK && b,
+          "%s", error);
+    CHECK(qkrt_eval("K * 0 + (0 - 9223372036854775807 - 1) % -1", &s, &v, error, sizeof error) ==
+                  QKRT_OK &&
+              v == 0,
+          "%s", error);
+    CHECK(qkrt_eval("(0 - 9223372036854775807 - 1) / -1", &s, &v, error, sizeof error) ==
+                  QKRT_ERROR_ARGUMENT &&
+              strstr(error, "'/' overflows 64-bit integers in expression"),
+          "%s", error);
 }
 
 static void test_bad_bundles(qkrt_context *ctx, const char *dir) {
