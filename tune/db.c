@@ -1,0 +1,291 @@
+/* Tuning database: JSON Lines, one self-contained record a line, appended
+ * with one write() and an fsync each, read back with libqkrt's JSON reader. */
+#define _POSIX_C_SOURCE 200809L
+#include "db.h"
+#include "bundle/bundle.h" /* qk_json_string */
+#include "json.h"          /* libqkrt's reader */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void str_of(const qkrt_json *o, const char *key, char *out, size_t size, bool *ok) {
+    const qkrt_json *v = qkrt_json_get(o, key);
+    if (!v || v->type != QKRT_JSON_STRING || strlen(v->string) >= size) {
+        *ok = false;
+        return;
+    }
+    memcpy(out, v->string, strlen(v->string) + 1);
+}
+
+static double num_of(const qkrt_json *o, const char *key, bool *ok) {
+    const qkrt_json *v = qkrt_json_get(o, key);
+    if (!v || v->type != QKRT_JSON_NUMBER) {
+        *ok = false;
+        return 0;
+    }
+    return v->number;
+}
+
+static uint32_t u32_of(const qkrt_json *o, const char *key, bool *ok) {
+    double d = num_of(o, key, ok);
+    if (d < 0 || d > 4294967295.0 || d != floor(d)) *ok = false;
+    return *ok ? (uint32_t)d : 0;
+}
+
+/* A record from one parsed line; false (why in *why) if a field is missing. */
+static bool record_of(const qkrt_json *j, qk_tune_record *r, const char **why) {
+    bool ok = true;
+    memset(r, 0, sizeof *r);
+    double v = num_of(j, "v", &ok);
+    if (ok && v > QK_TUNE_DB_VERSION) {
+        *why = "a record of a newer version";
+        return false;
+    }
+    const qkrt_json *d = qkrt_json_get(j, "device"), *c = qkrt_json_get(j, "case");
+    if (!d || !c) ok = false;
+    if (ok) {
+        r->dev.vendor_id = u32_of(d, "vendor_id", &ok);
+        r->dev.device_id = u32_of(d, "device_id", &ok);
+        r->dev.driver_version = u32_of(d, "driver_version", &ok);
+        str_of(d, "cache_uuid", r->dev.cache_uuid, sizeof r->dev.cache_uuid, &ok);
+        str_of(d, "name", r->dev.name, sizeof r->dev.name, &ok);
+        str_of(c, "op", r->c.op, sizeof r->c.op, &ok);
+        str_of(c, "format", r->c.format, sizeof r->c.format, &ok);
+        str_of(c, "format_variant", r->c.format_variant, sizeof r->c.format_variant, &ok);
+        r->c.M = u32_of(c, "M", &ok), r->c.K = u32_of(c, "K", &ok), r->c.T = u32_of(c, "T", &ok);
+        r->c.E = u32_of(c, "E", &ok), r->c.top_k = u32_of(c, "top_k", &ok);
+        str_of(j, "variant", r->variant, sizeof r->variant, &ok);
+        str_of(j, "family", r->family, sizeof r->family, &ok);
+        str_of(j, "spv_sha256", r->spv_sha256, sizeof r->spv_sha256, &ok);
+        str_of(j, "precision", r->precision, sizeof r->precision, &ok);
+        str_of(j, "status", r->status, sizeof r->status, &ok);
+        str_of(j, "stage", r->stage, sizeof r->stage, &ok);
+        str_of(j, "note", r->note, sizeof r->note, &ok);
+        r->nmse = num_of(j, "nmse", &ok);
+        r->us = num_of(j, "us", &ok), r->us_min = num_of(j, "us_min", &ok);
+        r->us_max = num_of(j, "us_max", &ok), r->runs = u32_of(j, "runs", &ok);
+        r->time = num_of(j, "time", &ok);
+    }
+    if (!ok) *why = "a field is missing or of the wrong type";
+    return ok;
+}
+
+bool qk_tune_same_device(const qk_tune_device *a, const qk_tune_device *b) {
+    return a->vendor_id == b->vendor_id && a->device_id == b->device_id &&
+           a->driver_version == b->driver_version && !strcmp(a->cache_uuid, b->cache_uuid);
+}
+
+bool qk_tune_same_case(const qk_tune_case *a, const qk_tune_case *b) {
+    return !strcmp(a->op, b->op) && !strcmp(a->format, b->format) &&
+           !strcmp(a->format_variant, b->format_variant) && a->M == b->M && a->K == b->K &&
+           a->T == b->T && a->E == b->E && a->top_k == b->top_k;
+}
+
+const qk_tune_record *qk_tune_db_find(const qk_tune_db *db, const qk_tune_device *dev,
+                                      const char *variant, const char *spv_sha256,
+                                      const qk_tune_case *c, const char *stage) {
+    for (uint32_t i = 0; i < db->count; i++) {
+        const qk_tune_record *r = &db->recs[i];
+        if (!strcmp(r->variant, variant) && !strcmp(r->stage, stage) &&
+            !strcmp(r->spv_sha256, spv_sha256) && qk_tune_same_device(&r->dev, dev) &&
+            qk_tune_same_case(&r->c, c))
+            return r;
+    }
+    return NULL;
+}
+
+static void push(qk_tune_db *db, const qk_tune_record *r) {
+    db->recs = qk_xrealloc(db->recs, sizeof *db->recs * (db->count + 1));
+    db->recs[db->count++] = *r;
+}
+
+/* Adds r unless the database has its (device, variant, hash, case, stage). */
+static bool add_unique(qk_tune_db *db, const qk_tune_record *r) {
+    if (qk_tune_db_find(db, &r->dev, r->variant, r->spv_sha256, &r->c, r->stage)) return false;
+    push(db, r);
+    return true;
+}
+
+bool qk_tune_db_load(const char *path, qk_tune_db *db, FILE *log, qk_error *e) {
+    memset(db, 0, sizeof *db);
+    db->fd = -1;
+    snprintf(db->path, sizeof db->path, "%s", path);
+    if (!qk_is_file(path)) return true;
+    size_t n = 0;
+    char *text = qk_read_file(path, &n, e);
+    if (!text) return false;
+    uint32_t line = 0;
+    for (size_t at = 0; at < n; line++) {
+        size_t len = strcspn(text + at, "\n");
+        bool last_torn = at + len >= n; /* no newline: the write was cut off */
+        char err[256] = "";
+        const char *why = NULL;
+        qkrt_json *j = len ? qkrt_json_parse(text + at, len, err, sizeof err) : NULL;
+        qk_tune_record r;
+        if (!len) {
+            why = "an empty line";
+        } else if (!j) {
+            why = last_torn ? NULL : err;
+        } else if (!record_of(j, &r, &why)) {
+        } else if (last_torn) {
+            why = NULL; /* whole but not ended: kept, ended on the next append */
+            if (!add_unique(db, &r)) db->dup++;
+        } else if (!add_unique(db, &r)) {
+            db->dup++;
+            why = "";
+        }
+        if (!j && last_torn && len) {
+            db->torn++;
+            if (log)
+                fprintf(log, "%s:%u: a torn last record (the writer stopped), ignored\n", path,
+                        line + 1);
+        } else if (why && why[0]) {
+            db->bad++;
+            if (log) fprintf(log, "%s:%u: %s, ignored\n", path, line + 1, why);
+        }
+        qkrt_json_free(j);
+        at += len + 1;
+    }
+    free(text);
+    if (db->dup && log)
+        fprintf(log, "%s: %u repeated records ignored (the first of each kept)\n", path, db->dup);
+    return true;
+}
+
+bool qk_tune_db_open_append(qk_tune_db *db, qk_error *e) {
+    db->fd = open(db->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (db->fd < 0) {
+        qk_error_set(e, "%s: cannot open for appending: %s", db->path, strerror(errno));
+        return false;
+    }
+    off_t end = lseek(db->fd, 0, SEEK_END);
+    char last = '\n';
+    if (end > 0 && pread(db->fd, &last, 1, end - 1) != 1) last = '\n';
+    if (last != '\n' && (write(db->fd, "\n", 1) != 1 || fsync(db->fd))) {
+        qk_error_set(e, "%s: cannot end its torn last line: %s", db->path, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+static void num(qk_str *o, const char *key, double v) {
+    /* JSON has no infinity: a NaN result's NMSE is written as 1e300 */
+    qk_str_addf(o, ", \"%s\": %.6g", key, isfinite(v) ? v : 1e300);
+}
+
+void qk_tune_record_json(qk_str *o, const qk_tune_record *r) {
+    qk_str_addf(o,
+                "{\"v\": %d, \"device\": {\"vendor_id\": %u, \"device_id\": %u, "
+                "\"driver_version\": %u, \"cache_uuid\": ",
+                QK_TUNE_DB_VERSION, r->dev.vendor_id, r->dev.device_id, r->dev.driver_version);
+    qk_json_string(o, r->dev.cache_uuid);
+    qk_str_add(o, ", \"name\": ");
+    qk_json_string(o, r->dev.name);
+    qk_str_add(o, "}, \"variant\": ");
+    qk_json_string(o, r->variant);
+    qk_str_add(o, ", \"family\": ");
+    qk_json_string(o, r->family);
+    qk_str_add(o, ", \"spv_sha256\": ");
+    qk_json_string(o, r->spv_sha256);
+    qk_str_add(o, ", \"case\": {\"op\": ");
+    qk_json_string(o, r->c.op);
+    qk_str_add(o, ", \"format\": ");
+    qk_json_string(o, r->c.format);
+    qk_str_add(o, ", \"format_variant\": ");
+    qk_json_string(o, r->c.format_variant);
+    qk_str_addf(o, ", \"M\": %u, \"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u}, \"precision\": ",
+                r->c.M, r->c.K, r->c.T, r->c.E, r->c.top_k);
+    qk_json_string(o, r->precision);
+    num(o, "nmse", r->nmse);
+    qk_str_add(o, ", \"status\": ");
+    qk_json_string(o, r->status);
+    qk_str_add(o, ", \"stage\": ");
+    qk_json_string(o, r->stage);
+    num(o, "us", r->us), num(o, "us_min", r->us_min), num(o, "us_max", r->us_max);
+    qk_str_addf(o, ", \"runs\": %u, \"note\": ", r->runs);
+    qk_json_string(o, r->note);
+    qk_str_addf(o, ", \"time\": %.0f}", r->time);
+}
+
+bool qk_tune_db_append(qk_tune_db *db, const qk_tune_record *r, qk_error *e) {
+    if (db->fd < 0 && !qk_tune_db_open_append(db, e)) return false;
+    qk_str line = {0};
+    qk_tune_record_json(&line, r);
+    qk_str_add(&line, "\n");
+    /* one write of the whole line: a kill leaves the line whole or a torn
+     * tail that loading reports, never two records interleaved */
+    ssize_t w = write(db->fd, line.s, line.len);
+    bool ok = w == (ssize_t)line.len && fsync(db->fd) == 0;
+    if (!ok) qk_error_set(e, "%s: cannot append a record: %s", db->path, strerror(errno));
+    qk_str_free(&line);
+    if (ok) push(db, r);
+    return ok;
+}
+
+uint32_t qk_tune_db_keep(qk_tune_db *db, const qk_tune_device *dev, qk_tune_hash_fn hash,
+                         void *user, FILE *log) {
+    uint32_t kept = 0, foreign = 0, stale = 0;
+    qk_tune_record ex_foreign, ex_stale; /* copies: compaction overwrites the array */
+    for (uint32_t i = 0; i < db->count; i++) {
+        qk_tune_record *r = &db->recs[i];
+        const char *h = NULL;
+        if (!qk_tune_same_device(&r->dev, dev)) {
+            foreign++;
+            if (foreign == 1) ex_foreign = *r;
+        } else if (hash && (!(h = hash(user, r->variant)) || strcmp(h, r->spv_sha256))) {
+            stale++;
+            if (stale == 1) ex_stale = *r;
+        } else {
+            db->recs[kept++] = *r;
+        }
+    }
+    if (foreign && log)
+        fprintf(log, "%s: %u records of other devices ignored (e.g. %s, driver %u)\n", db->path,
+                foreign, ex_foreign.dev.name, ex_foreign.dev.driver_version);
+    if (stale && log)
+        fprintf(log,
+                "%s: %u stale records ignored: their variant's SPIR-V is no longer what the "
+                "generator makes (e.g. %s)\n",
+                db->path, stale, ex_stale.variant);
+    db->count = kept;
+    return foreign + stale;
+}
+
+void qk_tune_db_free(qk_tune_db *db) {
+    if (db->fd >= 0) close(db->fd);
+    free(db->recs);
+    memset(db, 0, sizeof *db);
+    db->fd = -1;
+}
+
+bool qk_tune_db_merge(const char *const *inputs, uint32_t n, const char *out, FILE *log,
+                      uint32_t *written, qk_error *e) {
+    qk_tune_db all;
+    bool ok = qk_tune_db_load(out, &all, log, e);
+    for (uint32_t i = 0; ok && i < n; i++) {
+        qk_tune_db in;
+        if (!qk_is_file(inputs[i])) {
+            qk_error_set(e, "%s: no such database", inputs[i]);
+            ok = false;
+            break;
+        }
+        ok = qk_tune_db_load(inputs[i], &in, log, e);
+        for (uint32_t j = 0; ok && j < in.count; j++)
+            add_unique(&all, &in.recs[j]);
+        qk_tune_db_free(&in);
+    }
+    qk_str text = {0};
+    for (uint32_t i = 0; ok && i < all.count; i++) {
+        qk_tune_record_json(&text, &all.recs[i]);
+        qk_str_add(&text, "\n");
+    }
+    if (ok) ok = qk_write_file(out, text.s ? text.s : "", text.len, e);
+    if (written) *written = all.count;
+    qk_str_free(&text);
+    qk_tune_db_free(&all);
+    return ok;
+}

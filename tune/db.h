@@ -1,0 +1,87 @@
+/* The tuning database: one JSON Lines file of measurements (docs/tuning-db.md),
+ * appended a whole record at a time and flushed, so a tune killed at any
+ * moment loses at most the record it was writing, which loading reports. */
+#ifndef QK_TUNE_DB_H
+#define QK_TUNE_DB_H
+
+#include "qk_util.h"
+
+#include <stdio.h>
+
+#define QK_TUNE_DB_VERSION 1
+
+/* A device as the database knows it: records of another are not its own. */
+typedef struct qk_tune_device {
+    uint32_t vendor_id, device_id, driver_version;
+    char cache_uuid[33]; /* VkPhysicalDeviceProperties.pipelineCacheUUID, hex */
+    char name[128];
+} qk_tune_device;
+
+/* The product measured: the operation (a kernel family), format and shape. */
+typedef struct qk_tune_case {
+    char op[24];
+    char format[64];
+    char format_variant[16]; /* MLX scale type, else "" */
+    uint32_t M, K, T, E, top_k;
+} qk_tune_case;
+
+typedef struct qk_tune_record {
+    qk_tune_device dev;
+    char variant[256];   /* the kernel's name, a string (never parsed) */
+    char family[24];     /* the kernel's family, from the manifest */
+    char spv_sha256[65]; /* the manifest's spv_sha256: stale once the generator's differs */
+    qk_tune_case c;
+    char precision[8]; /* "f32", "f16", "q8" */
+    double nmse;
+    char status[8]; /* "ok", "wrong" (never selected), "failed" (the device refused it) */
+    char stage[8];  /* "check" (wrong or failed), "screen" or "full" */
+    double us, us_min, us_max; /* median and spread of `runs` dispatches, microseconds */
+    uint32_t runs;
+    char note[256]; /* why it failed, or how it was timed */
+    double time;    /* seconds since the epoch */
+} qk_tune_record;
+
+typedef struct qk_tune_db {
+    char path[1024];
+    qk_tune_record *recs;
+    uint32_t count;
+    uint32_t torn, bad, dup; /* lines ignored on loading: torn last line, malformed, repeated */
+    int fd;                  /* open for appending, or -1 */
+} qk_tune_db;
+
+/* Loads path (a missing file is an empty database). Malformed lines, a torn
+ * last line and repeated records are skipped and each reported on log (may be
+ * NULL) as "path:line: ..."; only an unreadable file or a newer version fails. */
+bool qk_tune_db_load(const char *path, qk_tune_db *db, FILE *log, qk_error *e);
+/* Opens the file for appending; a torn last line is ended first, so that the
+ * next record starts a line of its own. */
+bool qk_tune_db_open_append(qk_tune_db *db, qk_error *e);
+/* Appends one record as one line with a single write, then fsync; the record
+ * is also added to db->recs. */
+bool qk_tune_db_append(qk_tune_db *db, const qk_tune_record *r, qk_error *e);
+void qk_tune_db_free(qk_tune_db *db);
+
+/* The identity that decides whether a record is this device's: vendor, device,
+ * driver version and pipeline-cache UUID. */
+bool qk_tune_same_device(const qk_tune_device *a, const qk_tune_device *b);
+bool qk_tune_same_case(const qk_tune_case *a, const qk_tune_case *b);
+/* The record of (device, variant, content hash, case, stage), or NULL. */
+const qk_tune_record *qk_tune_db_find(const qk_tune_db *db, const qk_tune_device *dev,
+                                      const char *variant, const char *spv_sha256,
+                                      const qk_tune_case *c, const char *stage);
+/* The current content hash of a variant, or NULL if the generator no longer
+ * makes it. */
+typedef const char *(*qk_tune_hash_fn)(void *user, const char *variant);
+/* Keeps in memory only the records of device dev whose content hash is the
+ * generator's (hash NULL: any hash); reports what it drops on log, as counts
+ * with an example. Returns how many were dropped. The file is unchanged. */
+uint32_t qk_tune_db_keep(qk_tune_db *db, const qk_tune_device *dev, qk_tune_hash_fn hash,
+                         void *user, FILE *log);
+/* Appends a record's line (no newline) to o. */
+void qk_tune_record_json(qk_str *o, const qk_tune_record *r);
+/* Writes the records of inputs[0 .. n) into out (its own records first when
+ * it exists), each distinct record once, atomically. */
+bool qk_tune_db_merge(const char *const *inputs, uint32_t n, const char *out, FILE *log,
+                      uint32_t *written, qk_error *e);
+
+#endif
