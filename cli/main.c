@@ -1,6 +1,7 @@
 /* qkgen's entry point: the command table, help, and the argument helpers
  * every command shares. */
 #include "cli.h"
+#include "compile/features.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,7 +48,14 @@ int main(int argc, char **argv) {
         return QK_EXIT_OK;
     }
     if (!strcmp(argv[1], "--version")) {
-        puts("qkgen 0.1.0");
+        /* and what its shader compiler can do: what variants a build keeps */
+        const char *ext[16];
+        unsigned n = qk_compile_probed_extensions(ext, 16);
+        qk_compile_init();
+        printf("qkgen 0.1.0\nshader compiler: %s\n", qk_compile_toolchain());
+        for (unsigned i = 0; i < n; i++)
+            printf("%s: %s\n", ext[i], qk_compile_has_extension(ext[i]) ? "yes" : "no");
+        qk_compile_finish();
         return QK_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
