@@ -1,6 +1,7 @@
 /* qkgen's entry point: the command table, help, and the argument helpers
  * every command shares. */
 #include "cli.h"
+#include "compile/compile.h"
 #include "compile/features.h"
 
 #include <stdarg.h>
