@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,25 +145,130 @@ char *qk_str_take(qk_str *b) {
     return s;
 }
 
-char *qk_read_file(const char *path, size_t *n, qk_error *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+static const char *file_kind(mode_t mode) {
+    return S_ISDIR(mode)    ? "a folder"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
+/* Opens without blocking (a FIFO's open waits for a writer), then looks at
+ * what was opened, so that the check and the read see the same file. */
+static int open_regular(const char *path, size_t max, size_t *size, qk_error *e) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         qk_error_set(e, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = file_kind(st.st_mode);
+    if (why) {
+        qk_error_set(e, "%s: cannot read: %s (only regular files are read)", path, why);
+    } else if ((uint64_t)st.st_size > max) {
+        qk_error_set(e, "%s: %lld bytes, more than the limit of %zu for this file", path,
+                     (long long)st.st_size, max);
+    } else {
+        *size = (size_t)st.st_size;
+        return fd;
+    }
+    close(fd);
+    return -1;
+}
+
+bool qk_check_file(const char *path, size_t max, qk_error *e) {
+    size_t size;
+    int fd = open_regular(path, max, &size, e);
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+}
+
+char *qk_read_file_max(const char *path, size_t max, size_t *n, qk_error *e) {
+    size_t size;
+    int fd = open_regular(path, max ? max : QK_READ_MAX, &size, e);
+    if (fd < 0) return NULL;
+    char *buf = malloc(size + 1);
+    if (!buf) {
+        qk_error_set(e, "%s: %zu bytes do not fit in memory", path, size);
+        close(fd);
         return NULL;
     }
-    qk_str b = {0};
-    char chunk[65536];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) qk_str_addn(&b, chunk, got);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        qk_str_free(&b);
-        qk_error_set(e, "%s: read error", path);
-        return NULL;
+    /* the size of the fstat: a file that grows meanwhile is read to there */
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            qk_error_set(e, "%s: read error: %s", path, r < 0 ? strerror(errno) : "file shrank");
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        got += (size_t)r;
     }
-    if (n) *n = b.len;
-    return qk_str_take(&b);
+    close(fd);
+    buf[size] = '\0';
+    if (n) *n = size;
+    return buf;
+}
+
+char *qk_read_file(const char *path, size_t *n, qk_error *e) {
+    return qk_read_file_max(path, QK_READ_MAX, n, e);
+}
+
+/* ---- a set of strings, to find duplicates in linear time ---- */
+
+struct qk_strset_slot {
+    const char *key; /* NULL: free */
+    uint32_t index;
+};
+
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 14695981039346656037ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool strset_put(struct qk_strset_slot *slots, size_t cap, const char *key, uint32_t index,
+                       uint32_t *earlier) {
+    for (size_t i = str_hash(key) & (cap - 1);; i = (i + 1) & (cap - 1)) {
+        if (!slots[i].key) {
+            slots[i] = (struct qk_strset_slot){key, index};
+            return true;
+        }
+        if (strcmp(slots[i].key, key) == 0) {
+            if (earlier) *earlier = slots[i].index;
+            return false;
+        }
+    }
+}
+
+int qk_strset_add(qk_strset *s, const char *key, uint32_t index, uint32_t *earlier) {
+    if (2 * (s->count + 1) > s->cap) { /* at most half full: short probes */
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        struct qk_strset_slot *slots = calloc(cap, sizeof *slots);
+        if (!slots) return -1;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i].key) strset_put(slots, cap, s->slots[i].key, s->slots[i].index, NULL);
+        free(s->slots);
+        s->slots = slots;
+        s->cap = cap;
+    }
+    if (!strset_put(s->slots, s->cap, key, index, earlier)) return 0;
+    s->count++;
+    return 1;
+}
+
+void qk_strset_free(qk_strset *s) {
+    free(s->slots);
+    *s = (qk_strset){0};
 }
 
 bool qk_write_file(const char *path, const void *data, size_t n, qk_error *e) {

@@ -69,8 +69,16 @@ uint32_t qk_cores(void);
 void qk_parallel(uint32_t n, void (*fn)(void *arg, uint32_t t, uint32_t n), void *arg);
 
 /* ---- files ---- */
-/* Reads a whole file (NUL-terminated, size in *n if n). NULL with e set on failure. */
+/* Reads a whole regular file (NUL-terminated, size in *n if n) of at most max
+ * bytes (0: QK_READ_MAX). FIFOs, devices and folders are refused: they could
+ * block or never end. NULL with "path: why" in e on failure. */
+#define QK_READ_MAX ((size_t)1 << 30)
+char *qk_read_file_max(const char *path, size_t max, size_t *n, qk_error *e);
+/* qk_read_file_max with QK_READ_MAX. */
 char *qk_read_file(const char *path, size_t *n, qk_error *e);
+/* True if path is a regular file of at most max bytes, which a reader that
+ * opens it itself (libclang) may read; else false with the reason in e. */
+bool qk_check_file(const char *path, size_t max, qk_error *e);
 /* Writes path atomically: a temporary file beside it, then rename. */
 bool qk_write_file(const char *path, const void *data, size_t n, qk_error *e);
 bool qk_mkdirs(const char *path, qk_error *e);
@@ -82,6 +90,17 @@ bool qk_is_file(const char *path);
 char *qk_path_join(const char *dir, const char *name);
 /* The folder part of a path ("." for a bare name); caller frees. */
 char *qk_path_dir(const char *path);
+
+/* ---- a set of strings (not copied: they must outlive it), for finding
+ * duplicates among n names in O(n) rather than comparing every pair ---- */
+typedef struct qk_strset {
+    struct qk_strset_slot *slots;
+    size_t cap, count;
+} qk_strset;
+/* 1: key was new and is added with index; 0: an equal key is there, added
+ * with *earlier (if earlier); -1: out of memory. */
+int qk_strset_add(qk_strset *s, const char *key, uint32_t index, uint32_t *earlier);
+void qk_strset_free(qk_strset *s);
 
 /* ---- integer expressions, the one evaluator of the generator and libqkrt:
  * + - * / % ( ), unary - + !, comparisons == != < <= > >= (one per operand of

@@ -9,12 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Bounds of the manifest's sizes: far above any format or tile qkgen makes,
+ * far below what overflows the arithmetic engines do with them. */
+enum { BLOCK_MAX = 1 << 16, TILE_MAX = 1 << 16 };
+
 static const char *SCHEMA = "qkgen-bundle/1";
 
 typedef struct loader {
     qkrt_context *ctx;
     const char *path; /* of manifest.json, for messages */
     char where[160];  /* "kernels[3] (name)" */
+    qk_strset names;  /* the kernels' names so far */
 } loader;
 
 static qkrt_result bad(loader *ld, const qkrt_json *node, const char *fmt, ...) QKRT_PRINTF(3, 4);
@@ -34,23 +39,13 @@ static qkrt_result bad(loader *ld, const qkrt_json *node, const char *fmt, ...) 
     return QKRT_ERROR_MANIFEST;
 }
 
+/* A manifest or a module is never near this; a larger file is not a bundle's. */
+#define BUNDLE_FILE_MAX ((size_t)256 << 20)
+
 static qkrt_result read_file(qkrt_context *ctx, const char *path, char **data, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return qkrt_fail(ctx, QKRT_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
-    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    char *buf = len >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)len + 1) : NULL;
-    if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        int err = errno;
-        free(buf);
-        fclose(f);
-        return qkrt_fail(ctx, QKRT_ERROR_IO, "cannot read %s: %s", path,
-                         err ? strerror(err) : "short read");
-    }
-    fclose(f);
-    buf[len] = '\0';
-    *data = buf;
-    *size = (size_t)len;
-    return QKRT_OK;
+    qk_error e = {0};
+    *data = qk_read_file_max(path, BUNDLE_FILE_MAX, size, &e);
+    return *data ? QKRT_OK : qkrt_fail(ctx, QKRT_ERROR_IO, "%s", e.msg);
 }
 
 /* ---- typed field readers: each names the field and what was found ---- */
@@ -82,6 +77,19 @@ static qkrt_result get_u32(loader *ld, const qkrt_json *obj, const char *key, bo
     char what[64];
     snprintf(what, sizeof what, "\"%s\"", key);
     return as_u32(ld, v, what, out);
+}
+
+/* get_u32 within lo..hi: counts and sizes that index arrays, divide or
+ * multiply, so that no manifest can make them overflow or trap */
+static qkrt_result get_u32_in(loader *ld, const qkrt_json *obj, const char *key, bool required,
+                              uint32_t lo, uint32_t hi, uint32_t *out) {
+    uint32_t v = *out;
+    qkrt_result r = get_u32(ld, obj, key, required, &v);
+    if (r != QKRT_OK || !qkrt_json_get(obj, key)) return r;
+    if (v < lo || v > hi)
+        return bad(ld, qkrt_json_get(obj, key), "\"%s\": %u is not in %u..%u", key, v, lo, hi);
+    *out = v;
+    return QKRT_OK;
 }
 
 static qkrt_result get_array(loader *ld, const qkrt_json *obj, const char *key, bool required,
@@ -170,7 +178,7 @@ static qkrt_result read_bindings(loader *ld, const qkrt_json *k, qkrt_kernel *ke
         bi->name = bi->role = bi->type = bi->size = "";
         r = get_u32(ld, b, "set", false, &bi->set);
         if (r == QKRT_OK) r = get_u32(ld, b, "binding", true, &bi->binding);
-        if (r == QKRT_OK) r = get_u32(ld, b, "count", false, &bi->count);
+        if (r == QKRT_OK) r = get_u32_in(ld, b, "count", false, 1, QKRT_MAX_BINDINGS, &bi->count);
         if (r == QKRT_OK) r = get_string(ld, b, "name", true, &bi->name);
         if (r == QKRT_OK) r = get_string(ld, b, "role", false, &bi->role);
         if (r == QKRT_OK) r = get_string(ld, b, "type", false, &bi->type);
@@ -179,7 +187,6 @@ static qkrt_result read_bindings(loader *ld, const qkrt_json *k, qkrt_kernel *ke
         if (r != QKRT_OK) return r;
         if (bi->set != 0)
             return bad(ld, b, "binding '%s': set %u, only set 0 is used", bi->name, bi->set);
-        if (bi->count == 0) return bad(ld, b, "binding '%s': count 0", bi->name);
         if (strcmp(access, "read") && strcmp(access, "write") && strcmp(access, "read_write"))
             return bad(ld, b, "binding '%s': access '%s', expected read, write or read_write",
                        bi->name, access);
@@ -241,9 +248,9 @@ static qkrt_result read_shape(loader *ld, const qkrt_json *k, qkrt_kernel *kerne
     }
     if (r == QKRT_OK && tile) {
         if (tile->type != QKRT_JSON_OBJECT) return bad(ld, tile, "\"tile\": expected an object");
-        r = get_u32(ld, tile, "NR0", false, &info->nr0);
-        if (r == QKRT_OK) r = get_u32(ld, tile, "NR1", false, &info->nr1);
-        if (r == QKRT_OK) r = get_u32(ld, tile, "NK", false, &info->nk);
+        r = get_u32_in(ld, tile, "NR0", false, 0, TILE_MAX, &info->nr0);
+        if (r == QKRT_OK) r = get_u32_in(ld, tile, "NR1", false, 0, TILE_MAX, &info->nr1);
+        if (r == QKRT_OK) r = get_u32_in(ld, tile, "NK", false, 0, TILE_MAX, &info->nk);
     }
     if (r != QKRT_OK) return r;
     if (!dispatch || dispatch->type != QKRT_JSON_OBJECT)
@@ -267,11 +274,12 @@ static qkrt_result read_weights(loader *ld, const qkrt_json *k, qkrt_kernel_info
     qkrt_result r = get_string(ld, w, "layout", true, &info->weights_layout);
     if (r != QKRT_OK) return r;
     if (!strcmp(info->weights_layout, "block")) {
-        r = get_u32(ld, w, "block_elements", true, &info->block_elements);
-        if (r == QKRT_OK) r = get_u32(ld, w, "block_bytes", true, &info->block_bytes);
+        r = get_u32_in(ld, w, "block_elements", true, 1, BLOCK_MAX, &info->block_elements);
+        if (r == QKRT_OK)
+            r = get_u32_in(ld, w, "block_bytes", true, 1, BLOCK_MAX, &info->block_bytes);
         return r;
     }
-    r = get_u32(ld, w, "group", true, &info->block_elements);
+    r = get_u32_in(ld, w, "group", true, 1, BLOCK_MAX, &info->block_elements);
     const qkrt_json *planes;
     if (r == QKRT_OK) r = get_array(ld, w, "planes", true, &planes);
     if (r != QKRT_OK) return r;
@@ -280,7 +288,8 @@ static qkrt_result read_weights(loader *ld, const qkrt_json *k, qkrt_kernel_info
         const qkrt_json *p = &planes->items[i];
         r = get_string(ld, p, "name", true, &info->planes[i].name);
         if (r == QKRT_OK) r = get_string(ld, p, "type", true, &info->planes[i].type);
-        if (r == QKRT_OK) r = get_u32(ld, p, "per_group", true, &info->planes[i].per_group);
+        if (r == QKRT_OK)
+            r = get_u32_in(ld, p, "per_group", true, 1, BLOCK_MAX, &info->planes[i].per_group);
         info->plane_count = i + 1;
     }
     return r;
@@ -376,9 +385,10 @@ static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *r
         snprintf(ld->where, sizeof ld->where, "kernels[%u]", i);
         if (k->type != QKRT_JSON_OBJECT) return bad(ld, k, "expected an object");
         r = read_kernel(ld, k, kernel);
-        for (uint32_t j = 0; r == QKRT_OK && j < i; j++)
-            if (strcmp(bundle->kernels[j].info.name, kernel->info.name) == 0)
-                r = bad(ld, k, "name also used by kernels[%u]", j);
+        uint32_t earlier = 0;
+        int added = r == QKRT_OK ? qk_strset_add(&ld->names, kernel->info.name, i, &earlier) : 1;
+        if (added < 0) r = qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+        if (added == 0) r = bad(ld, k, "name also used by kernels[%u]", earlier);
         if (r == QKRT_OK) r = load_code(ld, dir, kernel);
         if (r != QKRT_OK) return r;
     }
@@ -408,8 +418,9 @@ qkrt_result qkrt_bundle_load(qkrt_context *ctx, const char *dir, qkrt_bundle **o
         free(text);
     }
     if (r == QKRT_OK) {
-        loader ld = {ctx, path, ""};
+        loader ld = {ctx, path, "", {0}};
         r = read_manifest(&ld, dir, bundle->doc, bundle);
+        qk_strset_free(&ld.names);
     }
     free(path);
     if (r != QKRT_OK) {

@@ -1,6 +1,8 @@
 /* The JSON reader behind json.h: recursive descent over RFC 8259 text, strict
- * (no comments, no trailing commas, no duplicate keys) so manifests stay portable. */
+ * (no comments, no trailing commas, no duplicate keys) so manifests stay portable.
+ * Linear in the text: duplicate keys are found through a hash set. */
 #include "json.h"
+#include "qk_util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -292,15 +294,8 @@ static bool parse_array(parser *ps, qkrt_json *out) {
     }
 }
 
-static bool parse_object(parser *ps, qkrt_json *out) {
+static bool parse_members(parser *ps, qkrt_json *out, qk_strset *seen) {
     uint32_t capacity = 0;
-    out->type = QKRT_JSON_OBJECT;
-    ps->p++;
-    skip_space(ps);
-    if (ps->p < ps->end && *ps->p == '}') {
-        ps->p++;
-        return true;
-    }
     for (;;) {
         skip_space(ps);
         if (ps->p >= ps->end || *ps->p != '"') return fail(ps, "expected a string key");
@@ -308,12 +303,16 @@ static bool parse_object(parser *ps, qkrt_json *out) {
         const char *key_at = ps->p;
         char *key = NULL;
         if (!parse_string(ps, &key)) return false;
-        for (uint32_t i = 0; i < out->count; i++) {
-            if (strcmp(out->keys[i], key) == 0) {
-                ps->p = key_at;
+        int added = qk_strset_add(seen, key, out->count, NULL);
+        if (added <= 0) {
+            ps->p = key_at;
+            if (added < 0) {
                 free(key);
-                return fail(ps, "duplicate key '%s'", out->keys[i]);
+                return fail(ps, "out of memory");
             }
+            fail(ps, "duplicate key '%s'", key);
+            free(key);
+            return false;
         }
         qkrt_json *item = &out->items[out->count];
         memset(item, 0, sizeof *item);
@@ -334,6 +333,20 @@ static bool parse_object(parser *ps, qkrt_json *out) {
         }
         return fail(ps, "expected ',' or '}' in object");
     }
+}
+
+static bool parse_object(parser *ps, qkrt_json *out) {
+    out->type = QKRT_JSON_OBJECT;
+    ps->p++;
+    skip_space(ps);
+    if (ps->p < ps->end && *ps->p == '}') {
+        ps->p++;
+        return true;
+    }
+    qk_strset seen = {0};
+    bool ok = parse_members(ps, out, &seen);
+    qk_strset_free(&seen);
+    return ok;
 }
 
 static bool parse_literal(parser *ps, const char *word) {
