@@ -9,7 +9,9 @@
 //  - scalar (any device): invocation i keeps weight row i % NR0 and the
 //    columns i / NR0 + j * (WG / NR0), NR0 * NR1 / WG of them, so each shared
 //    weight word it reads serves all its columns;
-//  - MMA_coopmat (VK_NV_cooperative_matrix): the tile is 16 x 16 blocks; the
+//  - MMA_coopmat (VK_NV_cooperative_matrix) and MMA_coopmat_khr
+//    (VK_KHR_cooperative_matrix, the portable form AMD and Intel GPUs run;
+//    the same path with KHR's types and calls): the tile is 16 x 16 blocks; the
 //    WG / 32 subgroups form a QK_SG_R x QK_SG_C grid, each owning QK_WR x
 //    QK_WC blocks, so per 16-deep slice a subgroup loads QK_WR weight and QK_WC
 //    activation matrices from shared memory for QK_WR * QK_WC products; results
@@ -58,7 +60,10 @@
 // from 51.1 to 59.4 TFLOP/s, and the NK = 64 tile, whose two sets take twice
 // the shared memory, from 54.4 to 37.7: so NK = 64 keeps one set, and so
 // does the staged form (staged: shared), whose raw blocks are a step ahead.
-#ifdef MMA_coopmat
+#if defined(MMA_coopmat) || defined(MMA_coopmat_khr)
+#define QK_COOPMAT 1
+#endif
+#ifdef QK_COOPMAT
 #ifdef QK_STAGE_SHARED
 #define QK_TILE_SETS 1u
 #else
@@ -113,7 +118,7 @@ void qk_store(uint yr, uint r, float v[QK_NW]) {
 }
 #endif
 
-#ifdef MMA_coopmat
+#ifdef QK_COOPMAT
 #define CM 16u                  // the f16 16x16x16 shape (rule in the spec)
 #define QK_CT_R (NR0 / CM)      // 16 x 16 blocks along the rows of the tile
 #define QK_CT_C (NR1 / CM)
@@ -132,8 +137,26 @@ void qk_store(uint yr, uint r, float v[QK_NW]) {
 #define QK_SG_C (QK_NSG / QK_SG_R)
 #define QK_WR (QK_CT_R / QK_SG_R)
 #define QK_WC (QK_CT_C > QK_SG_C ? QK_CT_C / QK_SG_C : 1u)
-#define QK_F16MAT fcoopmatNV<16, gl_ScopeSubgroup, CM, CM>
+// The matrices and the calls on them, in 16-byte units of qk_sm: weights
+// (A, M x K) row-major, activations (B, K x N) column-major, results stored
+// column-major into the scratch.
+#ifdef MMA_coopmat_khr
+#define QK_AMAT coopmat<float16_t, gl_ScopeSubgroup, CM, CM, gl_MatrixUseA>
+#define QK_BMAT coopmat<float16_t, gl_ScopeSubgroup, CM, CM, gl_MatrixUseB>
+#define QK_F32MAT coopmat<float, gl_ScopeSubgroup, CM, CM, gl_MatrixUseAccumulator>
+#define QK_LOAD_A(m, at) coopMatLoad(m, qk_sm, at, TSV, gl_CooperativeMatrixLayoutRowMajor)
+#define QK_LOAD_B(m, at) coopMatLoad(m, qk_sm, at, TSV, gl_CooperativeMatrixLayoutColumnMajor)
+#define QK_MULADD(a, b, c) coopMatMulAdd(a, b, c)
+#define QK_STORE(m, at) coopMatStore(m, qk_sm, at, CM / 4u, gl_CooperativeMatrixLayoutColumnMajor)
+#else
+#define QK_AMAT fcoopmatNV<16, gl_ScopeSubgroup, CM, CM>
+#define QK_BMAT QK_AMAT
 #define QK_F32MAT fcoopmatNV<32, gl_ScopeSubgroup, CM, CM>
+#define QK_LOAD_A(m, at) coopMatLoadNV(m, qk_sm, at, TSV, false)
+#define QK_LOAD_B(m, at) coopMatLoadNV(m, qk_sm, at, TSV, true)
+#define QK_MULADD(a, b, c) coopMatMulAddNV(a, b, c)
+#define QK_STORE(m, at) coopMatStoreNV(m, qk_sm, at, CM / 4u, true)
+#endif
 #else
 #define QK_NC (NR0 * NR1 / WG)  // columns per invocation
 #endif
@@ -172,7 +195,7 @@ void main() {
 #else
     const uint s0 = 0u, s1 = nsteps;
 #endif
-#ifdef MMA_coopmat
+#ifdef QK_COOPMAT
     const uint sg = tid / 32u, sgr = sg % QK_SG_R, sgc = sg / QK_SG_R;
     // uniform in the subgroup; known true at compile time where the subgroup
     // grid fits the blocks (then nothing branches around the products)
@@ -185,17 +208,15 @@ void main() {
 #define QK_STEP(t0)                                                                            \
     if (busy)                                                                                  \
         [[unroll]] for (uint kk = 0; kk < NK / 8u; kk += CM / 8u) { /* in 16-byte units */    \
-            QK_F16MAT b[QK_WC];                                                                \
-            [[unroll]] for (uint j = 0; j < QK_WC; j++) /* K x N, column-major */              \
-                coopMatLoadNV(b[j], qk_sm, (t0) + QK_XT0 + (sgc * QK_WC + j) * CM * TSV + kk,  \
-                              TSV, true);                                                      \
+            QK_BMAT b[QK_WC];                                                                  \
+            [[unroll]] for (uint j = 0; j < QK_WC; j++)                                        \
+                QK_LOAD_B(b[j], (t0) + QK_XT0 + (sgc * QK_WC + j) * CM * TSV + kk);            \
             [[unroll]] for (uint m = 0; m < QK_NW; m++)                                        \
                 [[unroll]] for (uint i = 0; i < QK_WR; i++) {                                  \
-                    QK_F16MAT a;                                                               \
-                    coopMatLoadNV(a, qk_sm, (t0) + (m * NR0 + (sgr * QK_WR + i) * CM) * TSV + kk, \
-                                  TSV, false);                                                 \
+                    QK_AMAT a;                                                                 \
+                    QK_LOAD_A(a, (t0) + (m * NR0 + (sgr * QK_WR + i) * CM) * TSV + kk);        \
                     [[unroll]] for (uint j = 0; j < QK_WC; j++)                                \
-                        acc[m][i][j] = coopMatMulAddNV(a, b[j], acc[m][i][j]);                \
+                        acc[m][i][j] = QK_MULADD(a, b[j], acc[m][i][j]);                      \
                 }                                                                              \
         }
 #else
@@ -262,7 +283,7 @@ void main() {
     }
 #endif
 
-#ifdef MMA_coopmat
+#ifdef QK_COOPMAT
     // The results go out a 16 x 16 block at a time through a scratch of the
     // subgroup's own over the tiles (QK_NW blocks of 256 floats, column-major),
     // so that the bounds checks and the output indirection are the scalar
@@ -273,7 +294,7 @@ void main() {
         [[unroll]] for (uint i = 0; i < QK_WR; i++)
             [[unroll]] for (uint j = 0; j < QK_WC; j++) {
                 [[unroll]] for (uint m = 0; m < QK_NW; m++)
-                    coopMatStoreNV(acc[m][i][j], qk_sm, (scr + m * CM * CM) / 4u, CM / 4u, true);
+                    QK_STORE(acc[m][i][j], (scr + m * CM * CM) / 4u);
                 subgroupMemoryBarrierShared();
                 subgroupBarrier();
                 const uint r0 = row0 + (sgr * QK_WR + i) * CM, c0 = (sgc * QK_WC + j) * CM;
