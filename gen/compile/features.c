@@ -48,7 +48,9 @@ static bool probe(const char *ext) {
     }
     qk_spirv m = {0};
     qk_error e = {0};
+    qk_compile_init(); /* glslang counts its clients: the caller's own stays open */
     bool ok = qk_compile_all(ext, src, &m, &e);
+    qk_compile_finish();
     qk_spirv_free(&m);
     return ok;
 }

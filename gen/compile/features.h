@@ -11,7 +11,7 @@
  * GL_KHR_cooperative_matrix nor GL_NV_cooperative_matrix2, the toolchain of
  * scripts/toolchain.sh both. Probed once per name by compiling a small shader
  * (for the cooperative-matrix extensions one that uses them, so SPIRV-Tools'
- * validator must know them too). Thread-safe; call after qk_compile_init. */
+ * validator must know them too). Thread-safe; needs no qk_compile_init. */
 bool qk_compile_has_extension(const char *ext);
 
 /* The extensions with a probe (gen/compile/probes), into names; how many. */
