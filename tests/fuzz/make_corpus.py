@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+# Writes the seed corpora of the fuzz harnesses (tests/fuzz/corpus/<harness>)
+# from the repository's own files and a bundle built by qkgen:
+#   qkgen build --filter q4_0 --out /tmp/q4_0 && tests/fuzz/make_corpus.py /tmp/q4_0/default
+import hashlib
+import io
+import json
+import os
+import shutil
+import struct
+import sys
+
+import numpy as np
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(os.path.dirname(here))
+corpus = os.path.join(here, "corpus")
+# the module fuzz_manifest.c writes as k.spv: a SPIR-V header and nothing else
+module = struct.pack("<5I", 0x07230203, 0x00010300, 0, 1, 0)
+
+
+def fresh(name):
+    d = os.path.join(corpus, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def put(d, name, data):
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def specs():
+    d = fresh("spec")
+    for folder in ["specs/formats", "specs/kernels", "specs/fusions", "tests/specs_bad",
+                   "tests/specs_plan/formats", "tests/specs_plan/kernels", "tests/newformat"]:
+        src = os.path.join(root, folder)
+        for n in sorted(os.listdir(src)):
+            if n.endswith(".yaml"):
+                shutil.copy(os.path.join(src, n), os.path.join(d, folder.replace("/", "_") + "_" + n))
+
+
+def pick_kernels(manifest):
+    """One kernel of each family, a coopmat one and one with a sized binding."""
+    chosen, seen = [], set()
+    for k in manifest["kernels"]:
+        keys = [k["family"]]
+        if k.get("mma") == "coopmat":
+            keys.append("coopmat")
+        if any(b.get("size") for b in k.get("bindings", [])):
+            keys.append("sized")
+        if k.get("fusion", "none") != "none":
+            keys.append("fusion")
+        if any(key not in seen for key in keys):
+            seen.update(keys)
+            chosen.append(k)
+    return chosen
+
+
+def manifests(bundle):
+    with open(os.path.join(bundle, "manifest.json")) as f:
+        manifest = json.load(f)
+    kernels = pick_kernels(manifest)
+    sha = hashlib.sha256(module).hexdigest()
+    m, j = fresh("manifest"), fresh("json")
+    head = {k: v for k, v in manifest.items() if k != "kernels"}
+
+    def doc(ks):
+        return json.dumps(dict(head, kernels=ks), indent=1) + "\n"
+
+    def local(k):  # the kernel with k.spv as its module
+        return dict(k, spv="k.spv", spv_sha256=sha)
+
+    for k in kernels:
+        put(m, k["name"] + ".json", doc([local(k)]))
+        put(j, k["name"] + ".json", doc([k]))
+    put(m, "several.json", doc([local(k) for k in kernels]))
+    put(m, "empty.json", doc([]))
+    # small documents for the reader's corners: escapes, numbers, nesting
+    put(j, "escapes.json", '{"a": "\\u00e9\\ud83d\\ude00\\n\\t\\"\\\\\\/", "b": ""}')
+    put(j, "numbers.json", "[0, -0, 1.5e3, -2E-2, 9223372036854775807, -9223372036854775808, "
+        "9223372036854775808, 1e400, 0.1]")
+    put(j, "nested.json", '{"x": [[[[{"y": [true, false, null]}]]]], "z": {}}')
+    put(j, "duplicate.json", '{"k": 1, "k": 2}')
+    return manifest
+
+
+def expressions(manifest):
+    d = fresh("expr")
+    seen = []
+    for k in manifest["kernels"]:
+        for e in k["dispatch"]["grid"] + k.get("constraints", []) + \
+                [b["size"] for b in k["bindings"] if b.get("size")]:
+            if e not in seen:
+                seen.append(e)
+    # operators and names at their limits: the evaluator's arithmetic must be
+    # checked, never undefined
+    seen += ["big * 0", "small / neg", "small % neg", "-small", "big + 1", "small - 1",
+             "(M + 1) / -2", "-7 % 3", "7 % -3", "!(K % 32 == 0) || T >= 1 && E < 2",
+             "9223372036854775807", "((((((((((1))))))))))", "M >= 1 && T <= 65535"]
+    for i, e in enumerate(seen):
+        put(d, "%03d.txt" % i, e)
+
+
+def npy_bytes(a, version=None):
+    f = io.BytesIO()
+    np.lib.format.write_array(f, a, version=version)
+    return f.getvalue()
+
+
+def arrays():
+    d = fresh("npy")
+    rng = np.random.default_rng(28)
+    put(d, "f32_3x4.npy", npy_bytes(rng.standard_normal((3, 4)).astype(np.float32)))
+    put(d, "f16_5.npy", npy_bytes(rng.standard_normal(5).astype(np.float16)))
+    put(d, "u8_empty.npy", npy_bytes(np.zeros(0, np.uint8)))
+    put(d, "i32_2x3x4.npy", npy_bytes(np.arange(24, dtype=np.int32).reshape(2, 3, 4)))
+    put(d, "f64_scalar.npy", npy_bytes(np.array(2.5)))
+    put(d, "i8_64.npy", npy_bytes(rng.integers(-128, 128, 64).astype(np.int8)))
+    put(d, "u32_fortran.npy", npy_bytes(np.asfortranarray(np.arange(6, dtype=np.uint32).reshape(2, 3))))
+    put(d, "f32_big_endian.npy", npy_bytes(np.arange(4, dtype=">f4")))
+    put(d, "i64_v2.npy", npy_bytes(np.arange(3, dtype=np.int64), version=(2, 0)))
+    put(d, "u16_2x1.npy", npy_bytes(np.array([[1], [2]], dtype=np.uint16)))
+    put(d, "bool.npy", npy_bytes(np.array([True, False])))
+    put(d, "truncated.npy", npy_bytes(np.arange(16, dtype=np.float32))[:-9])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_corpus.py BUNDLE_DIR (a folder with manifest.json)")
+    specs()
+    manifest = manifests(sys.argv[1])
+    expressions(manifest)
+    arrays()
+    for h in sorted(os.listdir(corpus)):
+        n = os.listdir(os.path.join(corpus, h))
+        print("%-9s %4d inputs, %7d bytes" % (h, len(n), sum(os.path.getsize(os.path.join(corpus, h, x)) for x in n)))
