@@ -14,8 +14,14 @@ typedef struct qk_npy {
     void *data;      /* count * itemsize bytes */
 } qk_npy;
 
+/* Limits of what qk_npy_read takes: the file (a regular one), and the
+ * header (NumPy writes under 100 bytes for the arrays qkgen uses). */
+#define QK_NPY_MAX_BYTES ((size_t)1 << 36)
+#define QK_NPY_MAX_HEADER 65536
+
 /* Reads path; on failure false with "path: message" in e. Fortran order and
- * big-endian arrays are refused. */
+ * big-endian arrays are refused; every size is checked for overflow, and the
+ * data must be exactly what the header says. */
 bool qk_npy_read(const char *path, qk_npy *out, qk_error *e);
 /* Writes atomically (temporary file then rename). dtype as in qk_npy. */
 bool qk_npy_write(const char *path, const char *dtype, uint32_t ndim, const uint64_t *shape,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int failures;
@@ -100,6 +101,105 @@ static void test_expr(void) {
           "not a condition: %s", e.msg);
 }
 
+/* Writes a version-1 .npy file of header text dict and data bytes; reading
+ * it must fail with want in the message. */
+static bool npy_fails(const char *dict, const void *data, size_t bytes, const char *want) {
+    char path[] = "/tmp/qk_npy_bad_XXXXXX";
+    int fd = mkstemp(path);
+    char head[10] = "\x93NUMPY\x01\x00";
+    size_t hlen = strlen(dict);
+    head[8] = (char)(hlen & 255), head[9] = (char)(hlen >> 8);
+    bool written = write(fd, head, 10) == 10 && write(fd, dict, hlen) == (ssize_t)hlen &&
+                   write(fd, data, bytes) == (ssize_t)bytes;
+    close(fd);
+    qk_npy a;
+    qk_error e = {0};
+    bool read = qk_npy_read(path, &a, &e);
+    unlink(path);
+    if (read) qk_npy_free(&a);
+    if (!written || read || !strstr(e.msg, want)) {
+        printf("  '%s': %s\n", dict, read ? "read" : e.msg);
+        return false;
+    }
+    return true;
+}
+
+static void test_npy_bad(void) {
+    uint8_t data[64] = {0};
+    /* (2^62 + 4) x 4 bytes wrapped to 16 and was read as 16 bytes */
+    CHECK(npy_fails("{'descr': '|u1', 'fortran_order': False, 'shape': (4611686018427387908, 4), }",
+                    data, 16, "the shape's element count overflows 64 bits"),
+          "shape product");
+    CHECK(npy_fails("{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693953,), }",
+                    data, 8, "the shape's byte count overflows"),
+          "byte count");
+    CHECK(npy_fails("{'descr': '|u1', 'fortran_order': False, 'shape': (99999999999999999999,), }",
+                    data, 8, "a dimension of the shape overflows 64 bits"),
+          "dimension");
+    CHECK(npy_fails("{'descr': '|u1', 'fortran_order': False, 'shape': (-4, 4), }", data, 16,
+                    "dimensions are whole numbers"),
+          "negative");
+    CHECK(npy_fails("{'descr': '|u1', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }",
+                    data, 1, "more than 8 dimensions"),
+          "ndim");
+    CHECK(npy_fails("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", data, 20,
+                    "data is 20 bytes, the header says 24"),
+          "short data");
+    CHECK(npy_fails("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", data, 28,
+                    "data is 28 bytes, the header says 24"),
+          "long data");
+    CHECK(npy_fails("{'descr': '<u99999999999', 'fortran_order': False, 'shape': (2,), }", data, 8,
+                    "unsupported dtype '<u99999999999'"),
+          "dtype size");
+    /* a version-2 header length of 4 GiB - 1 */
+    char path[] = "/tmp/qk_npy_bad_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(write(fd, "\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14) == 14, "write");
+    close(fd);
+    qk_npy a;
+    qk_error e = {0};
+    CHECK(!qk_npy_read(path, &a, &e) &&
+              strstr(e.msg, "a header of 4294967295 bytes, more than the limit of 65536"),
+          "header length: %s", e.msg);
+    unlink(path);
+}
+
+/* Only regular files are read: a FIFO blocked, /dev/zero never ended. */
+static void test_read_file(void) {
+    qk_error e = {0};
+    size_t n = 0;
+    CHECK(!qk_read_file("/dev/zero", &n, &e) &&
+              strstr(e.msg, "/dev/zero: cannot read: a character device (only regular files"),
+          "/dev/zero: %s", e.msg);
+    qk_npy a;
+    e = (qk_error){0};
+    CHECK(!qk_npy_read("/dev/zero", &a, &e) && strstr(e.msg, "a character device"),
+          "npy /dev/zero: %s", e.msg);
+    char dir[] = "/tmp/qk_read_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "%s/spec.yaml", dir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    e = (qk_error){0};
+    CHECK(!qk_read_file(fifo, &n, &e) && strstr(e.msg, "spec.yaml: cannot read: a FIFO"),
+          "fifo: %s", e.msg);
+    unlink(fifo);
+    e = (qk_error){0};
+    CHECK(!qk_read_file(dir, &n, &e) && strstr(e.msg, "cannot read: a folder"), "dir: %s", e.msg);
+    FILE *f = fopen(fifo, "wb");
+    fputs("0123456789", f);
+    fclose(f);
+    e = (qk_error){0};
+    CHECK(!qk_read_file_max(fifo, 9, &n, &e) &&
+              strstr(e.msg, "10 bytes, more than the limit of 9 for this file"),
+          "limit: %s", e.msg);
+    char *text = qk_read_file_max(fifo, 10, &n, &e);
+    CHECK(text && n == 10 && !strcmp(text, "0123456789"), "read at the limit");
+    free(text);
+    unlink(fifo);
+    rmdir(dir);
+}
+
 int main(void) {
     char hex[65];
     qk_sha256_hex("abc", 3, hex);
@@ -133,6 +233,8 @@ int main(void) {
     e = (qk_error){0};
     CHECK(!qk_npy_read(path, &a, &e) && strstr(e.msg, "not a .npy file"), "bad file: %s", e.msg);
     unlink(path);
+    test_npy_bad();
+    test_read_file();
     printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
     return failures ? 1 : 0;
 }
