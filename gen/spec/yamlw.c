@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Specs are a few KiB; a larger file is not one. */
+#define SPEC_MAX_BYTES ((size_t)4 << 20)
+
 /* libyaml's reader errors (bad UTF-8) carry a byte offset, not a mark. */
-static yaml_mark_t mark_of_offset(FILE *f, size_t offset) {
+static yaml_mark_t mark_of_offset(const char *text, size_t n, size_t offset) {
     yaml_mark_t m = {0};
-    rewind(f);
-    for (size_t i = 0; i < offset; i++) {
-        int c = fgetc(f);
-        if (c == EOF) break;
+    for (size_t i = 0; i < offset && i < n; i++) {
+        unsigned char c = (unsigned char)text[i];
         if (c == '\n')
             m.line++, m.column = 0;
         else if ((c & 0xc0) != 0x80)
@@ -22,22 +23,53 @@ static yaml_mark_t mark_of_offset(FILE *f, size_t offset) {
     return m;
 }
 
+/* libyaml's scanner is quadratic in the nesting of flow collections (20,000
+ * "[" take seconds, 100,000 minutes), so the depth is bounded by a pass over
+ * the events before the document is built. Syntax errors are left to that
+ * second pass, which reports them. */
+static bool check_depth(const char *path, const char *text, size_t n, qk_error *e) {
+    yaml_parser_t p;
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, n);
+    int depth = 0;
+    bool ok = true, more = true;
+    while (ok && more) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) break;
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > QK_SPEC_MAX_DEPTH) {
+                qk_error_set(e, "%s:%zu:%zu: nested deeper than %d levels", path,
+                             ev.start_mark.line + 1, ev.start_mark.column + 1, QK_SPEC_MAX_DEPTH);
+                ok = false;
+            }
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        more = ev.type != YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return ok;
+}
+
 bool yw_open(yw *w, const char *path, qk_error *e) {
     memset(w, 0, sizeof *w);
     w->path = path;
     w->e = e;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        qk_error_set(e, "%s: cannot open: %s", path, strerror(errno));
+    size_t n = 0;
+    char *text = qk_read_file_max(path, SPEC_MAX_BYTES, &n, e);
+    if (!text) return false;
+    if (!check_depth(path, text, n, e)) {
+        free(text);
         return false;
     }
     yaml_parser_t p;
     yaml_parser_initialize(&p);
-    yaml_parser_set_input_file(&p, f);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, n);
     bool ok = yaml_parser_load(&p, &w->doc);
     if (!ok) {
         yaml_mark_t m = p.problem_mark;
-        if (p.error == YAML_READER_ERROR) m = mark_of_offset(f, p.problem_offset);
+        if (p.error == YAML_READER_ERROR) m = mark_of_offset(text, n, p.problem_offset);
         char opened[64] = "";
         if (p.context && p.context_mark.line != m.line)
             snprintf(opened, sizeof opened, " (opened at %zu:%zu)", p.context_mark.line + 1,
@@ -68,7 +100,7 @@ bool yw_open(yw *w, const char *path, qk_error *e) {
         if (!ok) yaml_document_delete(&w->doc);
     }
     yaml_parser_delete(&p);
-    fclose(f);
+    free(text);
     return ok;
 }
 

@@ -7,6 +7,10 @@
 
 #include <yaml.h>
 
+/* Nesting of collections a spec may have (specs use 4): bounds libyaml's
+ * quadratic scanner on hostile input. */
+#define QK_SPEC_MAX_DEPTH 32
+
 typedef struct yw {
     const char *path;
     yaml_document_t doc;
@@ -51,5 +55,13 @@ bool yw_str_list(yw *w, ynode *n, const char *where, char *out, size_t stride, u
                  uint32_t *count);
 /* An integer or an expression string (checked later against parameters). */
 bool yw_intexpr(yw *w, ynode *n, const char *where, qk_intexpr *out);
+
+/* Kernel keys, shared by kernel specs (spec.c) and family specs (family.c). */
+bool qk_spec_binding(yw *w, ynode *m, const char *where, qk_binding_spec *b);
+/* A rule's check and reason (the caller checks the mapping's keys). */
+bool qk_spec_rule(yw *w, ynode *m, const char *where, qk_rule_spec *r);
+/* Every kernel key present in map; partial: none required, and bindings,
+ * grid and rules left to the caller. */
+bool qk_spec_kernel_keys(yw *w, ynode *map, qk_kernel_spec *k, bool partial);
 
 #endif
