@@ -184,13 +184,25 @@ static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_
                         k->fusion_count ? k->fusion_count : 1,
                         k->tpr_count ? k->tpr_count : 1,
                         k->sk_count ? k->sk_count : 1};
-    uint32_t total = 1;
+    uint64_t total = 1, before = (uint64_t)p->variant_count + p->dropped_count;
     for (int d = 0; d < 9; d++)
-        total *= dims[d];
-    for (uint32_t n = 0; n < total; n++) {
-        uint32_t ix[9], rest = n;
+        if (__builtin_mul_overflow(total, (uint64_t)dims[d], &total)) total = UINT64_MAX;
+    if (total > QK_PLAN_MAX_POINTS - before) {
+        qk_error_set(e,
+                     "%s:%d:%d: tile: kernel '%s' on format '%s' has %llu points (%u activations "
+                     "x %u NR0 x %u NR1 x %u NK x %u WG x %u mma x %u fusions x %u TPR x %u SK), "
+                     "more than the %u a plan may have (%llu before it)",
+                     k->path, k->tile_mark.line, k->tile_mark.col, k->name, f->name,
+                     (unsigned long long)total, dims[0], dims[1], dims[2], dims[3], dims[4],
+                     dims[5], dims[6], dims[7], dims[8], QK_PLAN_MAX_POINTS,
+                     (unsigned long long)before);
+        return false;
+    }
+    for (uint64_t n = 0; n < total; n++) {
+        uint32_t ix[9];
+        uint64_t rest = n;
         for (int d = 8; d >= 0; d--)
-            ix[d] = rest % dims[d], rest /= dims[d];
+            ix[d] = (uint32_t)(rest % dims[d]), rest /= dims[d];
         qk_variant v = {.kernel = k, .format = f, .weights = k->weights};
         snprintf(v.activation, sizeof v.activation, "%s", k->activations[ix[0]]);
         v.nr0 = k->nr0[ix[1]], v.nr1 = k->nr1[ix[2]], v.nk = k->nk[ix[3]], v.wg = k->wg[ix[4]];

@@ -8,6 +8,9 @@
 
 /* Legality limits the plan applies to every variant, with their reasons. */
 enum { QK_PLAN_MAX_SHARED = 49152, QK_PLAN_MAX_WG = 1024 };
+/* Points (variants and dropped) a plan may have in all: the default specs
+ * have about 24,000, and each point costs some 1.5 KiB while planning. */
+#define QK_PLAN_MAX_POINTS (1u << 20)
 
 typedef struct qk_variant {
     char name[256];

@@ -420,6 +420,8 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
         !yw_str(w, yw_get(w, root, "template"), "template", k->template_name,
                 sizeof k->template_name))
         return false;
+    k->template_mark = yw_mark(yw_get(w, root, "template"));
+    k->tile_mark = yw_mark(yw_get(w, root, "tile"));
     if ((n = yw_get(w, root, "description")) &&
         !yw_str(w, n, "description", k->description, sizeof k->description))
         return false;

@@ -116,6 +116,7 @@ typedef struct qk_kernel_spec {
     char name[QK_MAX_NAME];
     char family[QK_MAX_NAME];
     char template_name[QK_MAX_PATH]; /* relative to the templates folder */
+    qk_mark template_mark, tile_mark;
     uint32_t format_count;
     char formats[QK_MAX_LIST][QK_MAX_NAME];
     qk_mark formats_mark;

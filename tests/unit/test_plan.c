@@ -96,6 +96,22 @@ int main(int argc, char **argv) {
     CHECK(!qk_plan_build(&s, &p2, &e2) && strstr(e2.msg, "k.yaml:4:10: formats: unknown format 'nope'"),
           "unknown format message: %s", e2.msg);
 
+    /* 2^32 points: counted in 32 bits they were 0 variants and no error */
+    k->format_count = 1;
+    k->activation_count = 1;
+    k->nr0_count = k->nr1_count = k->nk_count = k->wg_count = k->tpr_count = k->sk_count = 32;
+    k->mma_count = 4;
+    for (int i = 0; i < 32; i++)
+        k->nr0[i] = k->nr1[i] = k->nk[i] = k->wg[i] = k->tpr[i] = k->sk[i] = 1;
+    for (int i = 0; i < 4; i++)
+        snprintf(k->mma[i], sizeof k->mma[i], "scalar");
+    e2 = (qk_error){0};
+    CHECK(!qk_plan_build(&s, &p2, &e2) &&
+              strstr(e2.msg, "k.yaml:6:7: tile: kernel 'kk' on format 'blk' has 4294967296 points "
+                             "(1 activations x 32 NR0 x 32 NR1 x 32 NK x 32 WG x 4 mma x 1 "
+                             "fusions x 32 TPR x 32 SK), more than the 1048576 a plan may have"),
+          "search space message: %s", e2.msg);
+
     qk_plan_free(&p);
     qk_spec_set_free(&s);
     printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
