@@ -71,6 +71,15 @@ int cmd_build(qk_args *a) {
     qk_spec_set specs;
     qk_plan plan;
     if (!load_plan(a->cmd, spec_dir, &specs, &plan)) return QK_EXIT_USAGE;
+    for (uint32_t i = 0; i < specs.kernel_count; i++) {
+        qk_error te = {0};
+        if (!qk_emit_check_template(&specs.kernels[i], templates, &te)) {
+            fprintf(stderr, "%s\n", te.msg);
+            qk_plan_free(&plan);
+            qk_spec_set_free(&specs);
+            return QK_EXIT_USAGE;
+        }
+    }
     qk_build_opts o = {.templates_dir = templates,
                        .out_dir = out,
                        .name = name,

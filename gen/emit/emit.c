@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct {
     const char *feature;
@@ -126,6 +127,30 @@ static bool inline_file(inliner *in, const char *name, const char *from_dir, int
         free(text);
     }
     free(path);
+    return ok;
+}
+
+bool qk_emit_check_template(const qk_kernel_spec *k, const char *templates_dir, qk_error *e) {
+    char *kdir = qk_path_dir(k->path);
+    char *path = qk_path_join(kdir, k->template_name);
+    if (!qk_is_file(path)) {
+        free(path);
+        path = qk_path_join(templates_dir, k->template_name);
+    }
+    qk_error fe = {0};
+    struct stat st;
+    bool missing = stat(path, &st) != 0; /* in neither place */
+    bool ok = !missing && qk_check_file(path, QK_READ_MAX, &fe);
+    if (missing)
+        qk_error_set(e, "%s:%d:%d: template: '%s' is neither next to the spec (%s) nor in the "
+                     "templates folder (%s)",
+                     k->path, k->template_mark.line, k->template_mark.col, k->template_name, kdir,
+                     templates_dir);
+    else if (!ok)
+        qk_error_set(e, "%s:%d:%d: template: %s", k->path, k->template_mark.line,
+                     k->template_mark.col, fe.msg);
+    free(path);
+    free(kdir);
     return ok;
 }
 

@@ -24,6 +24,23 @@ sed 's/^shared_memory: .*/shared_memory: "8"/; s/^formats: .*/formats: [q4_0]/; 
 expect 1 "declares [0-9]* bytes of shared memory, more than the 8 of the spec's shared_memory" -- \
   "$qkgen" build "$scratch/sm" --templates templates --out "$scratch/o2"
 [ ! -e "$scratch/o2/default" ] || fail "a bundle written despite the shared memory error"
+# a missing template names the spec's template: line, before anything compiles
+mkdir -p "$scratch/tp/kernels" && cp -r "$scratch/sm/formats" "$scratch/sm/fusions" "$scratch/tp/"
+sed 's/^template: .*/template: nothere.comp/; s/^formats: .*/formats: [q4_0]/' \
+  specs/kernels/matvec.yaml >"$scratch/tp/kernels/matvec.yaml"
+line=$(grep -n '^template:' "$scratch/tp/kernels/matvec.yaml" | cut -d: -f1)
+expect 2 "tp/kernels/matvec.yaml:$line:11: template: 'nothere.comp' is neither next to the spec" -- \
+  "$qkgen" build "$scratch/tp" --templates templates --out "$scratch/o3"
+[ ! -e "$scratch/o3/default" ] || fail "a bundle written despite a missing template"
+# only regular files are read: a FIFO spec and a C header at /dev/zero hung
+mkdir -p "$scratch/ff/kernels" "$scratch/ff/formats" && mkfifo "$scratch/ff/kernels/x.yaml"
+expect 2 "x.yaml: cannot read: a FIFO (only regular files are read)" -- \
+  timeout 20 "$qkgen" list "$scratch/ff"
+mkdir -p "$scratch/cz/kernels" && cp -r "$scratch/sm/formats" "$scratch/sm/fusions" "$scratch/cz/"
+sed -i 's#header: .*ggml_blocks.h#header: /dev/zero#' "$scratch/cz/formats/q4_0.yaml"
+cp "$scratch/tp/kernels/matvec.yaml" "$scratch/cz/kernels/" && sed -i 's/^template: .*/template: matvec.comp/' "$scratch/cz/kernels/matvec.yaml"
+expect 2 "c_struct: q4_0 does not match block_q4_0: /dev/zero: cannot read: a character device" -- \
+  timeout 20 "$qkgen" build "$scratch/cz" --templates templates --out "$scratch/o4"
 expect 2 "\-\-format is required" -- "$qkgen" matmul --weights a --x b --out c
 python3 -c 'import numpy' 2>/dev/null || fail "python3-numpy is needed"
 python3 - "$scratch" <<'PY'
@@ -42,6 +59,7 @@ expect 2 "a row of 19 bytes is not a whole number of q4_0 blocks (18 bytes)" -- 
 expect 2 "x_bad_k.npy: K is 96, but the weights have K = 64" -- "$qkgen" matmul --format q4_0 --weights "$scratch/w.npy" --x "$scratch/x_bad_k.npy" --out "$scratch/y.npy" $b
 expect 2 "x_f64.npy: expected float32" -- "$qkgen" matmul --format q4_0 --weights "$scratch/w.npy" --x "$scratch/x_f64.npy" --out "$scratch/y.npy" $b
 expect 2 "no matvec kernel for q9_9" -- "$qkgen" matmul --format q9_9 --weights "$scratch/w.npy" --x "$scratch/x.npy" --out "$scratch/y.npy" $b
+expect 2 "/dev/zero: cannot read: a character device" -- timeout 20 "$qkgen" matmul --format q4_0 --weights "$scratch/w.npy" --x /dev/zero --out "$scratch/y.npy" $b
 [ ! -e "$scratch/y.npy" ] || fail "y.npy written despite errors"
 expect 2 "\-\-finalists: 65 is more than 64" -- "$qkgen" bench --finalists 65 --json "$scratch/b.json" $b
 expect 2 "\-\-runs: 5 is fewer than 20" -- "$qkgen" bench --runs 5 --json "$scratch/b.json" $b
