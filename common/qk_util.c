@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,6 +290,35 @@ bool qk_write_file(const char *path, const void *data, size_t n, qk_error *e) {
     }
     qk_str_free(&tmp);
     return ok;
+}
+
+/* The process id a temporary name ends with (".tmp.PID", ".old.PID"), or 0. */
+static long temp_owner(const char *name) {
+    const char *dot = strrchr(name, '.');
+    if (!dot || dot == name || !dot[1] || strspn(dot + 1, "0123456789") != strlen(dot + 1))
+        return 0;
+    size_t stem = (size_t)(dot - name);
+    if (!((stem > 4 && !strncmp(dot - 4, ".tmp", 4)) || (stem > 4 && !strncmp(dot - 4, ".old", 4))))
+        return 0;
+    long pid = strtol(dot + 1, NULL, 10);
+    return pid > 0 ? pid : 0;
+}
+
+uint32_t qk_remove_stale_temps(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    uint32_t removed = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        long pid = temp_owner(ent->d_name);
+        /* a live process (or one of another user: EPERM) may still write it */
+        if (!pid || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char *path = qk_path_join(dir, ent->d_name);
+        removed += qk_rmtree(path);
+        free(path);
+    }
+    closedir(d);
+    return removed;
 }
 
 bool qk_mkdirs(const char *path, qk_error *e) {

@@ -82,6 +82,10 @@ bool qk_check_file(const char *path, size_t max, qk_error *e);
 /* Writes path atomically: a temporary file beside it, then rename. */
 bool qk_write_file(const char *path, const void *data, size_t n, qk_error *e);
 bool qk_mkdirs(const char *path, qk_error *e);
+/* Removes what killed writers left in dir: files and folders named
+ * "*.tmp.PID" (qk_write_file's, a bundle's) or "*.old.PID" whose process is
+ * gone. Returns how many were removed. */
+uint32_t qk_remove_stale_temps(const char *dir);
 /* Removes a folder and everything under it; true if it is gone. */
 bool qk_rmtree(const char *path);
 bool qk_is_dir(const char *path);

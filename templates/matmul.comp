@@ -137,26 +137,7 @@ void qk_store(uint yr, uint r, float v[QK_NW]) {
 #define QK_SG_C (QK_NSG / QK_SG_R)
 #define QK_WR (QK_CT_R / QK_SG_R)
 #define QK_WC (QK_CT_C > QK_SG_C ? QK_CT_C / QK_SG_C : 1u)
-// The matrices and the calls on them, in 16-byte units of qk_sm: weights
-// (A, M x K) row-major, activations (B, K x N) column-major, results stored
-// column-major into the scratch.
-#ifdef MMA_coopmat_khr
-#define QK_AMAT coopmat<float16_t, gl_ScopeSubgroup, CM, CM, gl_MatrixUseA>
-#define QK_BMAT coopmat<float16_t, gl_ScopeSubgroup, CM, CM, gl_MatrixUseB>
-#define QK_F32MAT coopmat<float, gl_ScopeSubgroup, CM, CM, gl_MatrixUseAccumulator>
-#define QK_LOAD_A(m, at) coopMatLoad(m, qk_sm, at, TSV, gl_CooperativeMatrixLayoutRowMajor)
-#define QK_LOAD_B(m, at) coopMatLoad(m, qk_sm, at, TSV, gl_CooperativeMatrixLayoutColumnMajor)
-#define QK_MULADD(a, b, c) coopMatMulAdd(a, b, c)
-#define QK_STORE(m, at) coopMatStore(m, qk_sm, at, CM / 4u, gl_CooperativeMatrixLayoutColumnMajor)
-#else
-#define QK_AMAT fcoopmatNV<16, gl_ScopeSubgroup, CM, CM>
-#define QK_BMAT QK_AMAT
-#define QK_F32MAT fcoopmatNV<32, gl_ScopeSubgroup, CM, CM>
-#define QK_LOAD_A(m, at) coopMatLoadNV(m, qk_sm, at, TSV, false)
-#define QK_LOAD_B(m, at) coopMatLoadNV(m, qk_sm, at, TSV, true)
-#define QK_MULADD(a, b, c) coopMatMulAddNV(a, b, c)
-#define QK_STORE(m, at) coopMatStoreNV(m, qk_sm, at, CM / 4u, true)
-#endif
+#include "include/coopmat.glsl"
 #else
 #define QK_NC (NR0 * NR1 / WG)  // columns per invocation
 #endif
@@ -210,11 +191,11 @@ void main() {
         [[unroll]] for (uint kk = 0; kk < NK / 8u; kk += CM / 8u) { /* in 16-byte units */    \
             QK_BMAT b[QK_WC];                                                                  \
             [[unroll]] for (uint j = 0; j < QK_WC; j++)                                        \
-                QK_LOAD_B(b[j], (t0) + QK_XT0 + (sgc * QK_WC + j) * CM * TSV + kk);            \
+                QK_LOAD_COLS(b[j], qk_sm, (t0) + QK_XT0 + (sgc * QK_WC + j) * CM * TSV + kk, TSV); \
             [[unroll]] for (uint m = 0; m < QK_NW; m++)                                        \
                 [[unroll]] for (uint i = 0; i < QK_WR; i++) {                                  \
                     QK_AMAT a;                                                                 \
-                    QK_LOAD_A(a, (t0) + (m * NR0 + (sgr * QK_WR + i) * CM) * TSV + kk);        \
+                    QK_LOAD_ROWS(a, qk_sm, (t0) + (m * NR0 + (sgr * QK_WR + i) * CM) * TSV + kk, TSV); \
                     [[unroll]] for (uint j = 0; j < QK_WC; j++)                                \
                         acc[m][i][j] = QK_MULADD(a, b[j], acc[m][i][j]);                      \
                 }                                                                              \
@@ -294,7 +275,7 @@ void main() {
         [[unroll]] for (uint i = 0; i < QK_WR; i++)
             [[unroll]] for (uint j = 0; j < QK_WC; j++) {
                 [[unroll]] for (uint m = 0; m < QK_NW; m++)
-                    QK_STORE(acc[m][i][j], (scr + m * CM * CM) / 4u);
+                    QK_STORE_COLS(acc[m][i][j], qk_sm, (scr + m * CM * CM) / 4u, CM / 4u);
                 subgroupMemoryBarrierShared();
                 subgroupBarrier();
                 const uint r0 = row0 + (sgr * QK_WR + i) * CM, c0 = (sgc * QK_WC + j) * CM;

@@ -169,6 +169,9 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
     char *bundle_dir = qk_path_join(o->out_dir, name);
     char *cache_dir = qk_path_join(o->out_dir, ".cache");
     snprintf(st->path, sizeof st->path, "%s", bundle_dir);
+    /* killed builds leave their hidden folders and files; nothing else would remove them */
+    qk_remove_stale_temps(o->out_dir);
+    qk_remove_stale_temps(cache_dir);
     st->dropped = plan->dropped_count;
 
     /* 1. Emit every variant; hash the sources, the specs and the generator. */
