@@ -14,9 +14,13 @@
 #include <unistd.h>
 
 /* Loads and plans spec_dir; prints the error and returns false on failure. */
-static bool load_plan(const char *cmd, const char *spec_dir, qk_spec_set *specs, qk_plan *plan) {
+static bool load_plan_as(const char *cmd, const char *spec_dir, bool no_specialize,
+                         qk_spec_set *specs, qk_plan *plan) {
     qk_error e = {0};
-    if (!qk_spec_set_load(spec_dir, specs, &e) || !qk_plan_build(specs, plan, &e)) {
+    bool ok = qk_spec_set_load(spec_dir, specs, &e);
+    for (uint32_t i = 0; ok && no_specialize && i < specs->kernel_count; i++)
+        specs->kernels[i].specialize = 0;
+    if (!ok || !qk_plan_build(specs, plan, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         (void)cmd;
         return false;
@@ -24,26 +28,57 @@ static bool load_plan(const char *cmd, const char *spec_dir, qk_spec_set *specs,
     return true;
 }
 
-static void progress(void *user, uint32_t done, uint32_t total, const char *variant) {
+static bool load_plan(const char *cmd, const char *spec_dir, qk_spec_set *specs, qk_plan *plan) {
+    return load_plan_as(cmd, spec_dir, false, specs, plan);
+}
+
+/* On a terminal one line rewritten in place; otherwise (CI, a log) a line
+ * every five seconds, so long builds show they are alive. */
+static void report(const char *what, uint32_t done, uint32_t total, const char *variant) {
+    static double last;
+    if (isatty(2)) {
+        fprintf(stderr, "\r\033[K[%u/%u] %s %s", done, total, what, variant);
+    } else if (qk_now_s() - last >= 5.0 || done == total) {
+        last = qk_now_s();
+        fprintf(stderr, "[%u/%u] %s %s\n", done, total, what, variant);
+    }
+}
+
+static void progress(void *user, uint32_t done, uint32_t total, const char *module) {
     (void)user;
-    if (isatty(2)) fprintf(stderr, "\r\033[K[%u/%u] compiling %s", done + 1, total, variant);
+    report("compiling", done + 1, total, module);
+}
+
+static void check_progress(void *user, uint32_t done, uint32_t total, const char *variant) {
+    (void)user;
+    report("checking", done, total, variant);
 }
 
 int cmd_build(qk_args *a) {
+    for (int i = a->i; i < a->argc; i++) /* a tuned bundle: cli/cmd_tune.c */
+        if (!strncmp(a->argv[i], "--tuned", 7)) return cmd_build_tuned(a);
     const char *spec_dir = NULL, *out = "out", *name = "default", *filter = NULL;
     const char *templates = qk_default_templates();
-    bool force = false, quiet = false;
+    bool force = false, quiet = false, representative = false, no_specialize = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen build [SPEC_DIR] [--out DIR] [--name NAME] [--templates DIR]\n"
-                 "                   [--filter TEXT] [--force] [--quiet]\n\n"
+                 "                   [--filter TEXT] [--representative] [--no-specialize]\n"
+                 "                   [--force] [--quiet]\n\n"
                  "Expands the specs of SPEC_DIR (default specs/: formats/*.yaml and\n"
                  "kernels/*.yaml) into variants, emits GLSL, compiles it with glslang, optimizes\n"
                  "and validates it with SPIRV-Tools, and writes DIR/NAME (default out/default):\n"
-                 "one .spv per variant and manifest.json. Unchanged variants come from the\n"
-                 "cache in DIR/.cache; an unchanged bundle is not rewritten.\n\n"
-                 "  --filter TEXT  only the variants whose name contains TEXT\n"
-                 "  --force        ignore the caches and compile everything\n"
+                 "a SPIR-V module per kernel, format and path (tile sizes are its\n"
+                 "specialization constants, the kernel spec's `specialize:`) and\n"
+                 "manifest.json. Unchanged modules come from the cache in DIR/.cache; an\n"
+                 "unchanged bundle is not rewritten.\n\n"
+                 "  --filter TEXT     only the variants whose name contains TEXT (or one of\n"
+                 "                    its comma-separated parts: a,b,c)\n"
+                 "  --representative  of those, only the first tile of each path: kernel x\n"
+                 "                    format (and option) x activation x mma x fusion\n"
+                 "  --no-specialize   every variant a module of its own, tile sizes compiled\n"
+                 "                    in (as before qkgen-bundle/2; for comparisons)\n"
+                 "  --force           ignore the caches and compile everything\n"
                  "exit status: 0 built or up to date, 1 compile or write failure, 2 bad spec");
             return QK_EXIT_OK;
         }
@@ -52,6 +87,14 @@ int cmd_build(qk_args *a) {
             continue;
         if (qk_flag(a, "--force")) {
             force = true;
+            continue;
+        }
+        if (qk_flag(a, "--representative")) {
+            representative = true;
+            continue;
+        }
+        if (qk_flag(a, "--no-specialize")) {
+            no_specialize = true;
             continue;
         }
         if (qk_flag(a, "--quiet") || qk_flag(a, "-q")) {
@@ -70,7 +113,7 @@ int cmd_build(qk_args *a) {
     double t0 = qk_now_s();
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(a->cmd, spec_dir, &specs, &plan)) return QK_EXIT_USAGE;
+    if (!load_plan_as(a->cmd, spec_dir, no_specialize, &specs, &plan)) return QK_EXIT_USAGE;
     for (uint32_t i = 0; i < specs.kernel_count; i++) {
         qk_error te = {0};
         if (!qk_emit_check_template(&specs.kernels[i], templates, &te)) {
@@ -84,8 +127,10 @@ int cmd_build(qk_args *a) {
                        .out_dir = out,
                        .name = name,
                        .filter = filter,
+                       .representative = representative,
                        .force = force,
-                       .progress = quiet ? NULL : progress};
+                       .progress = quiet ? NULL : progress,
+                       .check_progress = quiet ? NULL : check_progress};
     qk_build_stats st;
     qk_error e = {0};
     qk_compile_init();
@@ -103,9 +148,10 @@ int cmd_build(qk_args *a) {
             printf("%s is up to date: %u variants (%.3f s)\n", st.path, st.variants,
                    qk_now_s() - t0);
         else
-            printf("built %s: %u variants (%u compiled, %u from cache), %u points dropped by "
-                   "rules, in %.2f s\n",
-                   st.path, st.variants, st.compiled, st.cached, st.dropped, qk_now_s() - t0);
+            printf("built %s: %u variants in %u modules (%u compiled, %u from cache), %u points "
+                   "dropped by rules, in %.2f s\n",
+                   st.path, st.variants, st.modules, st.compiled, st.cached, st.dropped,
+                   qk_now_s() - t0);
     }
     qk_plan_free(&plan);
     qk_spec_set_free(&specs);
@@ -113,13 +159,15 @@ int cmd_build(qk_args *a) {
 }
 
 int cmd_list(qk_args *a) {
-    const char *spec_dir = NULL;
-    bool formats = false, variants = false, dropped = false;
+    const char *spec_dir = NULL, *filter = NULL;
+    bool formats = false, variants = false, dropped = false, representative = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen list [SPEC_DIR] [--formats] [--variants] [--dropped]\n\n"
+            puts("usage: qkgen list [SPEC_DIR] [--formats] [--variants] [--dropped]\n"
+                 "                  [--filter TEXT] [--representative]\n\n"
                  "Lists the formats and the kernel variants the specs expand to (both by\n"
-                 "default), or the points of the search space that rules dropped, with why.");
+                 "default), or the points of the search space that rules dropped, with why.\n"
+                 "--filter and --representative select variants as 'qkgen build' does.");
             return QK_EXIT_OK;
         }
         if (qk_flag(a, "--formats"))
@@ -128,6 +176,10 @@ int cmd_list(qk_args *a) {
             variants = true;
         else if (qk_flag(a, "--dropped"))
             dropped = true;
+        else if (qk_flag(a, "--representative"))
+            representative = true;
+        else if (qk_opt(a, "--filter", &filter))
+            continue;
         else if (a->argv[a->i][0] != '-' && !spec_dir)
             spec_dir = a->argv[a->i++];
         else
@@ -159,9 +211,12 @@ int cmd_list(qk_args *a) {
     }
     if (variants) {
         if (formats) putchar('\n');
-        for (uint32_t i = 0; i < plan.variant_count; i++)
-            printf("%s\n", plan.variants[i].name);
-        printf("(%u variants)\n", plan.variant_count);
+        uint32_t *picked = qk_xcalloc(plan.variant_count + 1, sizeof *picked);
+        uint32_t n = qk_plan_select(&plan, filter, representative, picked);
+        for (uint32_t i = 0; i < n; i++)
+            printf("%s\n", plan.variants[picked[i]].name);
+        printf("(%u variants)\n", n);
+        free(picked);
     }
     if (dropped) {
         for (uint32_t i = 0; i < plan.dropped_count; i++)

@@ -131,8 +131,15 @@ void qk_store(uint yr, uint r, float v[QK_NW]) {
 // (QK_SG_C > QK_CT_C) only help load the tiles.
 #define QK_NSG (WG / 32u)
 #define QK_SGR0 (QK_CT_R < QK_NSG ? QK_CT_R : QK_NSG)
-#define QK_LOADS(r) (QK_CT_R / (r) + QK_CT_C * (r) / QK_NSG)
-#define QK_HALVE(r) ((r) >= 2u && QK_NSG / ((r) / 2u) <= QK_CT_C && QK_LOADS((r) / 2u) < QK_LOADS(r))
+// WG, NR0 and NR1 may be specialization constants, whose expressions glslang
+// cannot join with && (its short circuit leaves an undefined id), so the
+// terms are ANDed as integers and every divisor kept nonzero (QK_NZ: 0 -> 1,
+// the other values as they are), since nothing short-circuits.
+#define QK_NZ(x) ((x) + uint((x) == 0u))
+#define QK_LOADS(r) (QK_CT_R / QK_NZ(r) + QK_CT_C * (r) / QK_NSG)
+#define QK_HALVE(r)                                                                            \
+    ((uint((r) >= 2u) & uint(QK_NSG / QK_NZ((r) / 2u) <= QK_CT_C) &                           \
+      uint(QK_LOADS((r) / 2u) < QK_LOADS(r))) != 0u)
 #define QK_SG_R (QK_HALVE(QK_SGR0) ? (QK_HALVE(QK_SGR0 / 2u) ? QK_SGR0 / 4u : QK_SGR0 / 2u) : QK_SGR0)
 #define QK_SG_C (QK_NSG / QK_SG_R)
 #define QK_WR (QK_CT_R / QK_SG_R)

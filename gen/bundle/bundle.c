@@ -47,8 +47,31 @@ static void hash_path(qk_sha256 *h, const char *path) {
     free(text);
 }
 
-static bool selected(const qk_build_opts *o, const qk_variant *v) {
-    return !o->filter || strstr(v->name, o->filter);
+/* The device extension a Vulkan 1.2 device needs for a feature (core from
+ * 1.3 for the dot product, which engines on 1.3 need not enable). */
+static const char *extension_of(const char *feature) {
+    if (!strcmp(feature, "cooperative_matrix_nv")) return "VK_NV_cooperative_matrix";
+    if (!strcmp(feature, "integer_dot_product")) return "VK_KHR_shader_integer_dot_product";
+    return NULL;
+}
+
+/* The precision class of docs/manifest.md: activations as f32 throughout,
+ * staged as f16 (the tiled matmuls' tiles, cooperative matrices), or
+ * quantized to 8 bits (the int8 dot products). */
+static const char *precision(const qk_variant *v) {
+    if (!strcmp(v->mma, "dot8")) return "q8";
+    if (!strcmp(v->mma, "coopmat") || !strcmp(v->kernel->template_name, "matmul.comp"))
+        return "f16";
+    return "f32";
+}
+
+/* Whether v reads activations another kernel (the quantize family) wrote. */
+static bool prepass(const qk_variant *v) {
+    qk_binding_info b[QK_MAX_BINDINGS];
+    uint32_t nb = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
+    for (uint32_t i = 0; i < nb; i++)
+        if (!strcmp(b[i].role, "activations_q8") && !b[i].writable) return true;
+    return false;
 }
 
 static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash, bool first) {
@@ -61,13 +84,20 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
                 "\"activation\": \"%s\",\n",
                 k->family, f->name, f->variant, v->activation);
     qk_str_addf(m,
+                "      \"kernel\": \"%s\", \"template\": \"%s\", \"precision\": \"%s\", "
+                "\"prepass\": %s,\n      \"description\": ",
+                k->name, k->template_name, precision(v), prepass(v) ? "\"quantize\"" : "null");
+    qk_json_string(m, k->description);
+    qk_str_add(m, ",\n");
+    qk_str_addf(m,
                 "      \"tile\": { \"NR0\": %u, \"NR1\": %u, \"NK\": %u }, \"mma\": \"%s\", "
                 "\"fusion\": \"%s\",\n",
                 v->nr0, v->nr1, v->nk, v->mma[0] ? v->mma : "scalar",
                 v->fusion ? v->fusion->name : "none");
     qk_str_addf(m,
-                "      \"spv\": \"%s.spv\", \"spv_sha256\": \"%s\", \"entry_point\": \"main\",\n",
-                v->name, spv_hash);
+                "      \"module\": \"%s\", \"spv\": \"%s.spv\", \"spv_sha256\": \"%s\", "
+                "\"entry_point\": \"main\",\n",
+                v->module, v->module, spv_hash);
     qk_str_addf(m,
                 "      \"workgroup_size\": [%u, 1, 1], \"required_subgroup_size\": 0, "
                 "\"min_subgroup_size\": %u, \"shared_memory_bytes\": %u,\n",
@@ -75,9 +105,10 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
     const char *features[16];
     uint32_t nf = qk_variant_features(v, features, 16);
     qk_str_add(m, "      \"vulkan_version\": \"1.2\", \"extensions\": [");
-    for (uint32_t i = 0; i < nf; i++)
-        if (!strcmp(features[i], "cooperative_matrix_nv"))
-            qk_str_add(m, "\"VK_NV_cooperative_matrix\"");
+    for (uint32_t i = 0, ne = 0; i < nf; i++) {
+        const char *ext = extension_of(features[i]);
+        if (ext) qk_str_addf(m, "%s\"%s\"", ne++ ? ", " : "", ext);
+    }
     qk_str_add(m, "], \"features\": [");
     for (uint32_t i = 0; i < nf; i++)
         qk_str_addf(m, "%s\"%s\"", i ? ", " : "", features[i]);
@@ -108,7 +139,13 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
         qk_str_addf(m, "%s{ \"name\": \"%s\", \"offset\": %u, \"type\": \"u32\" }", i ? ", " : "",
                     push[i], 4 * i);
     qk_str_addf(m, "], \"push_constant_size\": %u,\n", 4 * np);
-    qk_str_add(m, "      \"specialization_constants\": [],\n      \"dispatch\": { \"grid\": [");
+    qk_str_add(m, "      \"specialization_constants\": [");
+    uint32_t ids[QK_TILE_COUNT], values[QK_TILE_COUNT];
+    uint32_t ns = qk_variant_specialization(v, ids, values);
+    for (uint32_t i = 0; i < ns; i++)
+        qk_str_addf(m, "%s{ \"id\": %u, \"name\": \"%s\", \"type\": \"u32\", \"value\": %u }",
+                    i ? ", " : "", ids[i], qk_tile_param_name((qk_tile_param)ids[i]), values[i]);
+    qk_str_add(m, "],\n      \"dispatch\": { \"grid\": [");
     for (int i = 0; i < 3; i++) {
         if (i) qk_str_add(m, ", ");
         qk_json_string(m, v->grid[i]);
@@ -119,6 +156,55 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
         qk_json_string(m, v->constraints[i]);
     }
     qk_str_add(m, "]\n    }");
+}
+
+/* A selected variant. The first unit of each module (owner == itself)
+ * carries the module's source, SPIR-V and hash; the others point at it. */
+typedef struct unit {
+    const qk_variant *v;
+    uint32_t owner;
+    char *glsl;
+    char key[65];
+    char *spv;
+    size_t spv_bytes;
+    char spv_hash[65];
+} unit;
+
+/* The "modules" array: each SPIR-V file once, with the specialization
+ * constants it leaves open and the values the bundle's kernels give them. */
+static void manifest_modules(qk_str *m, const unit *units, uint32_t nu) {
+    qk_str_add(m, "\n  ],\n  \"modules\": [");
+    bool first = true;
+    for (uint32_t i = 0; i < nu; i++) {
+        const unit *u = &units[i];
+        if (u->owner != i) continue;
+        qk_str_addf(m,
+                    "%s\n    { \"name\": \"%s\", \"spv\": \"%s.spv\", \"spv_sha256\": \"%s\", "
+                    "\"specialization_constants\": [",
+                    first ? "" : ",", u->v->module, u->v->module, u->spv_hash);
+        first = false;
+        uint32_t ids[QK_TILE_COUNT], values[QK_TILE_COUNT];
+        uint32_t ns = qk_variant_specialization(u->v, ids, values);
+        for (uint32_t s = 0; s < ns; s++) {
+            qk_str_addf(m, "%s\n        { \"id\": %u, \"name\": \"%s\", \"type\": \"u32\", \"values\": [",
+                        s ? "," : "", ids[s], qk_tile_param_name((qk_tile_param)ids[s]));
+            /* each value a kernel of this module gives it, once, in order of first use */
+            uint32_t seen[64], nseen = 0;
+            for (uint32_t j = i; j < nu; j++) {
+                if (units[j].owner != i) continue;
+                uint32_t val = qk_variant_tile(units[j].v, (qk_tile_param)ids[s]);
+                bool dup = false;
+                for (uint32_t q = 0; q < nseen; q++)
+                    dup |= seen[q] == val;
+                if (dup || nseen == 64) continue;
+                seen[nseen++] = val;
+                qk_str_addf(m, "%s%u", nseen > 1 ? ", " : "", val);
+            }
+            qk_str_add(m, "] }");
+        }
+        qk_str_add(m, ns ? "\n      ] }" : "] }");
+    }
+    qk_str_add(m, "\n  ]");
 }
 
 /* Replaces dst by src in one step where the kernel can (renameat2 exchange),
@@ -156,11 +242,71 @@ static bool already_current(const char *bundle_dir, const char *inputs_hash) {
     return same;
 }
 
-typedef struct unit {
-    const qk_variant *v;
-    char *glsl;
-    char key[65];
-} unit;
+
+/* Shared-memory bytes of v's module specialized to v's tile. Where the
+ * module's constant operations are beyond qk_spirv_shared_bytes_spec, the
+ * module is specialized by SPIRV-Tools and checked by spirv-val in that form
+ * (cached by module and values: those passes take a while). -1 with e set on
+ * failure. */
+static int64_t variant_shared_bytes(const unit *mod, const qk_variant *v, const char *cache_dir,
+                                    qk_error *e) {
+    qk_spirv m = {(uint32_t *)(void *)mod->spv, mod->spv_bytes / 4};
+    uint32_t ids[QK_TILE_COUNT], values[QK_TILE_COUNT];
+    uint32_t n = qk_variant_specialization(v, ids, values);
+    /* the module's own specialization-constant operations, evaluated here;
+     * where one is beyond that evaluator, SPIRV-Tools' passes below */
+    int64_t fast = qk_spirv_shared_bytes_spec(&m, ids, values, n);
+    if (n == 0 || fast >= 0) return fast;
+    qk_sha256 h;
+    qk_sha256_init(&h);
+    qk_sha256_update(&h, mod->key, 64);
+    qk_sha256_update(&h, ids, n * sizeof ids[0]);
+    qk_sha256_update(&h, values, n * sizeof values[0]);
+    char key[65], file[80];
+    qk_sha256_final_hex(&h, key);
+    snprintf(file, sizeof file, "%s.shared", key);
+    char *path = qk_path_join(cache_dir, file);
+    qk_error ce = {0};
+    char *text = qk_read_file(path, NULL, &ce);
+    char *end = NULL;
+    long long bytes = text ? strtoll(text, &end, 10) : -1;
+    if (!text || end == text || *end != '\n' || bytes < 0) {
+        qk_spirv sp = {0};
+        bytes = -1;
+        if (qk_specialize(v->name, &m, ids, values, n, &sp, e) && qk_validate(v->name, &sp, e)) {
+            bytes = qk_spirv_shared_bytes(&sp);
+            char num[32];
+            int len = snprintf(num, sizeof num, "%lld\n", bytes);
+            if (!qk_write_file(path, num, (size_t)len, e)) bytes = -1;
+        }
+        qk_spirv_free(&sp);
+    }
+    free(text);
+    free(path);
+    return bytes;
+}
+
+typedef struct check_job {
+    const unit *units;
+    uint32_t count;
+    const char *cache_dir;
+    int64_t *declared; /* -1: failed, with errors[i] */
+    qk_error *errors;
+    uint32_t done; /* atomic: variants checked so far */
+    const qk_build_opts *o;
+} check_job;
+
+static void check_variants(void *arg, uint32_t t, uint32_t n) {
+    check_job *j = arg;
+    for (uint32_t i = t; i < j->count; i += n) {
+        const unit *u = &j->units[i];
+        j->declared[i] = variant_shared_bytes(&j->units[u->owner], u->v, j->cache_dir, &j->errors[i]);
+        uint32_t done = __atomic_add_fetch(&j->done, 1, __ATOMIC_RELAXED);
+        /* the calling thread (share 0) reports for all */
+        if (t == 0 && j->o->check_progress) j->o->check_progress(j->o->user, done, j->count, u->v->name);
+    }
+}
+
 
 bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_build_opts *o,
                      qk_build_stats *st, qk_error *e) {
@@ -194,15 +340,28 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
         hash_path(&inputs, specs->kernels[i].path);
     for (uint32_t i = 0; i < specs->fusion_count; i++)
         hash_path(&inputs, specs->fusions[i].path);
-    unit *units = qk_xcalloc(plan->variant_count, sizeof *units);
+    uint32_t *picked = qk_xcalloc(plan->variant_count + 1, sizeof *picked);
+    uint32_t np = qk_plan_select(plan, o->filter, o->representative, picked);
+    unit *units = qk_xcalloc(np + 1, sizeof *units);
     uint32_t nu = 0;
     bool ok = true;
-    for (uint32_t i = 0; ok && i < plan->variant_count; i++) {
-        if (!selected(o, &plan->variants[i])) continue;
-        unit *u = &units[nu++];
-        u->v = &plan->variants[i];
+    /* the unit that owns each module, by the plan index of its first variant */
+    uint32_t *owner_of = qk_xcalloc(plan->variant_count + 1, sizeof *owner_of);
+    for (uint32_t i = 0; ok && i < np; i++) {
+        unit *u = &units[nu];
+        u->v = &plan->variants[picked[i]];
+        u->owner = nu++;
+        qk_sha256_update(&inputs, u->v->name, strlen(u->v->name) + 1);
+        uint32_t first = u->v->module_first;
+        if (owner_of[first]) {
+            u->owner = owner_of[first] - 1;
+            memcpy(u->key, units[u->owner].key, sizeof u->key);
+            continue;
+        }
+        owner_of[first] = u->owner + 1;
+        /* one source per module: its first variant's values are the defaults */
         qk_str src = {0};
-        ok = qk_emit_variant(u->v, o->templates_dir, &src, NULL, NULL, e);
+        ok = qk_emit_variant(&plan->variants[first], o->templates_dir, &src, NULL, NULL, e);
         u->glsl = qk_str_take(&src);
         qk_sha256 k;
         qk_sha256_init(&k);
@@ -211,6 +370,7 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
         qk_sha256_final_hex(&k, u->key);
         qk_sha256_update(&inputs, u->key, 64);
     }
+    free(owner_of);
     char inputs_hash[65];
     qk_sha256_final_hex(&inputs, inputs_hash);
     st->variants = nu;
@@ -240,57 +400,84 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
                 QK_BUNDLE_SCHEMA, QK_VERSION, qk_generator_hash(), inputs_hash);
     for (uint32_t i = 0; ok && i < nu; i++) {
         unit *u = &units[i];
-        char cache_name[80];
-        snprintf(cache_name, sizeof cache_name, "%s.spv", u->key);
-        char *cpath = qk_path_join(cache_dir, cache_name);
-        size_t n = 0;
-        qk_error ce = {0};
-        char *spv = o->force ? NULL : qk_read_file(cpath, &n, &ce);
-        if (spv && (n % 4 || n == 0)) {
-            free(spv);
-            spv = NULL;
-        }
-        if (spv) {
-            st->cached++;
-        } else {
-            if (o->progress) o->progress(o->user, i, nu, u->v->name);
-            qk_spirv m = {0};
-            ok = qk_compile_all(u->v->name, u->glsl, &m, e);
-            if (ok) {
-                n = m.count * 4;
-                spv = qk_xmalloc(n);
-                memcpy(spv, m.words, n);
-                ok = qk_write_file(cpath, spv, n, e);
-                st->compiled++;
+        if (u->owner == i) { /* the module's first variant: compile or take it from the cache */
+            char cache_name[80];
+            snprintf(cache_name, sizeof cache_name, "%s.spv", u->key);
+            char *cpath = qk_path_join(cache_dir, cache_name);
+            size_t n = 0;
+            qk_error ce = {0};
+            char *spv = o->force ? NULL : qk_read_file(cpath, &n, &ce);
+            if (spv && (n % 4 || n == 0)) {
+                free(spv);
+                spv = NULL;
             }
-            qk_spirv_free(&m);
+            if (spv) {
+                st->cached++;
+            } else {
+                if (o->progress) o->progress(o->user, i, nu, u->v->module);
+                qk_spirv m = {0};
+                ok = qk_compile_all(u->v->module, u->glsl, &m, e);
+                if (ok) {
+                    n = m.count * 4;
+                    spv = qk_xmalloc(n);
+                    memcpy(spv, m.words, n);
+                    ok = qk_write_file(cpath, spv, n, e);
+                    st->compiled++;
+                }
+                qk_spirv_free(&m);
+            }
+            free(cpath);
+            if (!ok) {
+                free(spv);
+                break;
+            }
+            u->spv = spv;
+            u->spv_bytes = n;
+            qk_sha256_hex(spv, n, u->spv_hash);
+            char file[300];
+            snprintf(file, sizeof file, "%s/%s.spv", tmp.s, u->v->module);
+            ok = qk_write_file(file, spv, n, e);
+            st->modules++;
+            if (!ok) break;
         }
-        free(cpath);
-        if (!ok) break;
-        /* the manifest's shared_memory_bytes is what runtimes check against
-         * the device's limit: a template declaring more than its spec's
-         * expression counts would launch past it (on the H100: device lost) */
-        qk_spirv sm = {(uint32_t *)(void *)spv, n / 4};
-        int64_t declared = qk_spirv_shared_bytes(&sm);
-        if (declared > (int64_t)u->v->shared_memory) {
-            qk_error_set(e,
-                         "%s: its SPIR-V declares %lld bytes of shared memory, more than the %u of "
-                         "the spec's shared_memory expression (%s): the expression must count "
-                         "every shared variable of the template",
-                         u->v->name, (long long)declared, u->v->shared_memory, u->v->kernel->path);
-            free(spv);
-            ok = false;
-            break;
-        }
-        char spv_hash[65];
-        qk_sha256_hex(spv, n, spv_hash);
-        char file[300];
-        snprintf(file, sizeof file, "%s/%s.spv", tmp.s, u->v->name);
-        ok = qk_write_file(file, spv, n, e);
-        free(spv);
-        manifest_kernel(&manifest, u->v, spv_hash, i == 0);
     }
-    qk_str_add(&manifest, "\n  ]\n}\n");
+    /* 4. Each variant as the driver sees it (its module specialized), in
+     * parallel: validated, and its shared memory measured. The manifest's
+     * shared_memory_bytes is what runtimes check against the device's limit:
+     * a template declaring more than its spec's expression counts would
+     * launch past it (on the H100: device lost). */
+    if (ok) {
+        check_job job = {units,
+                         nu,
+                         cache_dir,
+                         qk_xcalloc(nu + 1, sizeof *job.declared),
+                         qk_xcalloc(nu + 1, sizeof *job.errors),
+                         0,
+                         o};
+        qk_parallel(qk_cores(), check_variants, &job);
+        for (uint32_t i = 0; ok && i < nu; i++) {
+            const unit *u = &units[i];
+            if (job.declared[i] < 0) {
+                *e = job.errors[i];
+                if (!e->set) qk_error_set(e, "%s: cannot size its shared memory", u->v->name);
+                ok = false;
+            } else if (job.declared[i] > (int64_t)u->v->shared_memory) {
+                qk_error_set(e,
+                             "%s: its SPIR-V declares %lld bytes of shared memory, more than the "
+                             "%u of the spec's shared_memory expression (%s): the expression must "
+                             "count every shared variable of the template",
+                             u->v->name, (long long)job.declared[i], u->v->shared_memory,
+                             u->v->kernel->path);
+                ok = false;
+            } else {
+                manifest_kernel(&manifest, u->v, units[u->owner].spv_hash, i == 0);
+            }
+        }
+        free(job.declared);
+        free(job.errors);
+    }
+    if (ok) manifest_modules(&manifest, units, nu);
+    qk_str_add(&manifest, "\n}\n");
     if (ok) {
         char *mpath = qk_path_join(tmp.s, "manifest.json");
         ok = qk_write_file(mpath, manifest.s, manifest.len, e);
@@ -302,8 +489,9 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
     qk_str_free(&manifest);
 done:
     for (uint32_t i = 0; i < nu; i++)
-        free(units[i].glsl);
+        free(units[i].glsl), free(units[i].spv);
     free(units);
+    free(picked);
     free(bundle_dir);
     free(cache_dir);
     return ok;

@@ -6,7 +6,7 @@
 
 #include "../plan/plan.h"
 
-#define QK_BUNDLE_SCHEMA "qkgen-bundle/1"
+#define QK_BUNDLE_SCHEMA "qkgen-bundle/2"
 #define QK_VERSION "0.1.0"
 
 typedef struct qk_build_opts {
@@ -14,14 +14,17 @@ typedef struct qk_build_opts {
     const char *out_dir;       /* the bundle goes to out_dir/name */
     const char *name;          /* bundle name; default "default" */
     const char *filter;        /* only variants whose name contains this; NULL: all */
+    bool representative;       /* of those, one tile per path (qk_plan_select) */
     bool force;                /* ignore the caches */
     /* called before each variant is compiled (not for cache hits) */
     void (*progress)(void *user, uint32_t done, uint32_t total, const char *variant);
+    /* called now and then while each variant is checked in its specialized form */
+    void (*check_progress)(void *user, uint32_t done, uint32_t total, const char *variant);
     void *user;
 } qk_build_opts;
 
 typedef struct qk_build_stats {
-    uint32_t variants, compiled, cached, dropped;
+    uint32_t variants, modules, compiled, cached, dropped;
     bool up_to_date; /* the bundle was current: nothing written */
     char path[1024]; /* the bundle folder */
 } qk_build_stats;

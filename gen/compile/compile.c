@@ -91,8 +91,8 @@ bool qk_compile_all(const char *name, const char *source, qk_spirv *out, qk_erro
 
 /* ---- the shared memory a module declares ---- */
 
-/* Opcode and storage-class numbers of the SPIR-V specification (Debian 12
- * ships its header only for C++, glslang/SPIRV/spirv.hpp). */
+/* Opcode, decoration and storage-class numbers of the SPIR-V specification
+ * (Debian 12 ships its header only for C++, glslang/SPIRV/spirv.hpp). */
 enum {
     OP_TYPE_BOOL = 20,
     OP_TYPE_INT = 21,
@@ -102,45 +102,122 @@ enum {
     OP_TYPE_ARRAY = 28,
     OP_TYPE_STRUCT = 30,
     OP_TYPE_POINTER = 32,
+    OP_CONSTANT_TRUE = 41,
+    OP_CONSTANT_FALSE = 42,
     OP_CONSTANT = 43,
+    OP_SPEC_CONSTANT_TRUE = 48,
+    OP_SPEC_CONSTANT_FALSE = 49,
+    OP_SPEC_CONSTANT = 50,
+    OP_SPEC_CONSTANT_OP = 52,
     OP_VARIABLE = 59,
+    OP_DECORATE = 71,
+    DECORATION_SPEC_ID = 1,
     STORAGE_WORKGROUP = 4,
 };
 
-int64_t qk_spirv_shared_bytes(const qk_spirv *m) {
+/* The value of a specialization-constant operation on 32-bit operands (bools
+ * as 0 or 1); false for an operation this does not know. */
+static bool spec_op(uint32_t op, const int64_t *a, uint32_t n, int64_t *out) {
+    uint32_t x = n > 0 ? (uint32_t)a[0] : 0, y = n > 1 ? (uint32_t)a[1] : 0;
+    int32_t sx = (int32_t)x, sy = (int32_t)y;
+    switch (op) {
+    case 128: *out = (uint32_t)(x + y); break;                 /* IAdd */
+    case 130: *out = (uint32_t)(x - y); break;                 /* ISub */
+    case 132: *out = (uint32_t)(x * y); break;                 /* IMul */
+    case 134: if (!y) return false; *out = x / y; break;       /* UDiv */
+    case 137: if (!y) return false; *out = x % y; break;       /* UMod */
+    case 135: if (!sy) return false; *out = (uint32_t)(sx / sy); break; /* SDiv */
+    case 194: *out = y < 32 ? x >> y : 0; break;               /* ShiftRightLogical */
+    case 196: *out = y < 32 ? (uint32_t)(x << y) : 0; break;   /* ShiftLeftLogical */
+    case 197: *out = x | y; break;                             /* BitwiseOr */
+    case 199: *out = x & y; break;                             /* BitwiseAnd */
+    case 164: *out = (x != 0) == (y != 0); break;              /* LogicalEqual */
+    case 165: *out = (x != 0) != (y != 0); break;              /* LogicalNotEqual */
+    case 166: *out = x || y; break;                            /* LogicalOr */
+    case 167: *out = x && y; break;                            /* LogicalAnd */
+    case 168: *out = !x; break;                                /* LogicalNot */
+    case 169: if (n < 3) return false; *out = x ? a[1] : a[2]; break; /* Select */
+    case 170: *out = x == y; break;                            /* IEqual */
+    case 171: *out = x != y; break;                            /* INotEqual */
+    case 172: *out = x > y; break;                             /* UGreaterThan */
+    case 173: *out = sx > sy; break;                           /* SGreaterThan */
+    case 174: *out = x >= y; break;                            /* UGreaterThanEqual */
+    case 175: *out = sx >= sy; break;                          /* SGreaterThanEqual */
+    case 176: *out = x < y; break;                             /* ULessThan */
+    case 177: *out = sx < sy; break;                           /* SLessThan */
+    case 178: *out = x <= y; break;                            /* ULessThanEqual */
+    case 179: *out = sx <= sy; break;                          /* SLessThanEqual */
+    case 113: case 114: case 124: *out = x; break;             /* UConvert, SConvert, Bitcast */
+    default: return false;
+    }
+    return true;
+}
+
+int64_t qk_spirv_shared_bytes_spec(const qk_spirv *m, const uint32_t *ids, const uint32_t *values,
+                                   uint32_t n) {
     if (m->count < 5) return 0;
     uint32_t bound = m->words[3];
     int64_t *size = calloc(bound, sizeof *size);        /* of a type id; 0: not a sized type */
     int64_t *value = calloc(bound, sizeof *value);      /* of an integer constant id; -1: other */
     uint32_t *pointee = calloc(bound, sizeof *pointee); /* of a Workgroup pointer type id */
+    int64_t *spec_id = calloc(bound, sizeof *spec_id);  /* SpecId decoration + 1; 0: none */
     int64_t total = 0;
     for (uint32_t i = 0; i < bound && size && value; i++)
         value[i] = -1;
-    for (size_t i = 5; size && value && pointee && i < m->count && total >= 0;) {
+    for (size_t i = 5; size && value && pointee && spec_id && i < m->count && total >= 0;) {
         const uint32_t *w = m->words + i;
-        uint32_t n = w[0] >> 16, op = w[0] & 0xffffu;
-        if (n == 0 || i + n > m->count) break;
-        uint32_t id = n > 1 ? w[1] : 0;
+        uint32_t len = w[0] >> 16, op = w[0] & 0xffffu;
+        if (len == 0 || i + len > m->count) break;
+        uint32_t id = len > 1 ? w[1] : 0;
         bool ok = id < bound;
+        if (op == OP_DECORATE && len >= 4 && ok && w[2] == DECORATION_SPEC_ID) spec_id[id] = w[3] + 1;
         if (ok && op == OP_TYPE_BOOL) size[id] = 4;
-        if (ok && (op == OP_TYPE_INT || op == OP_TYPE_FLOAT) && n >= 3) size[id] = w[2] / 8;
-        if (ok && (op == OP_TYPE_VECTOR || op == OP_TYPE_MATRIX) && n >= 4 && w[2] < bound)
+        if (ok && (op == OP_TYPE_INT || op == OP_TYPE_FLOAT) && len >= 3) size[id] = w[2] / 8;
+        if (ok && (op == OP_TYPE_VECTOR || op == OP_TYPE_MATRIX) && len >= 4 && w[2] < bound)
             size[id] = size[w[2]] * w[3];
-        if (ok && op == OP_TYPE_ARRAY && n >= 4 && w[2] < bound && w[3] < bound)
-            size[id] = value[w[3]] >= 0 ? size[w[2]] * value[w[3]] : -1;
+        if (ok && op == OP_TYPE_ARRAY && len >= 4 && w[2] < bound && w[3] < bound)
+            /* a length of 0 or one this cannot tell (-1) is no size */
+            size[id] = value[w[3]] > 0 ? size[w[2]] * value[w[3]] : -1;
         if (ok && op == OP_TYPE_STRUCT)
-            for (uint32_t j = 2; j < n; j++)
+            for (uint32_t j = 2; j < len; j++)
                 size[id] += w[j] < bound && size[w[j]] >= 0 ? size[w[j]] : 0;
-        if (ok && op == OP_TYPE_POINTER && n >= 4 && w[2] == STORAGE_WORKGROUP && w[3] < bound)
+        if (ok && op == OP_TYPE_POINTER && len >= 4 && w[2] == STORAGE_WORKGROUP && w[3] < bound)
             pointee[id] = w[3];
-        if (op == OP_CONSTANT && n >= 4 && w[2] < bound) value[w[2]] = w[3];
-        if (op == OP_VARIABLE && n >= 4 && w[1] < bound && w[3] == STORAGE_WORKGROUP &&
+        uint32_t rid = len >= 3 ? w[2] : bound; /* the result id of a constant */
+        if (rid < bound) {
+            if (op == OP_CONSTANT && len >= 4) value[rid] = w[3];
+            if (op == OP_CONSTANT_TRUE || op == OP_CONSTANT_FALSE) value[rid] = op == OP_CONSTANT_TRUE;
+            if (op == OP_SPEC_CONSTANT || op == OP_SPEC_CONSTANT_TRUE ||
+                op == OP_SPEC_CONSTANT_FALSE) {
+                value[rid] = op == OP_SPEC_CONSTANT ? (len >= 4 ? (int64_t)w[3] : -1)
+                                                    : op == OP_SPEC_CONSTANT_TRUE;
+                for (uint32_t k = 0; spec_id[rid] && k < n; k++)
+                    if (ids[k] + 1 == (uint32_t)spec_id[rid])
+                        value[rid] = op == OP_SPEC_CONSTANT ? values[k] : values[k] != 0;
+            }
+            if (op == OP_SPEC_CONSTANT_OP && len >= 4) {
+                int64_t a[3] = {0, 0, 0};
+                uint32_t na = len - 4 < 3 ? len - 4 : 3;
+                bool known = len - 4 <= 3;
+                for (uint32_t k = 0; k < na; k++) {
+                    a[k] = w[4 + k] < bound ? value[w[4 + k]] : -1;
+                    known &= a[k] >= 0;
+                }
+                int64_t r;
+                value[rid] = known && spec_op(w[3], a, na, &r) ? r : -1;
+            }
+        }
+        if (op == OP_VARIABLE && len >= 4 && w[1] < bound && w[3] == STORAGE_WORKGROUP &&
             pointee[w[1]] < bound) {
             int64_t s = size[pointee[w[1]]];
             total = s < 0 ? -1 : total + s;
         }
-        i += n;
+        i += len;
     }
-    free(size), free(value), free(pointee);
+    free(size), free(value), free(pointee), free(spec_id);
     return total;
+}
+
+int64_t qk_spirv_shared_bytes(const qk_spirv *m) {
+    return qk_spirv_shared_bytes_spec(m, NULL, NULL, 0);
 }

@@ -20,6 +20,11 @@ void qk_compile_finish(void);
 bool qk_compile_glsl(const char *name, const char *source, qk_spirv *out, qk_error *e);
 /* Performance passes of spirv-opt; keeps specialization constants. */
 bool qk_optimize(const char *name, qk_spirv *m, qk_error *e);
+/* m with specialization constant ids[i] set to values[i] (and frozen: the
+ * others keep their defaults) and what depends on them folded, as a driver
+ * sees it at pipeline creation; for validation and measurement. */
+bool qk_specialize(const char *name, const qk_spirv *in, const uint32_t *ids,
+                   const uint32_t *values, uint32_t n, qk_spirv *out, qk_error *e);
 /* spirv-val for the Vulkan 1.2 environment. */
 bool qk_validate(const char *name, const qk_spirv *m, qk_error *e);
 void qk_spirv_free(qk_spirv *m);
@@ -28,6 +33,11 @@ void qk_spirv_free(qk_spirv *m);
  * sum of their parts, no padding; -1 for a size this cannot tell (a
  * specialization-constant length). What a driver allocates is at least this. */
 int64_t qk_spirv_shared_bytes(const qk_spirv *m);
+/* The same with specialization constant ids[i] at values[i] (the others at
+ * their defaults), whose operations it evaluates as a driver would: -1 also
+ * for an operation it does not know, or an array length of 0. */
+int64_t qk_spirv_shared_bytes_spec(const qk_spirv *m, const uint32_t *ids, const uint32_t *values,
+                                   uint32_t n);
 
 /* The whole chain: compile, optimize, validate. */
 bool qk_compile_all(const char *name, const char *source, qk_spirv *out, qk_error *e);

@@ -170,6 +170,68 @@ static const qk_fusion_spec *find_fusion(const qk_spec_set *specs, const char *n
     return NULL;
 }
 
+uint32_t qk_variant_tile(const qk_variant *v, qk_tile_param p) {
+    switch (p) {
+    case QK_TILE_WG:
+        return v->wg;
+    case QK_TILE_NR0:
+        return v->nr0;
+    case QK_TILE_NR1:
+        return v->nr1;
+    case QK_TILE_NK:
+        return v->nk;
+    case QK_TILE_TPR:
+        return v->tpr;
+    case QK_TILE_SK:
+        return v->sk;
+    default:
+        return 0;
+    }
+}
+
+uint32_t qk_variant_specialization(const qk_variant *v, uint32_t ids[QK_TILE_COUNT],
+                                   uint32_t values[QK_TILE_COUNT]) {
+    uint32_t n = 0;
+    for (int p = 0; p < QK_TILE_COUNT; p++)
+        if (v->kernel->specialize & (1u << p)) {
+            ids[n] = (uint32_t)p;
+            values[n++] = qk_variant_tile(v, (qk_tile_param)p);
+        }
+    return n;
+}
+
+/* The module's name: the variant's, less the tile parameters it specializes
+ * ("matvec_xq_q4_0_f32_nk64_dot8" serves every NR0, NR1, WG and TPR). */
+static void module_name(qk_variant *v) {
+    const qk_kernel_spec *k = v->kernel;
+    if (!k->specialize) {
+        snprintf(v->module, sizeof v->module, "%s", v->name);
+        return;
+    }
+    qk_str m = {0};
+    qk_str_add(&m, k->name);
+    if (v->format != &qk_format_none) qk_str_addf(&m, "_%s", v->format->name);
+    if (v->format->variant[0]) qk_str_addf(&m, "_%s", v->format->variant);
+    qk_str_addf(&m, "_%s", v->activation);
+    static const qk_tile_param order[] = {QK_TILE_NR0, QK_TILE_NR1, QK_TILE_NK,
+                                          QK_TILE_WG,  QK_TILE_TPR, QK_TILE_SK};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        qk_tile_param p = order[i];
+        if ((k->specialize & (1u << p)) || (p == QK_TILE_TPR && !k->tpr_count) ||
+            (p == QK_TILE_SK && !k->sk_count))
+            continue;
+        char low[8];
+        snprintf(low, sizeof low, "%s", qk_tile_param_name(p));
+        for (char *c = low; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+        qk_str_addf(&m, "_%s%u", low, qk_variant_tile(v, p));
+    }
+    if (v->mma[0]) qk_str_addf(&m, "_%s", v->mma);
+    if (v->fusion) qk_str_addf(&m, "_%s", v->fusion->name);
+    snprintf(v->module, sizeof v->module, "%s", m.s);
+    qk_str_free(&m);
+}
+
 /* Adds every tile, activation, math path and fusion point of kernel k on format f. */
 static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_spec *k,
                           const qk_format *f, qk_error *e) {
@@ -230,6 +292,7 @@ static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_
         if (v.fusion) qk_str_addf(&name, "_%s", v.fusion->name);
         snprintf(v.name, sizeof v.name, "%s", name.s);
         qk_str_free(&name);
+        module_name(&v);
         bool legal;
         if (!check_variant(p, &v, &legal, e)) return false;
         if (!legal) continue;
@@ -290,6 +353,15 @@ bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e) {
             qk_plan_free(out);
             return false;
         }
+    for (uint32_t i = 0; i < out->variant_count; i++) {
+        qk_variant *v = &out->variants[i];
+        v->module_first = i;
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(v->module, out->variants[j].module)) {
+                v->module_first = out->variants[j].module_first;
+                break;
+            }
+    }
     for (uint32_t i = 0; i < out->variant_count; i++)
         for (uint32_t j = 0; j < i; j++)
             if (!strcmp(out->variants[i].name, out->variants[j].name)) {
@@ -312,6 +384,43 @@ const qk_format *qk_plan_find_format(const qk_plan *p, const char *name) {
     for (uint32_t i = 0; i < p->format_count; i++)
         if (!strcmp(p->formats[i].name, name)) return &p->formats[i];
     return NULL;
+}
+
+/* Two variants on one path: they differ at most in their tile (NR0, NR1, NK,
+ * WG, TPR, SK). Keyed on the variant's fields, not its name, so that kernels
+ * may be renamed or regrouped freely. */
+static bool same_path(const qk_variant *a, const qk_variant *b) {
+    return a->kernel == b->kernel && a->format == b->format &&
+           !strcmp(a->activation, b->activation) && !strcmp(a->mma, b->mma) &&
+           a->fusion == b->fusion;
+}
+
+/* Whether name contains filter, or one of filter's comma-separated parts. */
+static bool name_matches(const char *name, const char *filter) {
+    for (const char *f = filter; *f;) {
+        size_t n = strcspn(f, ",");
+        for (const char *s = name; n && *s; s++)
+            if (!strncmp(s, f, n)) return true;
+        f += n + (f[n] == ',');
+    }
+    return false;
+}
+
+uint32_t qk_plan_select(const qk_plan *p, const char *filter, bool representative,
+                        uint32_t *out) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->variant_count; i++) {
+        const qk_variant *v = &p->variants[i];
+        if (filter && !name_matches(v->name, filter)) continue;
+        bool seen = false;
+        /* a kernel's variants are contiguous in plan order: look back only
+         * over this kernel's */
+        for (uint32_t j = n; representative && !seen && j-- > 0 &&
+                             p->variants[out[j]].kernel == v->kernel;)
+            seen = same_path(&p->variants[out[j]], v);
+        if (!seen) out[n++] = i;
+    }
+    return n;
 }
 
 uint32_t qk_variant_bindings(const qk_variant *v, qk_binding_info *out, uint32_t cap) {
@@ -357,7 +466,11 @@ uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap
     for (uint32_t i = 0; v->fusion && i < v->fusion->feature_count; i++)
         want[nw++] = v->fusion->features[i];
     if (!strcmp(v->activation, "f16")) want[nw++] = "storage_16bit";
-    if (!strcmp(v->mma, "coopmat")) want[nw++] = "cooperative_matrix_nv";
+    if (!strcmp(v->mma, "coopmat")) { /* f16 matrices on the Vulkan memory model */
+        want[nw++] = "cooperative_matrix_nv";
+        want[nw++] = "float16";
+        want[nw++] = "vulkan_memory_model";
+    }
     if (!strcmp(v->mma, "dot8")) want[nw++] = "integer_dot_product";
     for (uint32_t i = 0; i < nw; i++) { /* each once, in order of first mention */
         bool seen = false;

@@ -14,6 +14,11 @@ enum { QK_PLAN_MAX_SHARED = 49152, QK_PLAN_MAX_WG = 1024 };
 
 typedef struct qk_variant {
     char name[256];
+    /* the SPIR-V module it runs: the name itself, or, where the kernel
+     * specializes tile parameters, the name without them (variants that
+     * differ only in those share the module) */
+    char module[256];
+    uint32_t module_first; /* index in the plan of the module's first variant */
     const qk_kernel_spec *kernel;
     const qk_format *format;
     char activation[8];
@@ -48,6 +53,15 @@ bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e);
 void qk_plan_free(qk_plan *p);
 const qk_format *qk_plan_find_format(const qk_plan *p, const char *name);
 
+/* The variants a build or a listing takes, as indices into p->variants in plan
+ * order: those whose name contains filter (NULL: all); with representative,
+ * of those only the first of each path, that is of each kernel spec x format
+ * (with its option: MLX's scale type) x activation x math path (mma) x
+ * fusion, so that one tile stands for all of that path's (the set-up's quick
+ * verification; the test suite checks every variant). out holds
+ * p->variant_count entries; returns how many were written. */
+uint32_t qk_plan_select(const qk_plan *p, const char *filter, bool representative, uint32_t *out);
+
 /* The format of kernels that take no quantized weights ("formats: [none]"). */
 extern const qk_format qk_format_none;
 
@@ -80,6 +94,14 @@ uint32_t qk_variant_parts(const qk_variant *v);
  * elements: whole blocks, or a part's block; 0 if the chunk is not whole
  * words. */
 uint32_t qk_variant_stage_vec(const qk_variant *v);
+
+/* The value of a tile parameter of v. */
+uint32_t qk_variant_tile(const qk_variant *v, qk_tile_param p);
+
+/* The tile parameters v sets at pipeline creation, in id order: returns the
+ * count; ids[i] is the specialization-constant id of values[i]. */
+uint32_t qk_variant_specialization(const qk_variant *v, uint32_t ids[QK_TILE_COUNT],
+                                   uint32_t values[QK_TILE_COUNT]);
 
 /* Push-constant names in order: the kernel's, then the fusion's. */
 uint32_t qk_variant_push(const qk_variant *v, const char **out, uint32_t cap);
