@@ -55,8 +55,8 @@ static qkrt_result time_copy_kernels(qkrt_context *ctx, const qkrt_bundle *b, qk
         if (!is_copy_kernel(ctx, b, i)) continue;
         qkrt_dispatch *ds = copy_dispatches(b, i, src, dst, nbuf, words, n);
         for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < warmup_s;)
-            r = qkrt_run(ctx, ds, n < 16 ? n : 16, NULL);
-        if (r == QKRT_OK) r = qkrt_run(ctx, ds, n, ns);
+            r = qkrt_run(ctx, ds, n < 16 ? n : 16);
+        if (r == QKRT_OK) r = qkrt_run_timed(ctx, ds, n, ns);
         if (r == QKRT_OK) *best = fmin(*best, median(ns, n));
         double span[3];
         for (uint32_t j = 0; best_span && j < 3 && r == QKRT_OK; j++)
@@ -136,7 +136,7 @@ qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_ben
     if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
     qkrt_dispatch *ds = copy_dispatches(b, ki, &src, &dst, 1, N, n);
     double *ns = calloc(n, sizeof *ns), span[5];
-    if (r == QKRT_OK) r = qkrt_run(ctx, ds, n, ns);
+    if (r == QKRT_OK) r = qkrt_run_timed(ctx, ds, n, ns);
     for (uint32_t i = 0; i < 5 && r == QKRT_OK; i++)
         r = qkrt_run_span(ctx, ds, n, &span[i]);
     if (r == QKRT_OK) {
@@ -348,7 +348,7 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
         n += case_dispatches(b, ki, c, cb, i % cb->copies, &d[n]);
     qkrt_result r = QKRT_OK;
     for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < seconds;)
-        r = qkrt_run(ctx, d, n, NULL);
+        r = qkrt_run(ctx, d, n);
     free(d);
     return r;
 }
@@ -377,7 +377,7 @@ static qkrt_result time_runs(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
         per_run = case_dispatches(b, ki, c, cb, i % cb->copies, &d[*nd]);
         *nd += per_run;
     }
-    qkrt_result r = qkrt_run(ctx, d, *nd, ns);
+    qkrt_result r = qkrt_run_timed(ctx, d, *nd, ns);
     for (uint32_t i = 0; r == QKRT_OK && i < runs; i++)
         per[i] = per_run == 2 ? ns[2 * i] + ns[2 * i + 1] : ns[i];
     return r;
@@ -598,7 +598,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         qkrt_dispatch one[2];
         uint32_t per_run = case_dispatches(b, idx[v], c, &cb, 0, one);
         double t_prep = qk_now_s();
-        if (r == QKRT_OK) r = qkrt_run(ctx, one, per_run, NULL);
+        if (r == QKRT_OK) r = qkrt_run(ctx, one, per_run);
         out->prepare_ms = (qk_now_s() - t_prep) * 1e3;
         /* registers, shared memory and spills, where the driver tells: the
          * evidence for what bounds occupancy; quotes kept out of the JSON */

@@ -20,11 +20,9 @@ static void log_cb(void *user, int level, const char *msg) {
 
 int qk_open(const char *cmd, const char *device, bool validation, bool stats, const char *bundle,
             qkrt_context **ctx, qkrt_bundle **b) {
-    qkrt_desc d = {
-        .device = device, .validation = validation, .log = log_cb, .pipeline_stats = stats};
-    qkrt_result r = qkrt_create(&d, ctx);
-    if (r != QKRT_OK && stats) { /* statistics are a nicety: a device refusing them opens without */
-        d.pipeline_stats = false;
+    qkrt_desc d = {.device = device, .validation = validation, .log = log_cb};
+    qkrt_result r = stats ? qkrt_create_stats(&d, ctx) : qkrt_create(&d, ctx);
+    if (r != QKRT_OK && stats) /* statistics are a nicety: a device refusing them opens without */
         r = qkrt_create(&d, ctx);
     }
     if (r != QKRT_OK) {

@@ -4,7 +4,7 @@
 #ifndef QK_OPS_H
 #define QK_OPS_H
 
-#include "qkrt.h"
+#include "qkrt_bench.h" /* libqkrt and its timing hooks (qkrt_run_timed) */
 
 #include <stdbool.h>
 #include <stddef.h>

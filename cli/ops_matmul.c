@@ -145,9 +145,9 @@ qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
     /* a split-K kernel runs twice on one scratch, y poisoned again between:
      * the checked run finds the counters as the first left them, so a kernel
      * that did not set them back leaves y unwritten */
-    if (scratch && r == QKRT_OK) r = qkrt_run(ctx, &d, 1, NULL);
+    if (scratch && r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
     if (scratch && r == QKRT_OK) r = qkrt_buffer_fill(ctx, rb[1].buf, NaN32);
-    if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, ns);
+    if (r == QKRT_OK) r = qkrt_run_timed(ctx, &d, 1, ns);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, y, (size_t)T * M * 4);
     return finish(ctx, &p, r, err, err_size);
 }
@@ -182,7 +182,7 @@ qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     qkrt_dispatch d = {.bundle = b, .kernel = ki};
     if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 4, &d, err, err_size);
     moe_shape(&d.shape, s, s->T);
-    if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, ns);
+    if (r == QKRT_OK) r = qkrt_run_timed(ctx, &d, 1, ns);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[3].buf, 0, y, ny * 4);
     free(tpe), free(ids);
     return finish(ctx, &p, r, err, err_size);
@@ -211,7 +211,7 @@ qkrt_result qk_run_moe_route(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     qkrt_dispatch d = {.bundle = b, .kernel = ki};
     if (r == QKRT_OK) r = bind_roles(ctx, k, NULL, 0, rb, 4, &d, err, err_size);
     route_shape(&d.shape, T, top_k, E, gx, tn);
-    if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, NULL);
+    if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, tpe, (size_t)E * 4);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[2].buf, 0, ids, (size_t)E * T * 4);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[3].buf, 0, disp, 6 * 4);
@@ -267,7 +267,7 @@ qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t rou
     if (r == QKRT_OK) r = bind_roles(ctx, kd, wbd, wd->plane_count, rd, 4, &d[2], err, err_size);
     route_shape(&d[0].shape, T, top_k, E, gx, tn);
     d[1].shape = shg, d[2].shape = shd;
-    if (r == QKRT_OK) r = qkrt_run(ctx, d, 3, NULL);
+    if (r == QKRT_OK) r = qkrt_run(ctx, d, 3);
     if (r == QKRT_OK && h) r = qkrt_buffer_download(ctx, h_b, 0, h, (size_t)T * top_k * F * 4);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, y_b, 0, y, (size_t)T * top_k * H * 4);
     return finish(ctx, &p, r, err, err_size);

@@ -120,9 +120,9 @@ qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
         /* a split-K kernel runs twice on one scratch, y poisoned again
          * between: the checked run finds the counters as the first left
          * them, so a kernel that did not set them back leaves y unwritten */
-        if (sb && r == QKRT_OK) r = qkrt_run(ctx, d, n, NULL);
+        if (sb && r == QKRT_OK) r = qkrt_run(ctx, d, n);
         if (sb && r == QKRT_OK) r = qkrt_buffer_fill(ctx, yb, 0x7fc00000u);
-        if (r == QKRT_OK) r = qkrt_run(ctx, d, n, ns ? t : NULL);
+        if (r == QKRT_OK) r = qkrt_run_timed(ctx, d, n, ns ? t : NULL);
         if (ns) *ns = t[0] + t[1]; /* the quantizer's time counts */
         if (r == QKRT_OK) r = qkrt_buffer_download(ctx, yb, 0, y, pairs * M * 4);
     }

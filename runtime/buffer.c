@@ -32,12 +32,12 @@ qkrt_result qkrt_memory_alloc(qkrt_context *ctx, VkBuffer buffer, VkMemoryProper
         .allocationSize = req.size,
         .memoryTypeIndex = (uint32_t)chosen,
     };
-    VkResult vr = vkAllocateMemory(ctx->device, &info, NULL, out);
+    VkResult vr = vkAllocateMemory(ctx->device, &info, ctx->alloc, out);
     if (vr != VK_SUCCESS)
         return qkrt_vk_fail(ctx, vr, "vkAllocateMemory (%llu bytes)", (unsigned long long)req.size);
     vr = vkBindBufferMemory(ctx->device, buffer, *out, 0);
     if (vr != VK_SUCCESS) {
-        vkFreeMemory(ctx->device, *out, NULL);
+        vkFreeMemory(ctx->device, *out, ctx->alloc);
         *out = VK_NULL_HANDLE;
         return qkrt_vk_fail(ctx, vr, "vkBindBufferMemory");
     }
@@ -52,15 +52,15 @@ static qkrt_result make_buffer(qkrt_context *ctx, VkDeviceSize size, VkBufferUsa
         .usage = usage,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
-    VkResult vr = vkCreateBuffer(ctx->device, &info, NULL, out);
+    VkResult vr = vkCreateBuffer(ctx->device, &info, ctx->alloc, out);
     if (vr != VK_SUCCESS)
         return qkrt_vk_fail(ctx, vr, "vkCreateBuffer (%llu bytes)", (unsigned long long)size);
     return QKRT_OK;
 }
 
 void qkrt_staging_release(qkrt_context *ctx) {
-    if (ctx->staging) vkDestroyBuffer(ctx->device, ctx->staging, NULL);
-    if (ctx->staging_memory) vkFreeMemory(ctx->device, ctx->staging_memory, NULL);
+    if (ctx->staging) vkDestroyBuffer(ctx->device, ctx->staging, ctx->alloc);
+    if (ctx->staging_memory) vkFreeMemory(ctx->device, ctx->staging_memory, ctx->alloc);
     ctx->staging = VK_NULL_HANDLE;
     ctx->staging_memory = VK_NULL_HANDLE;
     ctx->staging_map = NULL;
@@ -122,10 +122,30 @@ qkrt_result qkrt_buffer_create(qkrt_context *ctx, size_t bytes, qkrt_buffer **ou
     return QKRT_OK;
 }
 
+qkrt_result qkrt_buffer_wrap(qkrt_context *ctx, VkBuffer buffer, size_t bytes, qkrt_buffer **out) {
+    if (!out || !buffer)
+        return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_buffer_wrap: %s is NULL",
+                         out ? "buffer" : "out");
+    *out = NULL;
+    qkrt_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf) return qkrt_fail(ctx, QKRT_ERROR_MEMORY, "qkrt_buffer_wrap: out of memory");
+    buf->ctx = ctx;
+    buf->buffer = buffer;
+    buf->size = bytes;
+    buf->allocated = bytes;
+    buf->wrapped = true;
+    *out = buf;
+    return QKRT_OK;
+}
+
+VkBuffer qkrt_buffer_handle(const qkrt_buffer *buf) {
+    return buf ? buf->buffer : VK_NULL_HANDLE;
+}
+
 void qkrt_buffer_destroy(qkrt_context *ctx, qkrt_buffer *buf) {
     if (!buf) return;
-    if (buf->buffer) vkDestroyBuffer(ctx->device, buf->buffer, NULL);
-    if (buf->memory) vkFreeMemory(ctx->device, buf->memory, NULL);
+    if (!buf->wrapped && buf->buffer) vkDestroyBuffer(ctx->device, buf->buffer, ctx->alloc);
+    if (buf->memory) vkFreeMemory(ctx->device, buf->memory, ctx->alloc);
     free(buf);
 }
 

@@ -1,4 +1,4 @@
-/* Bundles: reads manifest.json (schema qkgen-bundle/1) into qkrt_kernel_info,
+/* Bundles: reads manifest.json (schema qkgen-bundle/2) into qkrt_kernel_info,
  * loads and hash-checks every .spv, and checks a kernel's needs against the device. */
 #include "internal.h"
 #include "qk_util.h"
@@ -13,7 +13,7 @@
  * far below what overflows the arithmetic engines do with them. */
 enum { BLOCK_MAX = 1 << 16, TILE_MAX = 1 << 16 };
 
-static const char *SCHEMA = "qkgen-bundle/1";
+static const char *SCHEMA = "qkgen-bundle/2";
 
 typedef struct loader {
     qkrt_context *ctx;
@@ -105,36 +105,51 @@ static qkrt_result get_array(loader *ld, const qkrt_json *obj, const char *key, 
 
 /* ---- one kernel ---- */
 
+/* The feature names a manifest may list (docs/manifest.md), by bit. */
+static const struct {
+    const char *name;
+    uint32_t bit;
+} FEATURES[] = {
+    {"subgroup_arithmetic", QKRT_FEATURE_SUBGROUP_ARITHMETIC},
+    {"storage_8bit", QKRT_FEATURE_STORAGE_8BIT},
+    {"storage_16bit", QKRT_FEATURE_STORAGE_16BIT},
+    {"float16", QKRT_FEATURE_FLOAT16},
+    {"int8", QKRT_FEATURE_INT8},
+    {"int16", QKRT_FEATURE_INT16},
+    {"int64", QKRT_FEATURE_INT64},
+    {"cooperative_matrix_nv", QKRT_FEATURE_COOPERATIVE_MATRIX_NV},
+    {"dynamic_indexing", QKRT_FEATURE_DYNAMIC_INDEXING},
+    {"integer_dot_product", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
+    {"vulkan_memory_model", QKRT_FEATURE_VULKAN_MEMORY_MODEL},
+};
+
 static uint32_t feature_bit(const char *name) {
-    static const struct {
-        const char *name;
-        uint32_t bit;
-    } table[] = {
-        {"subgroup_arithmetic", QKRT_FEATURE_SUBGROUP_ARITHMETIC},
-        {"storage_8bit", QKRT_FEATURE_STORAGE_8BIT},
-        {"storage_16bit", QKRT_FEATURE_STORAGE_16BIT},
-        {"float16", QKRT_FEATURE_FLOAT16},
-        {"int8", QKRT_FEATURE_INT8},
-        {"int64", QKRT_FEATURE_INT64},
-        {"cooperative_matrix_nv", QKRT_FEATURE_COOPERATIVE_MATRIX_NV},
-        {"dynamic_indexing", QKRT_FEATURE_DYNAMIC_INDEXING},
-        {"integer_dot_product", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
-    };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (strcmp(table[i].name, name) == 0) return table[i].bit;
+    for (size_t i = 0; i < sizeof FEATURES / sizeof FEATURES[0]; i++)
+        if (strcmp(FEATURES[i].name, name) == 0) return FEATURES[i].bit;
     return 0;
+}
+
+static const char *feature_name(uint32_t bit) {
+    for (size_t i = 0; i < sizeof FEATURES / sizeof FEATURES[0]; i++)
+        if (FEATURES[i].bit == bit) return FEATURES[i].name;
+    return "?";
 }
 
 static qkrt_result read_lists(loader *ld, const qkrt_json *k, qkrt_kernel *kernel) {
     const qkrt_json *list;
     qkrt_result r = get_array(ld, k, "features", false, &list);
+    if (r == QKRT_OK && list && list->count &&
+        !(kernel->feature_names = calloc(list->count, sizeof *kernel->feature_names)))
+        return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
     for (uint32_t i = 0; r == QKRT_OK && list && i < list->count; i++) {
         const qkrt_json *f = &list->items[i];
         if (f->type != QKRT_JSON_STRING) return bad(ld, f, "features[%u]: expected a string", i);
         uint32_t bit = feature_bit(f->string);
         if (!bit && !kernel->unknown_feature) kernel->unknown_feature = f->string;
         kernel->features |= bit;
+        kernel->feature_names[kernel->info.feature_count++] = f->string;
     }
+    kernel->info.features = kernel->feature_names;
     if (r == QKRT_OK) r = get_array(ld, k, "constraints", false, &list);
     if (r == QKRT_OK && list && list->count) {
         const char **constraints = calloc(list->count, sizeof *constraints);
@@ -295,6 +310,63 @@ static qkrt_result read_weights(loader *ld, const qkrt_json *k, qkrt_kernel_info
     return r;
 }
 
+/* "specialization_constants": [{"id", "name", "type", "value"}], into the
+ * VkSpecializationInfo the pipeline is created with (4 bytes a constant). */
+static qkrt_result read_specialization(loader *ld, const qkrt_json *k, qkrt_kernel *kernel) {
+    const qkrt_json *list;
+    qkrt_result r = get_array(ld, k, "specialization_constants", false, &list);
+    if (r != QKRT_OK || !list || !list->count) return r;
+    uint32_t n = list->count;
+    kernel->specialization = calloc(n, sizeof *kernel->specialization);
+    kernel->spec_map = calloc(n, sizeof *kernel->spec_map);
+    kernel->spec_data = calloc(n, sizeof *kernel->spec_data);
+    if (!kernel->specialization || !kernel->spec_map || !kernel->spec_data)
+        return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    kernel->info.specialization = kernel->specialization;
+    for (uint32_t i = 0; i < n; i++) {
+        const qkrt_json *c = &list->items[i], *v;
+        qkrt_specialization_info *si = &kernel->specialization[i];
+        if (c->type != QKRT_JSON_OBJECT)
+            return bad(ld, c, "specialization_constants[%u]: expected an object", i);
+        r = get_u32(ld, c, "id", true, &si->id);
+        if (r == QKRT_OK) r = get_string(ld, c, "name", true, &si->name);
+        if (r == QKRT_OK) r = get_string(ld, c, "type", true, &si->type);
+        if (r != QKRT_OK) return r;
+        if (!(v = qkrt_json_get(c, "value")) || v->type != QKRT_JSON_NUMBER)
+            return bad(ld, v ? v : c, "specialization constant '%s': \"value\": expected a number",
+                       si->name);
+        bool integral = v->integral, ok = true;
+        if (!strcmp(si->type, "u32")) {
+            ok = integral && v->integer >= 0 && v->integer <= UINT32_MAX;
+            si->data = (uint32_t)v->integer;
+        } else if (!strcmp(si->type, "i32")) {
+            ok = integral && v->integer >= INT32_MIN && v->integer <= INT32_MAX;
+            si->data = (uint32_t)(int32_t)v->integer;
+        } else if (!strcmp(si->type, "bool")) {
+            ok = integral && (v->integer == 0 || v->integer == 1);
+            si->data = (uint32_t)v->integer;
+        } else if (!strcmp(si->type, "f32")) {
+            float f = (float)v->number;
+            memcpy(&si->data, &f, 4);
+        } else {
+            return bad(ld, c,
+                       "specialization constant '%s': type '%s', expected u32, i32, f32 or bool",
+                       si->name, si->type);
+        }
+        if (!ok)
+            return bad(ld, v, "specialization constant '%s': value out of range for %s", si->name,
+                       si->type);
+        for (uint32_t j = 0; j < i; j++)
+            if (kernel->specialization[j].id == si->id)
+                return bad(ld, c, "specialization constant '%s': id %u is also '%s'", si->name,
+                           si->id, kernel->specialization[j].name);
+        kernel->spec_data[i] = si->data;
+        kernel->spec_map[i] = (VkSpecializationMapEntry){si->id, 4 * i, 4};
+        kernel->info.specialization_count = i + 1;
+    }
+    return QKRT_OK;
+}
+
 static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kernel) {
     qkrt_kernel_info *info = &kernel->info;
     info->family = info->format = info->activation = info->format_variant = "";
@@ -324,15 +396,33 @@ static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kern
     if (r == QKRT_OK) r = read_lists(ld, k, kernel);
     if (r == QKRT_OK) r = read_bindings(ld, k, kernel);
     if (r == QKRT_OK) r = read_push(ld, k, info);
+    if (r == QKRT_OK) r = read_specialization(ld, k, kernel);
     if (r != QKRT_OK) return r;
+    info->spv = kernel->spv;
+    info->vulkan_version = kernel->vulkan_version;
+    info->extension_count = kernel->extension_count;
+    info->extensions = kernel->extensions;
     if (kernel->spv[0] == '/' || strstr(kernel->spv, ".."))
         return bad(ld, qkrt_json_get(k, "spv"), "\"spv\": '%s' is not a path inside the bundle",
                    kernel->spv);
     return QKRT_OK;
 }
 
-/* Reads dir/spv and checks it is SPIR-V with the manifest's hash. */
-static qkrt_result load_code(loader *ld, const char *dir, qkrt_kernel *kernel) {
+/* The module of kernel's .spv: one read before (its hash must agree), else
+ * dir/spv read now and checked to be SPIR-V with the manifest's hash. */
+static qkrt_result load_module(loader *ld, const char *dir, qkrt_bundle *bundle,
+                               qkrt_kernel *kernel) {
+    for (uint32_t m = 0; m < bundle->module_count; m++) {
+        const qkrt_module *mod = &bundle->modules[m];
+        if (strcmp(mod->spv, kernel->spv)) continue;
+        if (strcmp(mod->sha256, kernel->sha256))
+            return qkrt_fail(ld->ctx, QKRT_ERROR_MANIFEST,
+                             "%s: kernel '%s': spv_sha256 %s differs from %s of another kernel "
+                             "of the same file '%s'",
+                             ld->path, kernel->info.name, kernel->sha256, mod->sha256, mod->spv);
+        kernel->module = m;
+        return QKRT_OK;
+    }
     char *path = malloc(strlen(dir) + strlen(kernel->spv) + 2);
     if (!path) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
     sprintf(path, "%s/%s", dir, kernel->spv);
@@ -358,9 +448,34 @@ static qkrt_result load_code(loader *ld, const char *dir, qkrt_kernel *kernel) {
         free(data);
         return r;
     }
-    kernel->code = (uint32_t *)(void *)data; /* malloc'ed: aligned for words */
-    kernel->code_size = size;
+    /* at most one module a kernel: bundle->modules has room for all */
+    qkrt_module *mod = &bundle->modules[bundle->module_count];
+    *mod = (qkrt_module){.spv = kernel->spv, .sha256 = kernel->sha256};
+    mod->code = (uint32_t *)(void *)data; /* malloc'ed: aligned for words */
+    mod->code_size = size;
+    kernel->module = bundle->module_count++;
     return QKRT_OK;
+}
+
+/* Whether kernels a and b make the same pipeline: one module, entry point,
+ * specialization, subgroup size and descriptor and push-constant layout. */
+static bool same_pipeline(const qkrt_kernel *a, const qkrt_kernel *b) {
+    const qkrt_kernel_info *x = &a->info, *y = &b->info;
+    if (a->module != b->module || strcmp(a->entry, b->entry) ||
+        x->specialization_count != y->specialization_count ||
+        x->required_subgroup_size != y->required_subgroup_size ||
+        memcmp(x->workgroup_size, y->workgroup_size, sizeof x->workgroup_size) ||
+        x->binding_count != y->binding_count || x->push_size != y->push_size)
+        return false;
+    for (uint32_t i = 0; i < x->specialization_count; i++)
+        if (x->specialization[i].id != y->specialization[i].id ||
+            x->specialization[i].data != y->specialization[i].data)
+            return false;
+    for (uint32_t i = 0; i < x->binding_count; i++)
+        if (x->bindings[i].binding != y->bindings[i].binding ||
+            x->bindings[i].count != y->bindings[i].count)
+            return false;
+    return true;
 }
 
 static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *root,
@@ -377,7 +492,9 @@ static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *r
     r = get_array(ld, root, "kernels", true, &kernels);
     if (r != QKRT_OK) return r;
     bundle->kernels = calloc(kernels->count ? kernels->count : 1, sizeof *bundle->kernels);
-    if (!bundle->kernels) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    bundle->modules = calloc(kernels->count ? kernels->count : 1, sizeof *bundle->modules);
+    if (!bundle->kernels || !bundle->modules)
+        return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
     for (uint32_t i = 0; i < kernels->count; i++) {
         const qkrt_json *k = &kernels->items[i];
         qkrt_kernel *kernel = &bundle->kernels[i];
@@ -389,8 +506,11 @@ static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *r
         int added = r == QKRT_OK ? qk_strset_add(&ld->names, kernel->info.name, i, &earlier) : 1;
         if (added < 0) r = qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
         if (added == 0) r = bad(ld, k, "name also used by kernels[%u]", earlier);
-        if (r == QKRT_OK) r = load_code(ld, dir, kernel);
+        if (r == QKRT_OK) r = load_module(ld, dir, bundle, kernel);
         if (r != QKRT_OK) return r;
+        kernel->pipe = i;
+        for (uint32_t j = 0; j < i && kernel->pipe == i; j++)
+            if (same_pipeline(&bundle->kernels[j], kernel)) kernel->pipe = j;
     }
     return QKRT_OK;
 }
@@ -435,10 +555,19 @@ void qkrt_bundle_destroy(qkrt_context *ctx, qkrt_bundle *bundle) {
     if (!bundle) return;
     for (uint32_t i = 0; i < bundle->count; i++) {
         qkrt_kernel_release(ctx, &bundle->kernels[i]);
-        free(bundle->kernels[i].code);
+        free(bundle->kernels[i].specialization);
+        free(bundle->kernels[i].spec_map);
+        free(bundle->kernels[i].spec_data);
         free(bundle->kernels[i].extensions);
+        free(bundle->kernels[i].feature_names);
         free((void *)bundle->kernels[i].info.constraints);
     }
+    for (uint32_t m = 0; m < bundle->module_count; m++) {
+        if (bundle->modules[m].handle)
+            vkDestroyShaderModule(ctx->device, bundle->modules[m].handle, ctx->alloc);
+        free(bundle->modules[m].code);
+    }
+    free(bundle->modules);
     free(bundle->kernels);
     qkrt_json_free(bundle->doc);
     free(bundle);
@@ -525,32 +654,12 @@ static bool has_feature(const qkrt_device_caps *c, uint32_t bit) {
         return c->dynamic_indexing;
     case QKRT_FEATURE_INTEGER_DOT_PRODUCT:
         return d->integer_dot_product;
+    case QKRT_FEATURE_INT16:
+        return c->int16;
+    case QKRT_FEATURE_VULKAN_MEMORY_MODEL:
+        return c->memory_model;
     }
     return false;
-}
-
-static const char *feature_name(uint32_t bit) {
-    switch (bit) {
-    case QKRT_FEATURE_SUBGROUP_ARITHMETIC:
-        return "subgroup_arithmetic";
-    case QKRT_FEATURE_STORAGE_8BIT:
-        return "storage_8bit";
-    case QKRT_FEATURE_STORAGE_16BIT:
-        return "storage_16bit";
-    case QKRT_FEATURE_FLOAT16:
-        return "float16";
-    case QKRT_FEATURE_INT8:
-        return "int8";
-    case QKRT_FEATURE_INT64:
-        return "int64";
-    case QKRT_FEATURE_COOPERATIVE_MATRIX_NV:
-        return "cooperative_matrix_nv";
-    case QKRT_FEATURE_DYNAMIC_INDEXING:
-        return "dynamic_indexing";
-    case QKRT_FEATURE_INTEGER_DOT_PRODUCT:
-        return "integer_dot_product";
-    }
-    return "?";
 }
 
 static qkrt_result lacks(qkrt_context *ctx, const qkrt_kernel *k, const char *fmt, ...)
@@ -562,8 +671,9 @@ static qkrt_result lacks(qkrt_context *ctx, const qkrt_kernel *k, const char *fm
     va_start(ap, fmt);
     vsnprintf(need, sizeof need, fmt, ap);
     va_end(ap);
-    return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED, "kernel %s needs %s, which device '%s' lacks",
-                     k->info.name, need, ctx->caps.info.name);
+    return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED, "kernel %s needs %s, which device '%s' lacks%s",
+                     k->info.name, need, ctx->caps.info.name,
+                     ctx->owns_device ? "" : " or its creator did not enable");
 }
 
 static qkrt_result check_limits(qkrt_context *ctx, const qkrt_kernel *k) {
@@ -633,6 +743,7 @@ static bool extension_ok(const qkrt_context *ctx, const char *name) {
         "VK_KHR_vulkan_memory_model",
         "VK_KHR_shader_subgroup_extended_types",
         "VK_KHR_storage_buffer_storage_class",
+        "VK_KHR_shader_integer_dot_product",
     };
     bool on[] = {
         c->size_control,
@@ -643,10 +754,68 @@ static bool extension_ok(const qkrt_context *ctx, const char *name) {
         c->memory_model,
         c->subgroup_extended_types,
         true,
+        c->api >= VK_API_VERSION_1_3 && c->info.integer_dot_product,
     };
     for (size_t i = 0; i < sizeof promoted / sizeof promoted[0]; i++)
         if (strcmp(promoted[i], name) == 0) return on[i];
     return false;
+}
+
+/* The manifest feature a SPIR-V capability needs (0: none; core in 1.2). */
+static uint32_t capability_feature(uint32_t capability, const char **name) {
+    static const struct {
+        uint32_t capability;
+        const char *name;
+        uint32_t bit;
+    } table[] = {
+        {9, "Float16", QKRT_FEATURE_FLOAT16},
+        {11, "Int64", QKRT_FEATURE_INT64},
+        {22, "Int16", QKRT_FEATURE_INT16},
+        {30, "StorageBufferArrayDynamicIndexing", QKRT_FEATURE_DYNAMIC_INDEXING},
+        {39, "Int8", QKRT_FEATURE_INT8},
+        {63, "GroupNonUniformArithmetic", QKRT_FEATURE_SUBGROUP_ARITHMETIC},
+        {4433, "StorageBuffer16BitAccess", QKRT_FEATURE_STORAGE_16BIT},
+        {4434, "UniformAndStorageBuffer16BitAccess", QKRT_FEATURE_STORAGE_16BIT},
+        {4448, "StorageBuffer8BitAccess", QKRT_FEATURE_STORAGE_8BIT},
+        {4449, "UniformAndStorageBuffer8BitAccess", QKRT_FEATURE_STORAGE_8BIT},
+        {5345, "VulkanMemoryModel", QKRT_FEATURE_VULKAN_MEMORY_MODEL},
+        {5346, "VulkanMemoryModelDeviceScope", QKRT_FEATURE_VULKAN_MEMORY_MODEL},
+        {5357, "CooperativeMatrixNV", QKRT_FEATURE_COOPERATIVE_MATRIX_NV},
+        {6016, "DotProductInputAll", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
+        {6017, "DotProductInput4x8Bit", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
+        {6018, "DotProductInput4x8BitPacked", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
+        {6019, "DotProduct", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (table[i].capability == capability) {
+            *name = table[i].name;
+            return table[i].bit;
+        }
+    return 0;
+}
+
+/* The manifest entry is what an engine enables from: every capability the
+ * module declares must come with its feature in the entry, whatever this
+ * device has. Capabilities come before the first OpEntryPoint. */
+static qkrt_result check_capabilities(qkrt_context *ctx, const qkrt_bundle *bundle,
+                                      const qkrt_kernel *k) {
+    const qkrt_module *mod = &bundle->modules[k->module];
+    size_t words = mod->code_size / 4;
+    for (size_t at = 5; at < words;) {
+        uint32_t count = mod->code[at] >> 16, opcode = mod->code[at] & 0xffff;
+        if (count == 0 || at + count > words || opcode == 15 /* OpEntryPoint */) break;
+        const char *name = "";
+        uint32_t bit = opcode == 17 /* OpCapability */ && count == 2
+                           ? capability_feature(mod->code[at + 1], &name)
+                           : 0;
+        if (bit && !(k->features & bit))
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                             "kernel %s: %s declares capability %s, which needs feature '%s', but "
+                             "the kernel's manifest entry does not list it",
+                             k->info.name, mod->spv, name, feature_name(bit));
+        at += count;
+    }
+    return QKRT_OK;
 }
 
 qkrt_result qkrt_kernel_check(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index) {
@@ -664,12 +833,14 @@ qkrt_result qkrt_kernel_check(qkrt_context *ctx, const qkrt_bundle *bundle, uint
         return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED,
                          "kernel %s needs feature '%s', which this runtime does not know",
                          k->info.name, k->unknown_feature);
+    qkrt_result r = check_capabilities(ctx, bundle, k);
+    if (r != QKRT_OK) return r;
     for (uint32_t bit = 1; bit && bit <= k->features; bit <<= 1)
         if ((k->features & bit) && !has_feature(&ctx->caps, bit))
             return lacks(ctx, k, "%s", feature_name(bit));
     for (uint32_t i = 0; i < k->extension_count; i++)
         if (!extension_ok(ctx, k->extensions[i])) return lacks(ctx, k, "%s", k->extensions[i]);
-    qkrt_result r = check_limits(ctx, k);
+    r = check_limits(ctx, k);
     if (r == QKRT_OK) r = check_subgroups(ctx, k);
     return r;
 }

@@ -23,6 +23,13 @@ qkrt_result qkrt_fail(qkrt_context *ctx, qkrt_result result, const char *fmt, ..
     return result;
 }
 
+void qkrt_set_create_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(create_error, sizeof create_error, fmt, ap);
+    va_end(ap);
+}
+
 const char *qkrt_vk_result_name(VkResult vr) {
     switch (vr) {
 #define NAME(x)                                                                                    \
@@ -96,7 +103,7 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(
 
 /* ---- the command buffer ---- */
 
-void qkrt_cmd_barrier(qkrt_context *ctx) {
+void qkrt_cmd_barrier(VkCommandBuffer cmd) {
     VkMemoryBarrier barrier = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -104,14 +111,43 @@ void qkrt_cmd_barrier(qkrt_context *ctx) {
                          VK_ACCESS_INDIRECT_COMMAND_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                          VK_ACCESS_TRANSFER_WRITE_BIT,
     };
-    vkCmdPipelineBarrier(ctx->cmd,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
                              VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                          0, 1, &barrier, 0, NULL, 0, NULL);
 }
 
+static qkrt_result create_commands(qkrt_context *ctx) {
+    VkCommandPoolCreateInfo pool = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+        .queueFamilyIndex = ctx->caps.queue_family,
+    };
+    VkResult vr = vkCreateCommandPool(ctx->device, &pool, ctx->alloc, &ctx->command_pool);
+    if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo alloc = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = ctx->command_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    vr = vkAllocateCommandBuffers(ctx->device, &alloc, &ctx->cmd);
+    if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    vr = vkCreateFence(ctx->device, &fence, ctx->alloc, &ctx->fence);
+    if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkCreateFence");
+    return QKRT_OK;
+}
+
 qkrt_result qkrt_cmd_begin(qkrt_context *ctx) {
+    if (!ctx->queue)
+        return qkrt_fail(
+            ctx, QKRT_ERROR_ARGUMENT,
+            "this call submits work: the context needs a queue (qkrt_vulkan_desc.queue)");
+    if (!ctx->cmd) {
+        qkrt_result r = create_commands(ctx);
+        if (r != QKRT_OK) return r;
+    }
     VkResult vr = vkResetCommandPool(ctx->device, ctx->command_pool, 0);
     if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkResetCommandPool");
     VkCommandBufferBeginInfo begin = {
@@ -121,7 +157,7 @@ qkrt_result qkrt_cmd_begin(qkrt_context *ctx) {
     vr = vkBeginCommandBuffer(ctx->cmd, &begin);
     if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkBeginCommandBuffer");
     /* submissions on one queue are not ordered in memory without a barrier */
-    qkrt_cmd_barrier(ctx);
+    qkrt_cmd_barrier(ctx->cmd);
     return QKRT_OK;
 }
 
@@ -226,8 +262,9 @@ static qkrt_result cache_open(qkrt_context *ctx, const qkrt_desc *desc) {
         .initialDataSize = size,
         .pInitialData = data,
     };
-    VkResult vr = vkCreatePipelineCache(ctx->device, &info, NULL, &ctx->pipeline_cache);
+    VkResult vr = vkCreatePipelineCache(ctx->device, &info, ctx->alloc, &ctx->pipeline_cache);
     free(data);
+    ctx->owns_cache = vr == VK_SUCCESS;
     if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkCreatePipelineCache");
     if (data)
         qkrt_log(ctx, QKRT_LOG_DEBUG, "pipeline cache: %zu bytes from %s", size, ctx->cache_path);
@@ -389,29 +426,7 @@ static qkrt_result choose_device(qkrt_context *ctx, const char *request) {
     return QKRT_OK;
 }
 
-static qkrt_result create_commands(qkrt_context *ctx) {
-    VkCommandPoolCreateInfo pool = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-        .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
-        .queueFamilyIndex = ctx->caps.queue_family,
-    };
-    VkResult vr = vkCreateCommandPool(ctx->device, &pool, NULL, &ctx->command_pool);
-    if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo alloc = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = ctx->command_pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    vr = vkAllocateCommandBuffers(ctx->device, &alloc, &ctx->cmd);
-    if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkAllocateCommandBuffers");
-    VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    vr = vkCreateFence(ctx->device, &fence, NULL, &ctx->fence);
-    if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkCreateFence");
-    return QKRT_OK;
-}
-
-qkrt_result qkrt_create(const qkrt_desc *desc, qkrt_context **out) {
+static qkrt_result create_context(const qkrt_desc *desc, bool pipeline_stats, qkrt_context **out) {
     create_error[0] = '\0';
     if (!out) {
         snprintf(create_error, sizeof create_error, "qkrt_create: out is NULL");
@@ -427,7 +442,8 @@ qkrt_result qkrt_create(const qkrt_desc *desc, qkrt_context **out) {
     }
     ctx->log = desc->log;
     ctx->log_user = desc->log_user;
-    ctx->pipeline_stats = desc->pipeline_stats;
+    ctx->pipeline_stats = pipeline_stats;
+    ctx->owns_device = true;
     const char *request = desc->device;
     if (!request) {
         request = getenv("QKGEN_DEVICE");
@@ -436,7 +452,6 @@ qkrt_result qkrt_create(const qkrt_desc *desc, qkrt_context **out) {
     qkrt_result r = create_instance(ctx, desc->validation || env_true("QKGEN_VALIDATION"));
     if (r == QKRT_OK) r = choose_device(ctx, request);
     if (r == QKRT_OK) r = qkrt_device_open(ctx);
-    if (r == QKRT_OK) r = create_commands(ctx);
     if (r == QKRT_OK) r = cache_open(ctx, desc);
     if (r != QKRT_OK) {
         snprintf(create_error, sizeof create_error, "%s", ctx->error);
@@ -447,6 +462,14 @@ qkrt_result qkrt_create(const qkrt_desc *desc, qkrt_context **out) {
     return QKRT_OK;
 }
 
+qkrt_result qkrt_create(const qkrt_desc *desc, qkrt_context **out) {
+    return create_context(desc, false, out);
+}
+
+qkrt_result qkrt_create_stats(const qkrt_desc *desc, qkrt_context **out) {
+    return create_context(desc, true, out);
+}
+
 const char *qkrt_create_error(void) {
     return create_error;
 }
@@ -454,22 +477,28 @@ const char *qkrt_create_error(void) {
 void qkrt_destroy(qkrt_context *ctx) {
     if (!ctx) return;
     if (ctx->device) {
-        vkDeviceWaitIdle(ctx->device);
+        /* the caller's device may be busy with work of its own; ours was
+         * waited for by the call that submitted it */
+        if (ctx->owns_device) vkDeviceWaitIdle(ctx->device);
         cache_save(ctx);
         qkrt_dispatch_release(ctx);
         qkrt_staging_release(ctx);
-        if (ctx->pipeline_cache) vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);
-        if (ctx->fence) vkDestroyFence(ctx->device, ctx->fence, NULL);
-        if (ctx->command_pool) vkDestroyCommandPool(ctx->device, ctx->command_pool, NULL);
-        vkDestroyDevice(ctx->device, NULL);
+        if (ctx->pipeline_cache && ctx->owns_cache)
+            vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, ctx->alloc);
+        if (ctx->fence) vkDestroyFence(ctx->device, ctx->fence, ctx->alloc);
+        if (ctx->command_pool) vkDestroyCommandPool(ctx->device, ctx->command_pool, ctx->alloc);
+        if (ctx->owns_device) vkDestroyDevice(ctx->device, NULL);
     }
-    if (ctx->messenger) {
+    if (ctx->owns_device && ctx->messenger) {
         PFN_vkDestroyDebugUtilsMessengerEXT destroy =
             (PFN_vkDestroyDebugUtilsMessengerEXT)(void (*)(void))vkGetInstanceProcAddr(
                 ctx->instance, "vkDestroyDebugUtilsMessengerEXT");
         if (destroy) destroy(ctx->instance, ctx->messenger, NULL);
     }
-    if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
+    if (ctx->owns_device && ctx->instance) vkDestroyInstance(ctx->instance, NULL);
+    for (uint32_t i = 0; i < ctx->extension_count; i++)
+        free(ctx->extensions[i]);
+    free(ctx->extensions);
     free(ctx->cache_path);
     free(ctx);
 }

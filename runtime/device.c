@@ -160,6 +160,7 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     };
     vkGetPhysicalDeviceFeatures2(c->physical, &features);
     c->executable_info = executable_ext && executable.pipelineExecutableInfo;
+    c->push_descriptor = has_extension(exts, ext_count, "VK_KHR_push_descriptor");
 
     qkrt_device_info *info = &c->info;
     snprintf(info->driver, sizeof info->driver, "%.127s %.127s", driver.driverName,
@@ -203,8 +204,8 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     if (!info->cooperative_matrix_nv) c->coopmat_nv_ext = false;
 }
 
-static void query_device(VkInstance instance, uint32_t instance_api, VkPhysicalDevice physical,
-                         uint32_t index, qkrt_device_caps *c) {
+void qkrt_device_query(VkInstance instance, uint32_t instance_api, VkPhysicalDevice physical,
+                       uint32_t index, qkrt_device_caps *c) {
     memset(c, 0, sizeof *c);
     c->physical = physical;
     VkPhysicalDeviceProperties props;
@@ -265,7 +266,7 @@ qkrt_result qkrt_devices_query(VkInstance instance, uint32_t instance_api, qkrt_
         return QKRT_ERROR_VULKAN;
     }
     for (uint32_t i = 0; i < n; i++)
-        query_device(instance, instance_api, physical[i], i, &all[i]);
+        qkrt_device_query(instance, instance_api, physical[i], i, &all[i]);
     free(physical);
     *caps = all;
     *count = n;
@@ -319,16 +320,16 @@ qkrt_result qkrt_enumerate_devices(qkrt_device_info *infos, uint32_t *count, cha
 qkrt_result qkrt_device_open(qkrt_context *ctx) {
     const qkrt_device_caps *c = &ctx->caps;
     const qkrt_device_info *info = &c->info;
-    ctx->extension_count = 0;
-    if (c->size_control_ext)
-        ctx->extensions[ctx->extension_count++] = "VK_EXT_subgroup_size_control";
-    if (c->maintenance4_ext) ctx->extensions[ctx->extension_count++] = "VK_KHR_maintenance4";
-    if (c->coopmat_nv_ext) ctx->extensions[ctx->extension_count++] = "VK_NV_cooperative_matrix";
-    if (c->integer_dot_ext)
-        ctx->extensions[ctx->extension_count++] = "VK_KHR_shader_integer_dot_product";
+    const char *extensions[8];
+    uint32_t extension_count = 0;
+    if (c->size_control_ext) extensions[extension_count++] = "VK_EXT_subgroup_size_control";
+    if (c->maintenance4_ext) extensions[extension_count++] = "VK_KHR_maintenance4";
+    if (c->coopmat_nv_ext) extensions[extension_count++] = "VK_NV_cooperative_matrix";
+    if (c->integer_dot_ext) extensions[extension_count++] = "VK_KHR_shader_integer_dot_product";
+    if (c->push_descriptor) extensions[extension_count++] = "VK_KHR_push_descriptor";
     ctx->pipeline_stats = ctx->pipeline_stats && c->executable_info;
     if (ctx->pipeline_stats)
-        ctx->extensions[ctx->extension_count++] = "VK_KHR_pipeline_executable_properties";
+        extensions[extension_count++] = "VK_KHR_pipeline_executable_properties";
 
     /* only what kernels use: robustBufferAccess and friends cost speed */
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
@@ -396,12 +397,13 @@ qkrt_result qkrt_device_open(qkrt_context *ctx) {
         .pNext = &features,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &queue,
-        .enabledExtensionCount = ctx->extension_count,
-        .ppEnabledExtensionNames = ctx->extensions,
+        .enabledExtensionCount = extension_count,
+        .ppEnabledExtensionNames = extensions,
     };
     VkResult vr = vkCreateDevice(c->physical, &create, NULL, &ctx->device);
     if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkCreateDevice ('%s')", info->name);
-    vkGetDeviceQueue(ctx->device, c->queue_family, 0, &ctx->queue);
-    vkGetPhysicalDeviceMemoryProperties(c->physical, &ctx->memory);
-    return QKRT_OK;
+    VkQueue handle;
+    vkGetDeviceQueue(ctx->device, c->queue_family, 0, &handle);
+    /* from here on as for a device of the caller's (qkrt_create_from_vulkan) */
+    return qkrt_context_attach(ctx, &create, handle);
 }

@@ -10,21 +10,25 @@
 enum { POOL_SETS = 1024, POOL_DESCRIPTORS = 8192 };
 
 void qkrt_kernel_release(qkrt_context *ctx, qkrt_kernel *k) {
-    if (k->pipeline) vkDestroyPipeline(ctx->device, k->pipeline, NULL);
-    if (k->layout) vkDestroyPipelineLayout(ctx->device, k->layout, NULL);
-    if (k->set_layout) vkDestroyDescriptorSetLayout(ctx->device, k->set_layout, NULL);
+    if (k->pipeline) vkDestroyPipeline(ctx->device, k->pipeline, ctx->alloc);
+    if (k->layout) vkDestroyPipelineLayout(ctx->device, k->layout, ctx->alloc);
+    if (k->set_layout) vkDestroyDescriptorSetLayout(ctx->device, k->set_layout, ctx->alloc);
     k->pipeline = VK_NULL_HANDLE;
     k->layout = VK_NULL_HANDLE;
     k->set_layout = VK_NULL_HANDLE;
 }
 
+static void pools_release(qkrt_context *ctx, qkrt_set_pools *p) {
+    for (uint32_t i = 0; i < p->count; i++)
+        vkDestroyDescriptorPool(ctx->device, p->pools[i], ctx->alloc);
+    free(p->pools);
+    *p = (qkrt_set_pools){0};
+}
+
 void qkrt_dispatch_release(qkrt_context *ctx) {
-    for (uint32_t i = 0; i < ctx->pool_count; i++)
-        vkDestroyDescriptorPool(ctx->device, ctx->pools[i], NULL);
-    free(ctx->pools);
-    ctx->pools = NULL;
-    ctx->pool_count = ctx->pool_used = 0;
-    if (ctx->query_pool) vkDestroyQueryPool(ctx->device, ctx->query_pool, NULL);
+    pools_release(ctx, &ctx->run_sets);
+    pools_release(ctx, &ctx->cmd_sets);
+    if (ctx->query_pool) vkDestroyQueryPool(ctx->device, ctx->query_pool, ctx->alloc);
     ctx->query_pool = VK_NULL_HANDLE;
     free(ctx->query_results);
     ctx->query_results = NULL;
@@ -32,6 +36,11 @@ void qkrt_dispatch_release(qkrt_context *ctx) {
 }
 
 /* ---- pipelines ---- */
+
+/* The kernel whose pipeline and layouts kernel index uses (qkrt_kernel.pipe). */
+static qkrt_kernel *pipe_of(const qkrt_bundle *bundle, uint32_t index) {
+    return &bundle->kernels[bundle->kernels[index].pipe];
+}
 
 static qkrt_result create_layouts(qkrt_context *ctx, qkrt_kernel *k) {
     VkDescriptorSetLayoutBinding bindings[QKRT_MAX_BINDINGS];
@@ -45,10 +54,12 @@ static qkrt_result create_layouts(qkrt_context *ctx, qkrt_kernel *k) {
     }
     VkDescriptorSetLayoutCreateInfo set_info = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .flags =
+            ctx->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0,
         .bindingCount = k->info.binding_count,
         .pBindings = bindings,
     };
-    VkResult vr = vkCreateDescriptorSetLayout(ctx->device, &set_info, NULL, &k->set_layout);
+    VkResult vr = vkCreateDescriptorSetLayout(ctx->device, &set_info, ctx->alloc, &k->set_layout);
     if (vr != VK_SUCCESS)
         return qkrt_vk_fail(ctx, vr, "kernel %s: vkCreateDescriptorSetLayout", k->info.name);
     VkPushConstantRange push = {
@@ -62,27 +73,17 @@ static qkrt_result create_layouts(qkrt_context *ctx, qkrt_kernel *k) {
         .pushConstantRangeCount = k->info.push_size ? 1 : 0,
         .pPushConstantRanges = &push,
     };
-    vr = vkCreatePipelineLayout(ctx->device, &layout_info, NULL, &k->layout);
+    vr = vkCreatePipelineLayout(ctx->device, &layout_info, ctx->alloc, &k->layout);
     if (vr != VK_SUCCESS)
         return qkrt_vk_fail(ctx, vr, "kernel %s: vkCreatePipelineLayout", k->info.name);
     return QKRT_OK;
 }
 
-/* The pipeline of k (its layouts made), into k->pipeline; touches nothing
- * else of ctx, so threads may build different kernels' pipelines at once
- * (the pipeline cache synchronizes itself). On failure *what names the call. */
-static VkResult build_pipeline(const qkrt_context *ctx, qkrt_kernel *k, const char **what) {
-    VkShaderModuleCreateInfo module_info = {
-        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = k->code_size,
-        .pCode = k->code,
-    };
-    VkShaderModule module;
-    VkResult vr = vkCreateShaderModule(ctx->device, &module_info, NULL, &module);
-    if (vr != VK_SUCCESS) {
-        *what = "vkCreateShaderModule";
-        return vr;
-    }
+/* The pipeline of k (its layouts and module made), into k->pipeline; touches
+ * nothing else of ctx, so threads may build different kernels' pipelines at
+ * once (the pipeline cache synchronizes itself). On failure *what names the call. */
+static VkResult build_pipeline(const qkrt_context *ctx, VkShaderModule module, qkrt_kernel *k,
+                               const char **what) {
     uint32_t required = k->info.required_subgroup_size;
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo size_info = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
@@ -92,6 +93,12 @@ static VkResult build_pipeline(const qkrt_context *ctx, qkrt_kernel *k, const ch
     /* a kernel that names its subgroup size counts on every subgroup being full */
     if (required && ctx->caps.full_subgroups && k->info.workgroup_size[0] % required == 0)
         flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    VkSpecializationInfo spec = {
+        .mapEntryCount = k->info.specialization_count,
+        .pMapEntries = k->spec_map,
+        .dataSize = 4 * (size_t)k->info.specialization_count,
+        .pData = k->spec_data,
+    };
     VkComputePipelineCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage =
@@ -102,12 +109,13 @@ static VkResult build_pipeline(const qkrt_context *ctx, qkrt_kernel *k, const ch
                 .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                 .module = module,
                 .pName = k->entry,
+                .pSpecializationInfo = k->info.specialization_count ? &spec : NULL,
             },
         .layout = k->layout,
         .flags = ctx->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
     };
-    vr = vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &info, NULL, &k->pipeline);
-    vkDestroyShaderModule(ctx->device, module, NULL);
+    VkResult vr = vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &info, ctx->alloc,
+                                           &k->pipeline);
     if (vr != VK_SUCCESS) {
         k->pipeline = VK_NULL_HANDLE;
         *what = "vkCreateComputePipelines";
@@ -115,18 +123,11 @@ static VkResult build_pipeline(const qkrt_context *ctx, qkrt_kernel *k, const ch
     return vr;
 }
 
-static qkrt_result create_pipeline(qkrt_context *ctx, qkrt_kernel *k) {
-    const char *what = "";
-    VkResult vr = build_pipeline(ctx, k, &what);
-    if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "kernel %s: %s", k->info.name, what);
-    ctx->cache_dirty = true;
-    return QKRT_OK;
-}
-
 /* ---- pipelines of many kernels at once (qkrt_kernels_prepare) ---- */
 
 typedef struct build_job {
     const qkrt_context *ctx;
+    const qkrt_bundle *bundle;
     qkrt_kernel **kernels;
     uint32_t count;
     uint32_t next; /* the next kernel to take (atomic) */
@@ -139,57 +140,94 @@ static void build_share(void *arg, uint32_t t, uint32_t n) {
     build_job *j = arg;
     for (uint32_t i; (i = __atomic_fetch_add(&j->next, 1u, __ATOMIC_RELAXED)) < j->count;) {
         const char *what = "";
-        build_pipeline(j->ctx, j->kernels[i], &what); /* a failure is reported at first use */
+        qkrt_kernel *k = j->kernels[i];
+        /* a failure is reported at first use */
+        build_pipeline(j->ctx, j->bundle->modules[k->module].handle, k, &what);
     }
 }
 
-/* What a pipeline needs first: the device's check and the layouts. */
+/* What a pipeline needs first: the device's check of kernel index, its
+ * pipeline's layouts and the shader module (made once for all its kernels). */
 static qkrt_result kernel_layouts(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index) {
-    qkrt_kernel *k = &bundle->kernels[index];
+    qkrt_kernel *k = &bundle->kernels[index], *p = pipe_of(bundle, index);
     qkrt_result r = QKRT_OK;
     if (!k->checked) r = qkrt_kernel_check(ctx, bundle, index);
     if (r != QKRT_OK) return r;
     k->checked = true;
-    if (!k->set_layout) r = create_layouts(ctx, k);
+    if (!p->set_layout) r = create_layouts(ctx, p);
+    qkrt_module *mod = &bundle->modules[p->module];
+    if (r == QKRT_OK && !mod->handle) {
+        VkShaderModuleCreateInfo info = {
+            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+            .codeSize = mod->code_size,
+            .pCode = mod->code,
+        };
+        VkResult vr = vkCreateShaderModule(ctx->device, &info, ctx->alloc, &mod->handle);
+        if (vr != VK_SUCCESS) {
+            mod->handle = VK_NULL_HANDLE;
+            r = qkrt_vk_fail(ctx, vr, "kernel %s: vkCreateShaderModule (%s)", k->info.name,
+                             mod->spv);
+        }
+    }
     return r;
 }
 
 static qkrt_result kernel_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index) {
-    qkrt_kernel *k = &bundle->kernels[index];
-    if (k->pipeline) return QKRT_OK;
+    qkrt_kernel *p = pipe_of(bundle, index);
+    if (p->pipeline && bundle->kernels[index].checked) return QKRT_OK;
     qkrt_result r = kernel_layouts(ctx, bundle, index);
-    if (r == QKRT_OK) r = create_pipeline(ctx, k);
-    return r;
+    if (r != QKRT_OK || p->pipeline) return r;
+    const char *what = "";
+    VkResult vr = build_pipeline(ctx, bundle->modules[p->module].handle, p, &what);
+    if (vr != VK_SUCCESS)
+        return qkrt_vk_fail(ctx, vr, "kernel %s: %s", bundle->kernels[index].info.name, what);
+    ctx->cache_dirty = true;
+    return QKRT_OK;
 }
 
 uint32_t qkrt_kernels_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, const uint32_t *indices,
                               uint32_t n, uint32_t threads) {
     qkrt_kernel **todo = malloc(sizeof *todo * (n ? n : 1));
+    uint32_t *of = malloc(sizeof *of * (n ? n : 1)); /* each index's place in todo, or -1 */
     uint32_t count = 0, ready = 0;
-    /* the checks and layouts here, in order (they report through ctx) */
+    if (!todo || !of) {
+        free(todo), free(of);
+        return 0;
+    }
+    /* the checks, layouts and modules here, in order (they report through ctx) */
     for (uint32_t i = 0; i < n; i++) {
-        if (indices[i] >= bundle->count) continue;
-        qkrt_kernel *k = &bundle->kernels[indices[i]];
-        if (k->pipeline) {
-            ready++;
-            continue;
-        }
+        of[i] = UINT32_MAX;
+        if (!bundle || indices[i] >= bundle->count) continue;
+        qkrt_kernel *p = pipe_of(bundle, indices[i]);
         if (kernel_layouts(ctx, bundle, indices[i]) != QKRT_OK) continue;
-        bool dup = false; /* an index named twice is built once */
-        for (uint32_t j = 0; j < count && !dup; j++)
-            dup = todo[j] == k;
-        if (!dup) todo[count++] = k;
+        uint32_t j = 0; /* a pipeline named twice is built once */
+        while (j < count && todo[j] != p)
+            j++;
+        if (j == count && !p->pipeline) todo[count++] = p;
+        of[i] = j < count ? j : UINT32_MAX - 1; /* UINT32_MAX - 1: had a pipeline already */
     }
     if (!threads) threads = qk_cores();
-    build_job job = {ctx, todo, count, 0};
+    build_job job = {ctx, bundle, todo, count, 0};
     if (count) qk_parallel(threads < count ? threads : count, build_share, &job);
     for (uint32_t i = 0; i < count; i++)
-        if (todo[i]->pipeline) {
-            ready++;
-            ctx->cache_dirty = true;
-        }
+        if (todo[i]->pipeline) ctx->cache_dirty = true;
+    for (uint32_t i = 0; i < n; i++)
+        ready += of[i] == UINT32_MAX - 1 || (of[i] < count && todo[of[i]]->pipeline);
     free(todo);
+    free(of);
     return ready;
+}
+
+qkrt_result qkrt_kernel_layout(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index,
+                               VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout) {
+    if (!bundle || bundle->ctx != ctx || index >= bundle->count)
+        return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_kernel_layout: no kernel %u in %s", index,
+                         !bundle ? "a NULL bundle" : "the bundle");
+    qkrt_result r = kernel_layouts(ctx, bundle, index);
+    if (r != QKRT_OK) return r;
+    if (set_layout) *set_layout = pipe_of(bundle, index)->set_layout;
+    if (layout) *layout = pipe_of(bundle, index)->layout;
+    return QKRT_OK;
 }
 
 qkrt_result qkrt_kernel_stats(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index,
@@ -211,7 +249,7 @@ qkrt_result qkrt_kernel_stats(qkrt_context *ctx, const qkrt_bundle *bundle, uint
                          "vkGetPipelineExecutableStatisticsKHR missing");
     VkPipelineExecutableInfoKHR exe = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
-        .pipeline = bundle->kernels[index].pipeline,
+        .pipeline = pipe_of(bundle, index)->pipeline,
         .executableIndex = 0, /* a compute pipeline has one */
     };
     VkPipelineExecutableStatisticKHR st[32];
@@ -251,14 +289,14 @@ qkrt_result qkrt_kernel_stats(qkrt_context *ctx, const qkrt_bundle *bundle, uint
 
 /* ---- descriptor sets and queries ---- */
 
-static qkrt_result alloc_set(qkrt_context *ctx, const qkrt_kernel *k, VkDescriptorSet *set) {
-    if (ctx->pool_count == 0 || ctx->sets_left == 0 ||
-        ctx->descriptors_left < k->descriptor_count) {
-        if (ctx->pool_count) ctx->pool_used++;
-        if (ctx->pool_used >= ctx->pool_count) {
-            VkDescriptorPool *pools = realloc(ctx->pools, (ctx->pool_count + 1) * sizeof *pools);
-            if (!pools) return qkrt_fail(ctx, QKRT_ERROR_MEMORY, "qkrt_run: out of memory");
-            ctx->pools = pools;
+static qkrt_result alloc_set(qkrt_context *ctx, qkrt_set_pools *p, const qkrt_kernel *k,
+                             VkDescriptorSet *set) {
+    if (p->count == 0 || p->sets_left == 0 || p->descriptors_left < k->descriptor_count) {
+        if (p->count) p->used++;
+        if (p->used >= p->count) {
+            VkDescriptorPool *pools = realloc(p->pools, (p->count + 1) * sizeof *pools);
+            if (!pools) return qkrt_fail(ctx, QKRT_ERROR_MEMORY, "descriptor pools: out of memory");
+            p->pools = pools;
             VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, POOL_DESCRIPTORS};
             VkDescriptorPoolCreateInfo info = {
                 .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
@@ -266,37 +304,41 @@ static qkrt_result alloc_set(qkrt_context *ctx, const qkrt_kernel *k, VkDescript
                 .poolSizeCount = 1,
                 .pPoolSizes = &size,
             };
-            VkResult vr = vkCreateDescriptorPool(ctx->device, &info, NULL, &pools[ctx->pool_count]);
+            VkResult vr = vkCreateDescriptorPool(ctx->device, &info, ctx->alloc, &pools[p->count]);
             if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkCreateDescriptorPool");
-            ctx->pool_used = ctx->pool_count++;
+            p->used = p->count++;
         }
-        ctx->sets_left = POOL_SETS;
-        ctx->descriptors_left = POOL_DESCRIPTORS;
+        p->sets_left = POOL_SETS;
+        p->descriptors_left = POOL_DESCRIPTORS;
     }
     VkDescriptorSetAllocateInfo info = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-        .descriptorPool = ctx->pools[ctx->pool_used],
+        .descriptorPool = p->pools[p->used],
         .descriptorSetCount = 1,
         .pSetLayouts = &k->set_layout,
     };
     VkResult vr = vkAllocateDescriptorSets(ctx->device, &info, set);
     if (vr != VK_SUCCESS)
         return qkrt_vk_fail(ctx, vr, "kernel %s: vkAllocateDescriptorSets", k->info.name);
-    ctx->sets_left--;
-    ctx->descriptors_left -= k->descriptor_count;
+    p->sets_left--;
+    p->descriptors_left -= k->descriptor_count;
     return QKRT_OK;
 }
 
-/* The previous run has completed (every submission is waited for), so its sets are free. */
-static qkrt_result reset_pools(qkrt_context *ctx) {
-    for (uint32_t i = 0; i < ctx->pool_count && i <= ctx->pool_used; i++) {
-        VkResult vr = vkResetDescriptorPool(ctx->device, ctx->pools[i], 0);
+/* Every set of p is free again: the command buffers that used them completed. */
+static qkrt_result reset_pools(qkrt_context *ctx, qkrt_set_pools *p) {
+    for (uint32_t i = 0; i < p->count && i <= p->used; i++) {
+        VkResult vr = vkResetDescriptorPool(ctx->device, p->pools[i], 0);
         if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkResetDescriptorPool");
     }
-    ctx->pool_used = 0;
-    ctx->sets_left = ctx->pool_count ? POOL_SETS : 0;
-    ctx->descriptors_left = ctx->pool_count ? POOL_DESCRIPTORS : 0;
+    p->used = 0;
+    p->sets_left = p->count ? POOL_SETS : 0;
+    p->descriptors_left = p->count ? POOL_DESCRIPTORS : 0;
     return QKRT_OK;
+}
+
+qkrt_result qkrt_descriptors_reset(qkrt_context *ctx) {
+    return reset_pools(ctx, &ctx->cmd_sets);
 }
 
 static qkrt_result reserve_queries(qkrt_context *ctx, const char *what, uint32_t count) {
@@ -308,7 +350,7 @@ static qkrt_result reserve_queries(qkrt_context *ctx, const char *what, uint32_t
     uint32_t capacity = 256;
     while (capacity < count)
         capacity *= 2;
-    if (ctx->query_pool) vkDestroyQueryPool(ctx->device, ctx->query_pool, NULL);
+    if (ctx->query_pool) vkDestroyQueryPool(ctx->device, ctx->query_pool, ctx->alloc);
     ctx->query_pool = VK_NULL_HANDLE;
     ctx->query_capacity = 0;
     free(ctx->query_results);
@@ -319,7 +361,7 @@ static qkrt_result reserve_queries(qkrt_context *ctx, const char *what, uint32_t
         .queryType = VK_QUERY_TYPE_TIMESTAMP,
         .queryCount = capacity,
     };
-    VkResult vr = vkCreateQueryPool(ctx->device, &info, NULL, &ctx->query_pool);
+    VkResult vr = vkCreateQueryPool(ctx->device, &info, ctx->alloc, &ctx->query_pool);
     if (vr != VK_SUCCESS) return qkrt_vk_fail(ctx, vr, "vkCreateQueryPool");
     ctx->query_capacity = capacity;
     return QKRT_OK;
@@ -346,9 +388,22 @@ static qkrt_result read_times(qkrt_context *ctx, uint32_t n, double *ns) {
     return QKRT_OK;
 }
 
-static void write_timestamp(qkrt_context *ctx, uint32_t query) {
+static void write_timestamp(qkrt_context *ctx, VkCommandBuffer cmd, uint32_t query) {
     /* bottom of pipe: after everything recorded before has finished */
-    vkCmdWriteTimestamp(ctx->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ctx->query_pool, query);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ctx->query_pool, query);
+}
+
+/* Compute writes before later compute reads and writes and indirect reads. */
+static void compute_barrier(VkCommandBuffer cmd) {
+    VkMemoryBarrier barrier = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                         VK_ACCESS_INDIRECT_COMMAND_READ_BIT,
+    };
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+                         0, 1, &barrier, 0, NULL, 0, NULL);
 }
 
 /* ---- one dispatch ---- */
@@ -358,7 +413,7 @@ static qkrt_result fail_at(qkrt_context *ctx, uint32_t i, const qkrt_kernel *k, 
 
 static qkrt_result fail_at(qkrt_context *ctx, uint32_t i, const qkrt_kernel *k, const char *fmt,
                            ...) {
-    int n = snprintf(ctx->error, sizeof ctx->error, "qkrt_run: dispatch %u (kernel %s): ", i,
+    int n = snprintf(ctx->error, sizeof ctx->error, "dispatch %u (kernel %s): ", i,
                      k ? k->info.name : "?");
     if (n >= 0 && (size_t)n < sizeof ctx->error) {
         va_list ap;
@@ -418,16 +473,15 @@ static qkrt_result grid(qkrt_context *ctx, uint32_t i, const qkrt_kernel *k, con
     return QKRT_OK;
 }
 
-static qkrt_result bind_buffers(qkrt_context *ctx, uint32_t i, const qkrt_kernel *k,
-                                const qkrt_dispatch *d, VkDescriptorSet set) {
-    VkDescriptorBufferInfo infos[QKRT_MAX_BINDINGS];
-    VkWriteDescriptorSet writes[QKRT_MAX_BINDINGS];
+/* The descriptor writes of d's buffers for k (dstSet left for the caller). */
+static qkrt_result buffer_writes(qkrt_context *ctx, uint32_t i, const qkrt_kernel *k,
+                                 const qkrt_dispatch *d, VkWriteDescriptorSet *writes,
+                                 VkDescriptorBufferInfo *infos) {
     uint32_t slot = 0;
     for (uint32_t b = 0; b < k->info.binding_count; b++) {
         const qkrt_binding_info *bi = &k->info.bindings[b];
         writes[b] = (VkWriteDescriptorSet){
             .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-            .dstSet = set,
             .dstBinding = bi->binding,
             .descriptorCount = bi->count,
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -446,19 +500,27 @@ static qkrt_result bind_buffers(qkrt_context *ctx, uint32_t i, const qkrt_kernel
             infos[slot] = (VkDescriptorBufferInfo){buf->buffer, 0, VK_WHOLE_SIZE};
         }
     }
-    vkUpdateDescriptorSets(ctx->device, k->info.binding_count, writes, 0, NULL);
     return QKRT_OK;
 }
 
-static qkrt_result record(qkrt_context *ctx, uint32_t i, const qkrt_dispatch *d, bool timed,
-                          bool barrier, VkPipeline *bound, bool *empty_out) {
+/* How a recording goes: into which command buffer, with which pools, timed how. */
+typedef struct recording {
+    VkCommandBuffer cmd;
+    qkrt_set_pools *sets;
+    bool timed;        /* timestamps 2i, 2i + 1 around dispatch i */
+    uint32_t barriers; /* QKRT_BARRIER_* */
+    VkPipeline bound;  /* the pipeline bound last */
+} recording;
+
+static qkrt_result record(qkrt_context *ctx, recording *rec, uint32_t i, const qkrt_dispatch *d,
+                          bool *empty_out) {
     const qkrt_bundle *bundle = d->bundle;
     if (!bundle || bundle->ctx != ctx || d->kernel >= bundle->count)
         return fail_at(ctx, i, NULL, "no kernel %u in %s", d->kernel,
                        !bundle              ? "a NULL bundle"
                        : bundle->ctx != ctx ? "a bundle of another context"
                                             : "the bundle");
-    const qkrt_kernel *k = &bundle->kernels[d->kernel];
+    const qkrt_kernel *k = &bundle->kernels[d->kernel], *p = pipe_of(bundle, d->kernel);
     qkrt_result r = kernel_prepare(ctx, bundle, d->kernel);
     if (r != QKRT_OK) return r;
     uint32_t groups[3] = {0, 0, 0};
@@ -484,67 +546,111 @@ static qkrt_result record(qkrt_context *ctx, uint32_t i, const qkrt_dispatch *d,
         if (!holds)
             return fail_at(ctx, i, k, "the shape breaks constraint '%s'", k->info.constraints[c]);
     }
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    if (r == QKRT_OK) r = alloc_set(ctx, k, &set);
-    if (r == QKRT_OK) r = bind_buffers(ctx, i, k, d, set);
+    VkDescriptorBufferInfo infos[QKRT_MAX_BINDINGS];
+    VkWriteDescriptorSet writes[QKRT_MAX_BINDINGS];
+    VkDescriptorSet set = d->set;
+    if (set && ctx->push_descriptors)
+        return fail_at(ctx, i, k, "a descriptor set of the caller's needs QKRT_DESCRIPTORS_POOL");
+    if (!set) r = buffer_writes(ctx, i, k, d, writes, infos);
+    if (r == QKRT_OK && !set && !ctx->push_descriptors) {
+        r = alloc_set(ctx, rec->sets, p, &set);
+        for (uint32_t b = 0; b < k->info.binding_count; b++)
+            writes[b].dstSet = set;
+        if (r == QKRT_OK)
+            vkUpdateDescriptorSets(ctx->device, k->info.binding_count, writes, 0, NULL);
+    }
     if (r != QKRT_OK) return r;
 
-    if (i > 0 && barrier) qkrt_cmd_barrier(ctx);
-    if (timed) write_timestamp(ctx, 2 * i);
+    bool first = i == 0;
+    if (first ? rec->barriers & QKRT_BARRIER_BEFORE
+              : d->depends || (rec->barriers & QKRT_BARRIER_BETWEEN))
+        compute_barrier(rec->cmd);
+    if (rec->timed) write_timestamp(ctx, rec->cmd, 2 * i);
     bool empty = !d->indirect && (!groups[0] || !groups[1] || !groups[2]);
     *empty_out = empty;
     if (!empty) {
-        if (*bound != k->pipeline) {
-            vkCmdBindPipeline(ctx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
-            *bound = k->pipeline;
+        if (rec->bound != p->pipeline) {
+            vkCmdBindPipeline(rec->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
+            rec->bound = p->pipeline;
         }
-        vkCmdBindDescriptorSets(ctx->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0,
-                                NULL);
+        if (ctx->push_descriptors)
+            ctx->push_descriptor_set(rec->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0,
+                                     k->info.binding_count, writes);
+        else
+            vkCmdBindDescriptorSets(rec->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set,
+                                    0, NULL);
         if (k->info.push_size)
-            vkCmdPushConstants(ctx->cmd, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+            vkCmdPushConstants(rec->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                k->info.push_size, push);
         if (d->indirect)
-            vkCmdDispatchIndirect(ctx->cmd, d->indirect->buffer, d->indirect_offset);
+            vkCmdDispatchIndirect(rec->cmd, d->indirect->buffer, d->indirect_offset);
         else
-            vkCmdDispatch(ctx->cmd, groups[0], groups[1], groups[2]);
+            vkCmdDispatch(rec->cmd, groups[0], groups[1], groups[2]);
     }
-    if (timed) write_timestamp(ctx, 2 * i + 1);
+    if (rec->timed) write_timestamp(ctx, rec->cmd, 2 * i + 1);
     return QKRT_OK;
 }
 
-/* Records the n dispatches in one command buffer and submits it: with ns,
- * barriers between them and each one's time; with span, back to back without
- * barriers and one time around them all. */
+qkrt_result qkrt_cmd_dispatch(qkrt_context *ctx, VkCommandBuffer cmd, const qkrt_dispatch *d,
+                              uint32_t n, uint32_t barriers) {
+    if (!cmd || (n && !d))
+        return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_cmd_dispatch: %s is NULL",
+                         cmd ? "d" : "the command buffer");
+    recording rec = {cmd, &ctx->cmd_sets, false, barriers, VK_NULL_HANDLE};
+    qkrt_result r = QKRT_OK;
+    for (uint32_t i = 0; i < n && r == QKRT_OK; i++) {
+        bool empty = false;
+        r = record(ctx, &rec, i, &d[i], &empty);
+    }
+    if (r == QKRT_OK && n && (barriers & QKRT_BARRIER_AFTER)) compute_barrier(cmd);
+    return r;
+}
+
+/* Records the n dispatches in the context's command buffer and submits it:
+ * with ns, barriers between them and each one's time; with span, back to
+ * back without barriers (but before those marked depends) and one time
+ * around them all. */
 static qkrt_result run_dispatches(qkrt_context *ctx, const char *what, const qkrt_dispatch *d,
                                   uint32_t n, double *ns, double *span) {
     uint32_t queries = ns ? 2 * n : span ? 2 : 0;
     qkrt_result r = queries ? reserve_queries(ctx, what, queries) : QKRT_OK;
-    if (r == QKRT_OK) r = reset_pools(ctx);
+    /* every earlier run was waited for, so its sets are free */
+    if (r == QKRT_OK) r = reset_pools(ctx, &ctx->run_sets);
     if (r == QKRT_OK) r = qkrt_cmd_begin(ctx);
     if (r != QKRT_OK) return r;
     if (queries) vkCmdResetQueryPool(ctx->cmd, ctx->query_pool, 0, queries);
-    if (span) write_timestamp(ctx, 0);
-    VkPipeline bound = VK_NULL_HANDLE;
+    if (span) write_timestamp(ctx, ctx->cmd, 0);
+    recording rec = {ctx->cmd, &ctx->run_sets, ns != NULL,
+                     span ? QKRT_BARRIER_NONE : QKRT_BARRIER_BETWEEN, VK_NULL_HANDLE};
     for (uint32_t i = 0; i < n && r == QKRT_OK; i++) {
         bool empty = false;
-        r = record(ctx, i, &d[i], ns != NULL, span == NULL || d[i].depends, &bound, &empty);
+        r = record(ctx, &rec, i, &d[i], &empty);
         if (ns) ns[i] = empty ? -1.0 : 0.0;
     }
     if (span) {
-        write_timestamp(ctx, 1);
+        write_timestamp(ctx, ctx->cmd, 1);
         *span = 0;
     }
     /* an abandoned recording is reset by the next qkrt_cmd_begin */
     if (r == QKRT_OK) r = qkrt_cmd_submit(ctx);
     if (r == QKRT_OK && queries) r = read_times(ctx, ns ? n : 1, ns ? ns : span);
+    if (r != QKRT_OK && strncmp(ctx->error, "dispatch ", 9) == 0) {
+        char detail[sizeof ctx->error];
+        memcpy(detail, ctx->error, sizeof detail);
+        snprintf(ctx->error, sizeof ctx->error, "%s: %.2000s", what, detail);
+    }
     return r;
 }
 
-qkrt_result qkrt_run(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *ns) {
+qkrt_result qkrt_run_timed(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *ns) {
     if (n == 0) return QKRT_OK;
     if (!d) return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_run: %u dispatches but d is NULL", n);
     if (n > UINT32_MAX / 2) return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_run: n too large");
     return run_dispatches(ctx, "qkrt_run", d, n, ns, NULL);
+}
+
+qkrt_result qkrt_run(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n) {
+    return qkrt_run_timed(ctx, d, n, NULL);
 }
 
 qkrt_result qkrt_run_span(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *span_ns) {
@@ -569,10 +675,10 @@ qkrt_result qkrt_copy(qkrt_context *ctx, qkrt_buffer *dst, qkrt_buffer *src, siz
     if (ns) vkCmdResetQueryPool(ctx->cmd, ctx->query_pool, 0, 2 * n);
     VkBufferCopy region = {0, 0, bytes};
     for (uint32_t i = 0; i < n; i++) {
-        if (i > 0) qkrt_cmd_barrier(ctx);
-        if (ns) write_timestamp(ctx, 2 * i);
+        if (i > 0) qkrt_cmd_barrier(ctx->cmd);
+        if (ns) write_timestamp(ctx, ctx->cmd, 2 * i);
         vkCmdCopyBuffer(ctx->cmd, src->buffer, dst->buffer, 1, &region);
-        if (ns) write_timestamp(ctx, 2 * i + 1);
+        if (ns) write_timestamp(ctx, ctx->cmd, 2 * i + 1);
         if (ns) ns[i] = 0;
     }
     r = qkrt_cmd_submit(ctx);

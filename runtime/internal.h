@@ -4,6 +4,7 @@
 #define QKRT_INTERNAL_H
 
 #include "qkrt.h"
+#include "qkrt_bench.h"
 
 #include <stdarg.h>
 #include <vulkan/vulkan.h>
@@ -25,6 +26,8 @@ enum {
     QKRT_FEATURE_DYNAMIC_INDEXING = 1u << 6,
     QKRT_FEATURE_INT64 = 1u << 7,
     QKRT_FEATURE_INTEGER_DOT_PRODUCT = 1u << 8,
+    QKRT_FEATURE_INT16 = 1u << 9,
+    QKRT_FEATURE_VULKAN_MEMORY_MODEL = 1u << 10,
 };
 
 /* Everything learnt about one physical device; shared by enumeration and creation. */
@@ -46,27 +49,44 @@ typedef struct qkrt_device_caps {
     bool coopmat_nv_ext;
     bool integer_dot_ext; /* VK_KHR_shader_integer_dot_product to enable (before Vulkan 1.3) */
     bool executable_info; /* VK_KHR_pipeline_executable_properties with pipelineExecutableInfo */
+    bool push_descriptor; /* VK_KHR_push_descriptor (offered; enabled once masked) */
 } qkrt_device_caps;
 
 struct qkrt_buffer {
     qkrt_context *ctx;
     VkBuffer buffer;
     VkDeviceMemory memory;
+    bool wrapped;           /* the caller's (qkrt_buffer_wrap): never destroyed here */
     size_t size;            /* as requested */
     VkDeviceSize allocated; /* at least 16 bytes, a multiple of 4 */
 };
 
+/* One .spv file of a bundle, read once however many kernels specialize it. */
+typedef struct qkrt_module {
+    const char *spv, *sha256;
+    uint32_t *code;
+    size_t code_size;
+    VkShaderModule handle; /* made before the first pipeline of its kernels */
+} qkrt_module;
+
 typedef struct qkrt_kernel {
     qkrt_kernel_info info;
     const char *spv, *sha256, *entry, *vulkan_version;
+    uint32_t module; /* index in qkrt_bundle.modules */
+    uint32_t pipe;   /* the kernel whose pipeline and layouts this one uses: its
+                        own index, or an earlier kernel's of the same module,
+                        specialization, entry and layout (pipelines are keyed
+                        by module and values) */
+    qkrt_specialization_info *specialization; /* info.specialization, owned */
+    VkSpecializationMapEntry *spec_map;
+    uint32_t *spec_data;
     uint32_t features;
     const char *unknown_feature; /* a feature name this runtime does not know */
     const char **extensions;
     uint32_t extension_count;
-    uint32_t *code;
-    size_t code_size;
-    uint32_t descriptor_count; /* sum of binding counts: slots of qkrt_dispatch.buffers */
-    bool checked;              /* qkrt_kernel_check passed once */
+    const char **feature_names; /* info.features, owned */
+    uint32_t descriptor_count;  /* sum of binding counts: slots of qkrt_dispatch.buffers */
+    bool checked;               /* qkrt_kernel_check passed once */
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
     VkPipeline pipeline;
@@ -77,7 +97,17 @@ struct qkrt_bundle {
     struct qkrt_json *doc; /* keeps the strings that qkrt_kernel_info points to */
     qkrt_kernel *kernels;
     uint32_t count;
+    qkrt_module *modules;
+    uint32_t module_count;
 };
+
+/* Descriptor sets from a list of pools, all reset at once; what is left in
+ * pools[used] is counted so that allocation never fails. */
+typedef struct qkrt_set_pools {
+    VkDescriptorPool *pools;
+    uint32_t count, used;
+    uint32_t sets_left, descriptors_left;
+} qkrt_set_pools;
 
 struct qkrt_context {
     void (*log)(void *user, int level, const char *message);
@@ -85,16 +115,24 @@ struct qkrt_context {
     char error[2048];
     uint32_t validation_errors;
 
+    /* the caller's (qkrt_create_from_vulkan) or, with owns_device, libqkrt's
+     * own (qkrt_create), which it destroys */
+    bool owns_device;
     VkInstance instance;
     VkDebugUtilsMessengerEXT messenger;
-    qkrt_device_caps caps;
+    qkrt_device_caps caps; /* what the device offers AND its creator enabled */
     VkDevice device;
-    VkQueue queue;
+    VkQueue queue; /* VK_NULL_HANDLE: no convenience calls (transfers, qkrt_run) */
+    const VkAllocationCallbacks *alloc;
     VkPhysicalDeviceMemoryProperties memory;
-    const char *extensions[8]; /* enabled device extensions */
+    char **extensions; /* enabled device extensions, copied */
     uint32_t extension_count;
     bool pipeline_stats; /* pipelines capture the driver's statistics (qkrt_kernel_stats) */
+    qkrt_descriptor_mode descriptor_mode; /* as asked */
+    bool push_descriptors; /* sets pushed (VK_KHR_push_descriptor), else from pools */
+    PFN_vkCmdPushDescriptorSetKHR push_descriptor_set;
 
+    /* the convenience calls' command buffer, made on first use */
     VkCommandPool command_pool;
     VkCommandBuffer cmd;
     VkFence fence;
@@ -105,20 +143,21 @@ struct qkrt_context {
     VkDeviceSize staging_size;
 
     VkPipelineCache pipeline_cache;
+    bool owns_cache;
     char *cache_path; /* NULL: not persisted */
     bool cache_dirty;
 
-    /* descriptor sets come from a list of pools, all reset once a run is done;
-     * what is left in pools[pool_used] is counted so allocation never fails */
-    VkDescriptorPool *pools;
-    uint32_t pool_count, pool_used;
-    uint32_t sets_left, descriptors_left;
+    /* run_sets serve qkrt_run, reset by each run (it waits); cmd_sets serve
+     * qkrt_cmd_dispatch, reset by qkrt_descriptors_reset */
+    qkrt_set_pools run_sets, cmd_sets;
     VkQueryPool query_pool;
     uint32_t query_capacity;
     uint64_t *query_results; /* query_capacity entries */
 };
 
 /* ---- errors and logging (context.c) ---- */
+/* Sets the message qkrt_last_error(NULL) returns on this thread. */
+void qkrt_set_create_error(const char *fmt, ...) QKRT_PRINTF(1, 2);
 qkrt_result qkrt_fail(qkrt_context *ctx, qkrt_result result, const char *fmt, ...)
     QKRT_PRINTF(3, 4);
 /* "<call> failed: VK_ERROR_...", QKRT_ERROR_MEMORY for out-of-memory results. */
@@ -128,19 +167,33 @@ void qkrt_log(qkrt_context *ctx, int level, const char *fmt, ...) QKRT_PRINTF(3,
 const char *qkrt_vk_result_name(VkResult vr);
 
 /* ---- one-shot command buffer (context.c) ---- */
-/* Begins ctx->cmd with a barrier ordering it after all earlier submissions. */
+/* Begins ctx->cmd (made on first use; QKRT_ERROR_ARGUMENT without a queue)
+ * with a barrier ordering it after all earlier submissions. */
 qkrt_result qkrt_cmd_begin(qkrt_context *ctx);
 /* Makes the writes visible to the host, submits and waits for completion. */
 qkrt_result qkrt_cmd_submit(qkrt_context *ctx);
 /* A global barrier: compute and transfer writes before any later read or write. */
-void qkrt_cmd_barrier(qkrt_context *ctx);
+void qkrt_cmd_barrier(VkCommandBuffer cmd);
 
 /* ---- devices (device.c) ---- */
 /* Lists the devices of instance with their capabilities; *caps is malloc'ed. */
 qkrt_result qkrt_devices_query(VkInstance instance, uint32_t instance_api, qkrt_device_caps **caps,
                                uint32_t *count, char *error, size_t error_size);
-/* Creates ctx->device and ctx->queue on ctx->caps, with every useful feature. */
+/* The capabilities of one physical device (index: its place in the instance's list). */
+void qkrt_device_query(VkInstance instance, uint32_t instance_api, VkPhysicalDevice physical,
+                       uint32_t index, qkrt_device_caps *caps);
+/* Creates ctx->device on ctx->caps with every useful feature, then
+ * qkrt_context_attach. */
 qkrt_result qkrt_device_open(qkrt_context *ctx);
+
+/* ---- a context on a device (embed.c) ---- */
+/* With ctx->device and ctx->caps set: masks ctx->caps to what info enabled,
+ * copies its extensions, takes queue (may be VK_NULL_HANDLE), the memory
+ * properties and the descriptor mode. Both qkrt_create and
+ * qkrt_create_from_vulkan end here. */
+qkrt_result qkrt_context_attach(qkrt_context *ctx, const VkDeviceCreateInfo *info, VkQueue queue);
+/* Whether extension name was enabled on the device. */
+bool qkrt_extension_enabled(const qkrt_context *ctx, const char *name);
 /* The instance version to ask for: 1.3 where the loader has it, else 1.2. */
 uint32_t qkrt_instance_api(void);
 

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <vulkan/vulkan_core.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,10 +51,6 @@ typedef struct qkrt_desc {
     const char *pipeline_cache_dir;
     void (*log)(void *user, int level, const char *message);
     void *log_user;
-    /* Pipelines capture the driver's statistics (registers, shared memory,
-     * spills: qkrt_kernel_stats) where the device offers
-     * VK_KHR_pipeline_executable_properties; ignored elsewhere. */
-    bool pipeline_stats;
 } qkrt_desc;
 
 /* What kernels care about in a device. */
@@ -85,17 +82,87 @@ typedef struct qkrt_device_info {
 qkrt_result qkrt_enumerate_devices(qkrt_device_info *infos, uint32_t *count, char *error,
                                    size_t error_size);
 
+/* The convenience context: libqkrt creates its own VkInstance, picks a
+ * device (desc->device), creates a VkDevice with the features kernels use and
+ * a compute queue, and the context's calls submit and wait on it. It is a
+ * qkrt_create_from_vulkan context on that device, so everything below works
+ * on both. desc NULL: all defaults. Returns QKRT_OK and *out, or an error
+ * with *out NULL and the message in qkrt_last_error(NULL). */
 qkrt_result qkrt_create(const qkrt_desc *desc, qkrt_context **out);
-/* On failure of qkrt_create the message is in qkrt_create_error() (thread-local). */
+
+/* How kernels' buffers reach their descriptor set in recorded dispatches. */
+typedef enum qkrt_descriptor_mode {
+    /* PUSH where VK_KHR_push_descriptor is enabled on the device, else POOL */
+    QKRT_DESCRIPTORS_AUTO = 0,
+    /* vkCmdPushDescriptorSetKHR: nothing to free; needs VK_KHR_push_descriptor */
+    QKRT_DESCRIPTORS_PUSH = 1,
+    /* sets allocated from descriptor pools the context owns; the caller frees
+     * them all with qkrt_descriptors_reset once the command buffers that used
+     * them completed. Also lets a caller pass sets of its own (qkrt_dispatch.set). */
+    QKRT_DESCRIPTORS_POOL = 2,
+} qkrt_descriptor_mode;
+
+/* An embedded context: the caller's Vulkan objects, none created by libqkrt
+ * (but pipelines, layouts, descriptor pools and, for the convenience calls, a
+ * command pool, a fence and buffers). Zero means default for optional fields. */
+typedef struct qkrt_vulkan_desc {
+    VkInstance instance;              /* required */
+    uint32_t api_version;             /* the instance's apiVersion; 0: Vulkan 1.2 */
+    VkPhysicalDevice physical_device; /* required: the device's, Vulkan 1.2 or later */
+    VkDevice device;                  /* required */
+    /* Required: the VkDeviceCreateInfo the device was created with, read
+     * during the call only. Its pEnabledFeatures, pNext chain of feature
+     * structs (VkPhysicalDeviceFeatures2, Vulkan11/12/13Features or the
+     * extensions' structs) and ppEnabledExtensionNames say what is enabled:
+     * kernels that need more are refused (qkrt_kernel_check), never run. */
+    const VkDeviceCreateInfo *device_info;
+    uint32_t queue_family; /* the family of the command buffers recorded into (compute) */
+    /* Optional: a queue of queue_family for the convenience calls that submit
+     * and wait (buffer create/upload/download/fill, qkrt_run), which the
+     * caller must not use from another thread meanwhile. VK_NULL_HANDLE:
+     * those calls fail with QKRT_ERROR_ARGUMENT. */
+    VkQueue queue;
+    VkPipelineCache pipeline_cache;         /* optional; libqkrt never saves nor destroys it */
+    const VkAllocationCallbacks *allocator; /* optional: for every object libqkrt creates */
+    qkrt_descriptor_mode descriptors;
+    void (*log)(void *user, int level, const char *message); /* optional */
+    void *log_user;
+} qkrt_vulkan_desc;
+
+/* Creates a context on the caller's device. Returns QKRT_OK and *out;
+ * QKRT_ERROR_ARGUMENT for a missing required field, QKRT_ERROR_UNSUPPORTED for
+ * QKRT_DESCRIPTORS_PUSH without the extension or a device before Vulkan 1.2;
+ * the message in qkrt_last_error(NULL). The caller's objects must outlive the
+ * context. */
+qkrt_result qkrt_create_from_vulkan(const qkrt_vulkan_desc *desc, qkrt_context **out);
+
+/* Same as qkrt_last_error(NULL): the message of the last failed create on this thread. */
 const char *qkrt_create_error(void);
+/* Waits for the context's own submissions, destroys what libqkrt created
+ * (pipelines of bundles already destroyed; for qkrt_create also the device
+ * and instance) and saves the pipeline cache of qkrt_create. NULL: no-op. */
 void qkrt_destroy(qkrt_context *ctx);
+/* The one error channel: the message of the context's last failed call
+ * (every failing call sets it; it is not cleared by success). ctx NULL: the
+ * last failed qkrt_create / qkrt_create_from_vulkan of this thread. */
 const char *qkrt_last_error(const qkrt_context *ctx);
+/* The device's capabilities as the context sees them: for an embedded context
+ * the optional features are those the caller enabled. */
 const qkrt_device_info *qkrt_device(const qkrt_context *ctx);
-/* Number of validation-layer errors reported since qkrt_create (0 without validation). */
+/* Number of validation-layer errors reported since qkrt_create (0 without
+ * validation; an embedded context leaves validation to the caller's messenger). */
 uint32_t qkrt_validation_errors(const qkrt_context *ctx);
 
 /* ---- buffers: device-local storage buffers, moved through staging ---- */
 qkrt_result qkrt_buffer_create(qkrt_context *ctx, size_t bytes, qkrt_buffer **out);
+/* A buffer of the caller's as a qkrt_buffer, to bind in dispatches: created
+ * with VK_BUFFER_USAGE_STORAGE_BUFFER_BIT (and INDIRECT_BUFFER_BIT to be an
+ * indirect argument), bound to memory, at least `bytes` long. libqkrt never
+ * frees it: qkrt_buffer_destroy releases only the wrapper. The transfer calls
+ * below work on it if it also has the TRANSFER_SRC/DST usage. */
+qkrt_result qkrt_buffer_wrap(qkrt_context *ctx, VkBuffer buffer, size_t bytes, qkrt_buffer **out);
+/* The VkBuffer behind buf (for the caller's barriers and copies); NULL buf: VK_NULL_HANDLE. */
+VkBuffer qkrt_buffer_handle(const qkrt_buffer *buf);
 void qkrt_buffer_destroy(qkrt_context *ctx, qkrt_buffer *buf);
 size_t qkrt_buffer_size(const qkrt_buffer *buf);
 qkrt_result qkrt_buffer_upload(qkrt_context *ctx, qkrt_buffer *buf, size_t offset, const void *data,
@@ -125,8 +192,30 @@ typedef struct qkrt_push_info {
     const char *type; /* "u32" or "i32" or "f32" */
 } qkrt_push_info;
 
+/* A SPIR-V specialization constant the kernel's pipeline is created with
+ * (the manifest's "specialization_constants": tile sizes such as WG, NR1). */
+typedef struct qkrt_specialization_info {
+    uint32_t id;      /* SPIR-V SpecId */
+    const char *name; /* "WG", "NR1", ... */
+    const char *type; /* "u32", "i32", "f32" or "bool" */
+    uint32_t data;    /* the 4 bytes given to VkSpecializationInfo (a bool: 0 or 1) */
+} qkrt_specialization_info;
+
 typedef struct qkrt_kernel_info {
     const char *name, *family, *format, *activation;
+    /* the .spv file inside the bundle; kernels that share one share its
+     * VkShaderModule and differ in their specialization constants */
+    const char *spv;
+    /* what the device must have enabled, as the manifest lists it: the
+     * Vulkan version ("1.2"), feature names (docs/manifest.md: "float16",
+     * "subgroup_arithmetic", ...) and device extensions */
+    const char *vulkan_version;
+    uint32_t feature_count;
+    const char *const *features;
+    uint32_t extension_count;
+    const char *const *extensions;
+    uint32_t specialization_count;
+    const qkrt_specialization_info *specialization;
     uint32_t nr0, nr1, nk;
     uint32_t workgroup_size[3];
     uint32_t required_subgroup_size; /* 0: any */
@@ -174,14 +263,6 @@ qkrt_result qkrt_kernel_check(qkrt_context *ctx, const qkrt_bundle *bundle, uint
  * No other call may use the context while it runs. */
 uint32_t qkrt_kernels_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, const uint32_t *indices,
                               uint32_t n, uint32_t threads);
-/* The driver's statistics of the kernel's pipeline (created if it was not
- * yet), as "name=value" pairs separated by "; " (NVIDIA: registers per
- * invocation, shared memory, spills), into out. QKRT_ERROR_UNSUPPORTED if the
- * context was not created with qkrt_desc.pipeline_stats or the device lacks
- * VK_KHR_pipeline_executable_properties. */
-qkrt_result qkrt_kernel_stats(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index,
-                              char *out, size_t size);
-
 /* ---- shapes: named integer variables (M, K, T, ...) ---- */
 typedef struct qkrt_shape {
     uint32_t count;
@@ -213,28 +294,53 @@ typedef struct qkrt_dispatch {
     uint32_t groups[3];                      /* all zero: evaluate the manifest's grid rule */
     qkrt_buffer *indirect;                   /* non-NULL: vkCmdDispatchIndirect from here */
     size_t indirect_offset;
-    bool depends; /* reads what the dispatch before it wrote:
-                     qkrt_run_span keeps the barrier before it */
+    bool depends; /* reads what the dispatch before it wrote: a barrier before
+                     it even without QKRT_BARRIER_BETWEEN */
+    /* QKRT_DESCRIPTORS_POOL only: a set the caller allocated with the
+     * kernel's set layout (qkrt_kernel_layout) and wrote; buffers are then
+     * not read. VK_NULL_HANDLE: libqkrt writes a set from buffers. */
+    VkDescriptorSet set;
 } qkrt_dispatch;
 
-/* Records the n dispatches in one command buffer, in order, with a memory
- * barrier between consecutive ones, submits it and waits. Pipelines are created
- * on first use. If ns is non-NULL, ns[i] receives dispatch i's GPU time in
- * nanoseconds from timestamp queries. */
-qkrt_result qkrt_run(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *ns);
+/* Barriers qkrt_cmd_dispatch records: global memory barriers from compute
+ * shader writes to compute shader reads and writes and indirect reads. */
+enum {
+    QKRT_BARRIER_NONE = 0,
+    QKRT_BARRIER_BEFORE = 1u << 0,  /* before the first dispatch */
+    QKRT_BARRIER_BETWEEN = 1u << 1, /* between consecutive dispatches */
+    QKRT_BARRIER_AFTER = 1u << 2,   /* after the last dispatch */
+};
 
-/* Records the n dispatches back to back with NO barrier between them but
- * before those marked `depends` (the caller asserts the others are
- * independent, or does not care about their results),
- * submits and waits; *span_ns receives the GPU time from before the first to
- * after the last. Benchmarks use it for throughput with launch gaps hidden
- * (qkrt_run's per-dispatch times include each dispatch's launch). */
-qkrt_result qkrt_run_span(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n, double *span_ns);
+/* Records the n dispatches, in order, into the caller's command buffer cmd
+ * (in the recording state, of the context's queue family, outside a render
+ * pass), with the barriers `barriers` asks for (QKRT_BARRIER_*) and one before
+ * each dispatch marked `depends`. Nothing is submitted or waited for; the
+ * buffers must stay alive until cmd completes. Leaves cmd's compute pipeline,
+ * descriptor set 0 and push constants bound: the caller rebinds its own.
+ * Checks each dispatch first (kernel runnable here, buffers, shape against the
+ * constraints, grid within the device's limits) and records nothing of a
+ * dispatch that fails, but the ones before it stay recorded. Pipelines are
+ * created on first use (qkrt_kernels_prepare makes them ahead). Returns
+ * QKRT_OK, or the first failure with its message in qkrt_last_error. */
+qkrt_result qkrt_cmd_dispatch(qkrt_context *ctx, VkCommandBuffer cmd, const qkrt_dispatch *d,
+                              uint32_t n, uint32_t barriers);
 
-/* Copies src to dst on the GPU (n times, back to back in one submission) and
- * returns the GPU time of each copy in ns[0..n). Used to measure copy bandwidth. */
-qkrt_result qkrt_copy(qkrt_context *ctx, qkrt_buffer *dst, qkrt_buffer *src, size_t bytes,
-                      uint32_t n, double *ns);
+/* QKRT_DESCRIPTORS_POOL: returns every set qkrt_cmd_dispatch allocated to its
+ * pools. Precondition: every command buffer recorded with them has completed
+ * or been reset. With push descriptors: no-op. */
+qkrt_result qkrt_descriptors_reset(qkrt_context *ctx);
+
+/* The kernel's descriptor-set and pipeline layouts (created if they were not
+ * yet; owned by the bundle), for callers that write sets of their own
+ * (qkrt_dispatch.set) or push constants around qkrt's. Either pointer may be NULL. */
+qkrt_result qkrt_kernel_layout(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index,
+                               VkDescriptorSetLayout *set_layout, VkPipelineLayout *layout);
+
+/* The convenience path: records the n dispatches into the context's own
+ * command buffer with a barrier between consecutive ones (as qkrt_cmd_dispatch
+ * with every barrier), submits it on the context's queue and waits. Needs a
+ * queue (qkrt_create, or qkrt_vulkan_desc.queue). */
+qkrt_result qkrt_run(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 // matvec_mma: y[t][r] = sum_k W[r][k] * x[t][k] for a few tokens (NR1 <= 16)
-// on the tensor cores (VK_NV_cooperative_matrix, f16 x f16 + f32). The
+// on the tensor cores (VK_NV_cooperative_matrix, or VK_KHR_cooperative_matrix
+// under MMA_coopmat_khr; f16 x f16 + f32). The
 // f32 mat-vec kernels spend a decode and NR1 FMAs per weight; here each
 // weight costs its decode and one f16 store whatever NR1 is, and the token
 // dimension rides in the 16 columns of a 16 x 16 x 16 product.
@@ -39,8 +40,7 @@
 #define SG_WORDS     ((NR0 + CM) * TSW)
 #define CHUNK_BLOCKS (NK / QK)
 #define STEP         (NSG * LPR) // chunks a workgroup takes per step of a row
-#define QK_F16MAT    fcoopmatNV<16, gl_ScopeSubgroup, CM, CM>
-#define QK_F32MAT    fcoopmatNV<32, gl_ScopeSubgroup, CM, CM>
+#include "include/coopmat.glsl"
 
 // Per subgroup: the weight tile (NR0 rows), then the activation tile (16
 // columns, column-major: column t is token t's 32 positions). After the loop
@@ -112,12 +112,12 @@ void main() {
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             [[unroll]] for (uint kk = 0; kk < 2u; kk++) { // two 16-deep products
-                QK_F16MAT b;
-                coopMatLoadNV(b, qk_tile, bbase + 2u * kk, TSW, true);
+                QK_BMAT b;
+                QK_LOAD_COLS(b, qk_tile, bbase + 2u * kk, TSW);
                 [[unroll]] for (uint i = 0; i < NR0 / CM; i++) {
-                    QK_F16MAT a;
-                    coopMatLoadNV(a, qk_tile, abase + i * CM * TSW + 2u * kk, TSW, false);
-                    acc[i] = coopMatMulAddNV(a, b, acc[i]);
+                    QK_AMAT a;
+                    QK_LOAD_ROWS(a, qk_tile, abase + i * CM * TSW + 2u * kk, TSW);
+                    acc[i] = QK_MULADD(a, b, acc[i]);
                 }
             }
             subgroupBarrier(); // the tiles are read before the next slice
@@ -126,7 +126,7 @@ void main() {
 
     // sums of rows i * 16.. at float (sgbase * 4) + t * NR0 + i * 16 + row
     [[unroll]] for (uint i = 0; i < NR0 / CM; i++)
-        coopMatStoreNV(acc[i], qk_tile, sgbase + i * 4u, NR0 / 4u, true);
+        QK_STORE_COLS(acc[i], qk_tile, sgbase + i * 4u, NR0 / 4u);
     barrier();
     for (uint o = lid; o < NR0 * NR1; o += WG) {
         const uint rr = o % NR0, t = o / NR0, f = t * NR0 + rr;

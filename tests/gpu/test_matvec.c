@@ -121,7 +121,7 @@ static int test_quantizer(qkrt_context *ctx, const qkrt_bundle *b, uint64_t *rng
         if (r == QKRT_OK)
             r = qk_dispatch_setup(b, (uint32_t)qi, NULL, 0, binds, 2, names, vals, 2, &d, err,
                                   sizeof err);
-        if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, NULL);
+        if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
         if (r == QKRT_OK) r = qkrt_buffer_download(ctx, qb, 0, q, nq);
         uint32_t off = 0, worst = 0, bad_scale = 0;
         for (uint32_t t = 0; r == QKRT_OK && t < T; t++)

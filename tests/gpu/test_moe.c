@@ -98,7 +98,7 @@ static void test_matvec_swiglu(qkrt_context *ctx, const qkrt_bundle *b, uint32_t
         const char *names[] = {"M", "K", "T"};
         int64_t vals[] = {M, K, T};
         r = qk_dispatch_setup(b, ki, mats, 2, binds, 2, names, vals, 3, &d, err, sizeof err);
-        if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1, NULL);
+        if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
         if (r == QKRT_OK) r = qkrt_buffer_download(ctx, yb, 0, y, ny * 4);
     }
     if (r != QKRT_OK && !err[0]) snprintf(err, sizeof err, "%s", qkrt_last_error(ctx));
@@ -209,7 +209,7 @@ static void test_block(qkrt_context *ctx, const qkrt_bundle *b, const char *form
         r = qk_dispatch_setup(b, (uint32_t)bk->combine, NULL, 0, b4, 6, n4, v4, 4, &d[4], err,
                               sizeof err);
     }
-    if (r == QKRT_OK) r = qkrt_run(ctx, d, 5, NULL);
+    if (r == QKRT_OK) r = qkrt_run(ctx, d, 5);
 
     float *logits = malloc(4 * T * E), *rw = malloc(4 * P), *act = malloc(4 * P * F);
     float *slots = malloc(4 * P * H), *y = malloc(4 * nx), *normed = malloc(4 * nx);

@@ -19,7 +19,7 @@
  *              if (i < pc.N) y[i] = a[0].v[i] + a[1].v[i];
  */
 #define _POSIX_C_SOURCE 200809L
-#include "../../runtime/qkrt.h"
+#include "../../runtime/qkrt_bench.h" /* libqkrt and its timing hooks */
 
 #include <math.h>
 #include <stdio.h>
@@ -134,7 +134,7 @@ static const uint32_t SPV_ADDARR[] = {
 /* kernels 0 and 1 run; 2 asks for a tensor-core feature; 3 has a broken grid */
 static const char *MANIFEST =
     "{\n"
-    "  \"schema\": \"qkgen-bundle/1\",\n"
+    "  \"schema\": \"qkgen-bundle/2\",\n"
     "  \"generator\": { \"name\": \"smoke\", \"version\": \"0\", \"hash\": \"\" },\n"
     "  \"kernels\": [\n"
     "    { \"name\": \"scale\", \"family\": \"test\", \"format\": \"f32\", \"activation\": "
@@ -289,11 +289,11 @@ static void test_eval(void) {
 static void test_bad_bundles(qkrt_context *ctx, const char *dir) {
     qkrt_bundle *bundle = NULL;
     char *text = strdup(MANIFEST);
-    char *schema = strstr(text, "qkgen-bundle/1");
-    schema[strlen("qkgen-bundle/")] = '2';
+    char *schema = strstr(text, "qkgen-bundle/2");
+    schema[strlen("qkgen-bundle/")] = '9';
     CHECK(write_file(dir, "manifest.json", text, strlen(text)), "write");
     CHECK(qkrt_bundle_load(ctx, dir, &bundle) == QKRT_ERROR_MANIFEST &&
-              strstr(qkrt_last_error(ctx), "schema 'qkgen-bundle/2'"),
+              strstr(qkrt_last_error(ctx), "schema 'qkgen-bundle/9'"),
           "%s", qkrt_last_error(ctx));
     printf("other schema: %s\n", qkrt_last_error(ctx));
     strcpy(text, MANIFEST);
@@ -303,7 +303,7 @@ static void test_bad_bundles(qkrt_context *ctx, const char *dir) {
     CHECK(qkrt_bundle_load(ctx, dir, &bundle) == QKRT_ERROR_MANIFEST &&
               strstr(qkrt_last_error(ctx), "stale bundle"),
           "%s", qkrt_last_error(ctx));
-    const char *broken = "{\n  \"schema\": \"qkgen-bundle/1\",\n  \"kernels\": [ 1, ]\n}\n";
+    const char *broken = "{\n  \"schema\": \"qkgen-bundle/2\",\n  \"kernels\": [ 1, ]\n}\n";
     CHECK(write_file(dir, "manifest.json", broken, strlen(broken)), "write");
     CHECK(qkrt_bundle_load(ctx, dir, &bundle) == QKRT_ERROR_MANIFEST &&
               strstr(qkrt_last_error(ctx), "manifest.json:3:"),
@@ -354,7 +354,7 @@ static void test_run(qkrt_context *ctx, qkrt_bundle *bundle) {
         {.bundle = bundle, .kernel = 0, .buffers = {bx, unused}, .shape = shape2("N", 0, "M", 0)},
     };
     double ns[3] = {-1, -1, -1};
-    OK(ctx, qkrt_run(ctx, d, 3, ns));
+    OK(ctx, qkrt_run_timed(ctx, d, 3, ns));
     printf("scale %.0f ns, addarr (indirect) %.0f ns, empty grid %.0f ns\n", ns[0], ns[1], ns[2]);
     CHECK(ns[0] > 0 && ns[1] > 0 && ns[2] == 0, "timestamps %g %g %g", ns[0], ns[1], ns[2]);
     OK(ctx, qkrt_buffer_download(ctx, by, 0, y, N * sizeof(float)));
@@ -371,22 +371,22 @@ static void test_run(qkrt_context *ctx, qkrt_bundle *bundle) {
     /* errors a caller gets back, each naming what is wrong */
     qkrt_dispatch e = d[0];
     e.buffers[1] = NULL;
-    CHECK(qkrt_run(ctx, &e, 1, NULL) == QKRT_ERROR_ARGUMENT &&
+    CHECK(qkrt_run(ctx, &e, 1) == QKRT_ERROR_ARGUMENT &&
               strstr(qkrt_last_error(ctx), "binding 'y'"),
           "%s", qkrt_last_error(ctx));
     e = d[0];
     e.shape.names[1] = "Mx";
-    CHECK(qkrt_run(ctx, &e, 1, NULL) == QKRT_ERROR_ARGUMENT &&
+    CHECK(qkrt_run(ctx, &e, 1) == QKRT_ERROR_ARGUMENT &&
               strstr(qkrt_last_error(ctx), "push constant 'M'"),
           "%s", qkrt_last_error(ctx));
     e = d[0];
     e.shape.values[1] = -1;
-    CHECK(qkrt_run(ctx, &e, 1, NULL) == QKRT_ERROR_ARGUMENT &&
+    CHECK(qkrt_run(ctx, &e, 1) == QKRT_ERROR_ARGUMENT &&
               strstr(qkrt_last_error(ctx), "breaks constraint 'M >= 0'"),
           "%s", qkrt_last_error(ctx));
     e = d[0];
     e.kernel = 3;
-    CHECK(qkrt_run(ctx, &e, 1, NULL) == QKRT_ERROR_ARGUMENT &&
+    CHECK(qkrt_run(ctx, &e, 1) == QKRT_ERROR_ARGUMENT &&
               strstr(qkrt_last_error(ctx), "unknown variable 'Q' in grid expression '(Q+1)/2'"),
           "%s", qkrt_last_error(ctx));
     printf("bad grid: %s\n", qkrt_last_error(ctx));
@@ -409,7 +409,7 @@ static void test_run(qkrt_context *ctx, qkrt_bundle *bundle) {
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    OK(ctx, qkrt_run(ctx, many, MANY, many_ns));
+    OK(ctx, qkrt_run_timed(ctx, many, MANY, many_ns));
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double host_us =
         (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
@@ -417,7 +417,7 @@ static void test_run(qkrt_context *ctx, qkrt_bundle *bundle) {
            "last %.0f ns on the GPU\n",
            MANY, host_us / MANY, many_ns[MANY - 1]);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    OK(ctx, qkrt_run(ctx, many, MANY, many_ns));
+    OK(ctx, qkrt_run_timed(ctx, many, MANY, many_ns));
     clock_gettime(CLOCK_MONOTONIC, &t1);
     host_us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
     printf("%d dispatches again: %.1f us each on the host\n", MANY, host_us / MANY);
@@ -501,7 +501,7 @@ int main(void) {
             OK(ctx, qkrt_buffer_create(ctx, 64, &b));
             qkrt_dispatch d = {
                 .bundle = bundle, .buffers = {b, b}, .shape = shape2("N", 1, "M", 0)};
-            if (bundle && b) qkrt_run(ctx, &d, 1, NULL);
+            if (bundle && b) qkrt_run(ctx, &d, 1);
             CHECK(qkrt_validation_errors(ctx) > 0, "a bad push-constant range went unnoticed");
             printf("validation errors counted for a bad kernel: %u\n", qkrt_validation_errors(ctx));
             qkrt_buffer_destroy(ctx, b);
