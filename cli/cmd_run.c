@@ -22,7 +22,7 @@ int qk_open(const char *cmd, const char *device, bool validation, bool stats, co
             qkrt_context **ctx, qkrt_bundle **b) {
     qkrt_desc d = {.device = device, .validation = validation, .log = log_cb};
     qkrt_result r = stats ? qkrt_create_stats(&d, ctx) : qkrt_create(&d, ctx);
-    if (r != QKRT_OK && stats) /* statistics are a nicety: a device refusing them opens without */
+    if (r != QKRT_OK && stats) { /* statistics are a nicety: a device refusing them opens without */
         r = qkrt_create(&d, ctx);
     }
     if (r != QKRT_OK) {
