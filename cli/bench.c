@@ -190,7 +190,8 @@ static uint32_t eligible(const qkrt_bundle *b, const qk_bench_case *c, const qk_
              * through L2 (run 47: q4_0 at 8 tokens, NR1 4 beat NR1 8 by
              * 20%); tiled matmuls all do */
             uint32_t want = fit ? fit : largest;
-            bool any_nr1 = o->all_variants || strcmp(c->family, "matvec");
+            bool any_nr1 = o->all_variants || strcmp(c->family, "matvec") ||
+                           (o->always && !strcmp(o->always, k->name));
             if ((any_nr1 || k->nr1 == want || 2 * k->nr1 == want) && n < cap) idx[n++] = i;
         }
     return n;
@@ -411,7 +412,7 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
     if (r != QKRT_OK) return r;
     out->us_span = median(span, 3) / runs / 1e3;
     out->pct_copy_span = copy_gbps > 0 ? 100.0 * out->bytes / (out->us_span * 1e3) / copy_gbps : 0;
-    out->us_min = lo / 1e3, out->us_max = hi / 1e3;
+    out->us_min = lo / 1e3, out->us_max = hi / 1e3, out->runs = runs;
     out->gbps = out->bytes / (out->us * 1e3);
     out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;
     out->tflops = out->flops / (out->us * 1e6);
@@ -560,12 +561,21 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     /* every variant's pipeline first, the driver compiling on all cores at
      * once (run 90: 0.6-0.8 s each for the tiled matmuls, one after another,
      * most of a format's 62-96 s and each a pause that idled the GPU) */
-    if (r == QKRT_OK) {
-        char step[48];
-        snprintf(step, sizeof step, "compiling %u pipelines", n);
-        progress(o, c, step, "");
-        qkrt_kernels_prepare(ctx, b, idx, n, 0);
+    /* results a resumed tune has already (o->prior) are not measured again */
+    qk_bench_result *prior = calloc(n, sizeof *prior);
+    bool *had = calloc(n, sizeof *had);
+    uint32_t *fresh = malloc(sizeof *fresh * n), nfresh = 0;
+    for (uint32_t v = 0; v < n; v++) {
+        had[v] = o->prior && o->prior(o->user, qkrt_bundle_kernel(b, idx[v]), &prior[v]);
+        if (!had[v]) fresh[nfresh++] = idx[v];
     }
+    if (r == QKRT_OK && nfresh) {
+        char step[48];
+        snprintf(step, sizeof step, "compiling %u pipelines", nfresh);
+        progress(o, c, step, "");
+        qkrt_kernels_prepare(ctx, b, fresh, nfresh, 0);
+    }
+    bool any_ok = false; /* a variant of the case is correct: the deadline may cut the rest */
     const uint32_t screen_runs =
         cb.copies > QK_BENCH_SCREEN_RUNS ? cb.copies : QK_BENCH_SCREEN_RUNS;
     for (uint32_t v = 0; v < n && r == QKRT_OK; v++) {
@@ -581,12 +591,30 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         char step[48] = "";
         if (screen) snprintf(step, sizeof step, "check and screen %u/%u", v + 1, n);
         progress(o, c, step, k->name);
+        if (had[v]) {
+            const qk_bench_result *p = &prior[v];
+            out->ok = p->ok, out->wrong = p->wrong, out->nmse = p->nmse, out->timed = p->timed;
+            out->us_screen = p->us_screen, out->screen_runs = p->screen_runs;
+            out->us = p->us, out->us_min = p->us_min, out->us_max = p->us_max, out->runs = p->runs;
+            snprintf(out->error, sizeof out->error, "%s", p->error);
+            any_ok |= out->ok;
+            if (out->ok && out->timed && out->us < best_us)
+                best_us = out->us, best = (int)(*count - 1);
+            continue;
+        }
+        if (o->deadline > 0 && any_ok && qk_now_s() > o->deadline) {
+            snprintf(out->error, sizeof out->error, "not measured: over the time budget");
+            out->skipped = true;
+            continue;
+        }
         if (qkrt_kernel_check(ctx, b, idx[v]) != QKRT_OK) {
             snprintf(out->error, sizeof out->error, "%s", qkrt_last_error(ctx));
+            if (o->record) o->record(o->user, k, out, "check");
             continue;
         }
         if (qk_takes_q8(k) && cb.qi < 0) {
             snprintf(out->error, sizeof out->error, "%s", qerr);
+            if (o->record) o->record(o->user, k, out, "check");
             continue;
         }
         /* correctness first, on this device, with a poisoned output (and
@@ -613,8 +641,10 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         out->nmse =
             qk_nmse(y, qk_rounds_x8(k) ? ref8 : ref, (size_t)(last_row ? tr + 1 : tr) * c->M);
         out->ok = out->nmse <= qk_nmse_bound(k);
+        any_ok |= out->ok;
         if (!out->ok) {
             snprintf(out->error, sizeof out->error, "wrong result: NMSE %.3g", out->nmse);
+            if (o->record) o->record(o->user, k, out, "check");
             if (!o->time_wrong) continue;
             out->wrong = true; /* a diagnostic kernel, timed as the others */
         }
@@ -626,7 +656,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             if (r == QKRT_OK) r = time_runs(ctx, b, idx[v], c, &cb, screen_runs, d, ns, per, &nd);
             if (r != QKRT_OK) break;
             out->us_screen = median(per, screen_runs) / 1e3;
+            out->screen_runs = screen_runs;
             warmed = true;
+            if (o->record) o->record(o->user, k, out, "screen");
             continue;
         }
         /* the whole warm-up before the case's first timed variant, a shorter
@@ -636,31 +668,75 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
                          copy_gbps, d, ns, per, out);
         warmed = true;
         if (r != QKRT_OK) break;
+        if (o->record) o->record(o->user, k, out, "full");
         if (out->us < best_us) best_us = out->us, best = (int)(*count - 1);
+    }
+    /* successive halving: the faster half of the field re-timed at twice
+     * the runs, again and again, until the finalists are left (a short
+     * screen's noise decides less among close variants); lost[] marks the
+     * variants out of the race */
+    bool *lost = calloc(n, sizeof *lost);
+    /* finalists a resumed tune has timed already (o->prior) count as such */
+    uint32_t finalists = o->finalists;
+    for (uint32_t i = first; i < *count && finalists; i++)
+        finalists -= (*res)[i].timed && (*res)[i].ok;
+    for (uint32_t rung = screen_runs;
+         screen && o->halving && finalists && r == QKRT_OK && rung * 2 <= runs;) {
+        uint32_t live = 0;
+        for (uint32_t i = first; i < *count; i++) {
+            const qk_bench_result *q = &(*res)[i];
+            live += (q->ok || q->wrong) && !q->timed && q->us_screen > 0 && !lost[i - first];
+        }
+        uint32_t field = (live + 1) / 2;
+        if (field <= finalists || (o->deadline > 0 && qk_now_s() > o->deadline)) break;
+        rung *= 2;
+        for (uint32_t drop = live - field; drop; drop--) { /* the slowest leave */
+            int pick = -1;
+            for (uint32_t i = first; i < *count; i++) {
+                const qk_bench_result *q = &(*res)[i];
+                if ((q->ok || q->wrong) && !q->timed && q->us_screen > 0 && !lost[i - first] &&
+                    (pick < 0 || q->us_screen > (*res)[pick].us_screen))
+                    pick = (int)i;
+            }
+            lost[pick - (int)first] = true;
+        }
+        for (uint32_t i = first; i < *count && r == QKRT_OK; i++) {
+            qk_bench_result *q = &(*res)[i];
+            if (!(q->ok || q->wrong) || q->timed || q->us_screen <= 0 || lost[i - first]) continue;
+            uint32_t ki = idx[i - first], nd;
+            char step[48];
+            snprintf(step, sizeof step, "halving: %u at %u runs", field, rung);
+            progress(o, c, step, q->kernel);
+            r = warm(ctx, b, ki, c, &cb, QK_SCREEN_WARM_S);
+            if (r == QKRT_OK) r = time_runs(ctx, b, ki, c, &cb, rung, d, ns, per, &nd);
+            if (r == QKRT_OK) q->us_screen = median(per, rung) / 1e3, q->screen_runs = rung;
+        }
     }
     /* the finalists: the screen's fastest correct variants, timed in full,
      * the first after the whole warm-up, as every case's timed set */
-    for (uint32_t f = 0; screen && r == QKRT_OK && f < o->finalists; f++) {
+    for (uint32_t f = 0; screen && r == QKRT_OK && f < finalists; f++) {
         int pick = -1;
         for (uint32_t i = first; i < *count; i++) {
             const qk_bench_result *q = &(*res)[i];
-            if ((q->ok || q->wrong) && !q->timed && q->us_screen > 0 &&
+            if ((q->ok || q->wrong) && !q->timed && q->us_screen > 0 && !lost[i - first] &&
                 (pick < 0 || q->us_screen < (*res)[pick].us_screen))
                 pick = (int)i;
         }
         if (pick < 0) break;
         qk_bench_result *out = &(*res)[pick];
         char step[48];
-        snprintf(step, sizeof step, "finalist %u/%u", f + 1, o->finalists);
+        snprintf(step, sizeof step, "finalist %u/%u", f + 1, finalists);
         progress(o, c, step, out->kernel);
         r = time_variant(ctx, b, idx[pick - (int)first], c, &cb, runs,
                          f == 0 ? o->warmup_s : o->rewarm_s, copy_gbps, d, ns, per, out);
+        if (r == QKRT_OK && o->record)
+            o->record(o->user, qkrt_bundle_kernel(b, idx[pick - (int)first]), out, "full");
         if (r == QKRT_OK && out->us < best_us) best_us = out->us, best = pick;
     }
     if (best >= 0) (*res)[best].best = true;
     /* the yardstick of the case's size: a copy moving as many bytes */
     double cu = 0, cs = 0;
-    if (r == QKRT_OK && best >= 0) {
+    if (r == QKRT_OK && best >= 0 && !o->record) { /* the autotuner needs none */
         progress(o, c, "", "copy of the same bytes");
         r = qk_bench_size_copy(ctx, b, o, (*res)[best].bytes, &cu, &cs);
     }
@@ -670,5 +746,6 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     free_buffers(ctx, &cb);
     qk_free_weights(&w);
     free(x), free(y), free(xd), free(ref), free(ref8), free(d), free(ns), free(per), free(ids);
+    free(prior), free(had), free(fresh), free(lost);
     return r;
 }

@@ -17,6 +17,30 @@ typedef struct qk_bench_case {
     uint32_t E, top_k; /* MoE (matvec_id): E stacked experts, top_k per token; else 0 */
 } qk_bench_case;
 
+typedef struct qk_bench_result {
+    char kernel[256];
+    qk_bench_case c;
+    double us;      /* median of single dispatches, each between barriers (launch included) */
+    double us_span; /* the same dispatches back to back without barriers, per dispatch */
+    double us_min, us_max;
+    double us_pre; /* of us, the quantizer's dispatch for kernels on pre-quantized activations */
+    double bytes, flops;
+    double gbps, pct_copy, tflops;
+    double pct_copy_span;                /* pct_copy of us_span */
+    double size_copy_us, size_copy_span; /* a copy of the case's bytes (qk_bench_size_copy) */
+    double us_screen; /* the screen's median of a few dispatches (finalists > 0), else 0 */
+    uint32_t runs, screen_runs; /* dispatches of us's and us_screen's medians */
+    double nmse;
+    double prepare_ms;  /* the first run (its pipeline made before, with the case's others) */
+    char pipeline[256]; /* the driver's statistics (qkrt_kernel_stats), "" where it gives none */
+    bool ok;            /* the result matched the reference */
+    bool timed;         /* timed in full: a finalist of the screen, or every variant */
+    bool best;          /* fastest correct (or, with time_wrong, timed) variant of its case */
+    bool wrong;         /* wrong, and timed anyway (time_wrong) */
+    bool skipped;       /* not measured: the deadline had passed */
+    char error[256];
+} qk_bench_result;
+
 /* The screen (qk_bench_opts.finalists): dispatches per variant, at least one
  * per weight copy. */
 #define QK_BENCH_SCREEN_RUNS 10u
@@ -33,29 +57,20 @@ typedef struct qk_bench_opts {
     bool time_wrong;       /* diagnostics: time a variant whose result is wrong too */
     uint64_t seed;
     FILE *progress; /* a progress line, or NULL */
+    /* the autotuner's hooks, all optional (zero: qkgen bench's behaviour) */
+    const char *always; /* a variant eligible whatever its token tile (a fallback) */
+    bool halving;       /* after the screen, halve the field at doubling runs down to finalists */
+    double deadline;    /* qk_now_s() after which no more variants are screened (0: none) */
+    /* a result measured before (a resumed tune): fills ok, wrong, error, nmse
+     * and us_screen, or us, us_min, us_max and timed, and returns true; the
+     * variant is then not measured again */
+    bool (*prior)(void *user, const qkrt_kernel_info *k, qk_bench_result *r);
+    /* called once a result is final at a stage: "check" (it failed or is
+     * wrong), "screen" or "full" */
+    void (*record)(void *user, const qkrt_kernel_info *k, const qk_bench_result *r,
+                   const char *stage);
+    void *user;
 } qk_bench_opts;
-
-typedef struct qk_bench_result {
-    char kernel[256];
-    qk_bench_case c;
-    double us;      /* median of single dispatches, each between barriers (launch included) */
-    double us_span; /* the same dispatches back to back without barriers, per dispatch */
-    double us_min, us_max;
-    double us_pre; /* of us, the quantizer's dispatch for kernels on pre-quantized activations */
-    double bytes, flops;
-    double gbps, pct_copy, tflops;
-    double pct_copy_span;                /* pct_copy of us_span */
-    double size_copy_us, size_copy_span; /* a copy of the case's bytes (qk_bench_size_copy) */
-    double us_screen; /* the screen's median of a few dispatches (finalists > 0), else 0 */
-    double nmse;
-    double prepare_ms;  /* the first run (its pipeline made before, with the case's others) */
-    char pipeline[256]; /* the driver's statistics (qkrt_kernel_stats), "" where it gives none */
-    bool ok;            /* the result matched the reference */
-    bool timed;         /* timed in full: a finalist of the screen, or every variant */
-    bool best;          /* fastest correct (or, with time_wrong, timed) variant of its case */
-    bool wrong;         /* wrong, and timed anyway (time_wrong) */
-    char error[256];
-} qk_bench_result;
 
 /* Device copy bandwidth in GB/s (bytes read plus written): the median of runs
  * copies of copy_bytes by the bundle's fastest copy kernel (family "copy"),

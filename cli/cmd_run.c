@@ -150,6 +150,56 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
     return r;
 }
 
+/* A tuned bundle's select table answers every product the bundle has (each
+ * family and format of its plain f32 kernels) at token counts at, between and
+ * beyond what is tuned, with a kernel of that family that verified (passed,
+ * when every kernel was checked here). Returns the failures. */
+static uint32_t verify_select(qkrt_context *ctx, const qkrt_bundle *b, uint32_t M,
+                              const bool *passed) {
+    static const uint32_t tokens[] = {1, 2, 3, 4, 5, 8, 16, 37, 128, 512, 2048};
+    uint32_t n = qkrt_bundle_kernel_count(b), asked = 0, fails = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        bool product = !strcmp(k->family, "matvec") || !strcmp(k->family, "matvec_id") ||
+                       !strcmp(k->family, "matmul") || !strcmp(k->family, "matmul_id");
+        if (!product || strcmp(k->fusion, "none") || strcmp(k->activation, "f32")) continue;
+        bool seen = false; /* each (family, format) once */
+        for (uint32_t j = 0; j < i && !seen; j++) {
+            const qkrt_kernel_info *o = qkrt_bundle_kernel(b, j);
+            seen = !strcmp(o->family, k->family) && !strcmp(o->format, k->format) &&
+                   !strcmp(o->format_variant, k->format_variant) && !strcmp(o->fusion, "none") &&
+                   !strcmp(o->activation, "f32");
+        }
+        if (seen) continue;
+        char fmt[96];
+        snprintf(fmt, sizeof fmt, "%s%s%s", k->format, k->format_variant[0] ? "/" : "",
+                 k->format_variant);
+        bool id = strstr(k->family, "_id") != NULL;
+        uint32_t K = verify_k(k->block_elements, !strncmp(k->family, "matmul", 6));
+        for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
+            qkrt_shape s = {7,
+                            {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"},
+                            {M, K, tokens[t], id ? 4 : 1, id ? 2 : 1, 1, tokens[t]}};
+            uint32_t ki;
+            asked++;
+            if (qkrt_select(ctx, b, k->family, fmt, &s, &ki) != QKRT_OK) {
+                printf("select: %s %s m=%u k=%u t=%u: %s\n", k->family, fmt, M, K, tokens[t],
+                       qkrt_last_error(ctx));
+                fails++;
+            } else if (strcmp(qkrt_bundle_kernel(b, ki)->family, k->family) ||
+                       (passed && !passed[ki])) {
+                printf("select: %s %s t=%u answers %s, which %s\n", k->family, fmt, tokens[t],
+                       qkrt_bundle_kernel(b, ki)->name,
+                       passed && !passed[ki] ? "did not pass" : "is of another family");
+                fails++;
+            }
+        }
+    }
+    printf("select table: %u shapes asked, %u answered with a verified kernel of their family\n",
+           asked, asked - fails);
+    return fails;
+}
+
 int cmd_verify(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *filter = NULL, *shard = NULL;
     uint64_t seed = (uint64_t)time(NULL), M = 37;
@@ -204,6 +254,7 @@ int cmd_verify(qk_args *a) {
     printf("%-48s %-24.24s %10s %8s  %s\n", "kernel", "device", "NMSE", "ms", "result");
     uint32_t pass = 0, fail = 0, skip_device = 0, skip_family = 0;
     uint64_t rng = seed;
+    bool *passed = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *passed);
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (filter && !strstr(k->name, filter)) continue;
@@ -230,6 +281,7 @@ int cmd_verify(qk_args *a) {
             continue;
         }
         bool ok = r == QKRT_OK && nmse <= tol;
+        passed[i] = ok;
         printf("%-48s %-24.24s %10.2e %8.0f  %s%s%s\n", k->name, dev->name, nmse, ms,
                ok ? "pass" : "FAIL", r != QKRT_OK ? ": " : "", r != QKRT_OK ? err : "");
         ok ? pass++ : fail++;
@@ -242,6 +294,9 @@ int cmd_verify(qk_args *a) {
         printf("skipped %u post-op, routing, copy and separate-expert kernels: the test suite "
                "checks those (ctest -R 'gpu[.]'); --verbose lists them\n",
                skip_family);
+    if (qkrt_bundle_has_select(b) && shard_k == 0 && !filter)
+        fail += verify_select(ctx, b, (uint32_t)M, shard_n == 1 ? passed : NULL);
+    free(passed);
     uint32_t skip = skip_device + skip_family;
     if (qkrt_validation_errors(ctx)) {
         printf("validation layer reported %u errors\n", qkrt_validation_errors(ctx));
@@ -403,6 +458,27 @@ static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info
     return true;
 }
 
+/* The kernel of family for the product: the bundle's select table decides
+ * where it has one (qkrt_select: tuned winners, then its portable
+ * fallbacks); a bundle without one gets qk_pick_kernel's built-in
+ * preferences. -1 with why in err. */
+static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const qk_weights *w,
+                  uint32_t M, uint32_t K, uint32_t T, const qk_moe_shape *moe, char *err,
+                  size_t err_size) {
+    if (!qkrt_bundle_has_select(b))
+        return qk_pick_kernel(ctx, b, family, w, "f32", K, T, err, err_size);
+    char fmt[96];
+    snprintf(fmt, sizeof fmt, "%s%s%s", w->format, w->variant[0] ? "/" : "", w->variant);
+    bool id = moe && moe->E;
+    qkrt_shape s = {7,
+                    {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"},
+                    {M, K, T, id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1, T}};
+    uint32_t ki;
+    if (qkrt_select(ctx, b, family, fmt, &s, &ki) == QKRT_OK) return (int)ki;
+    snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+    return -1;
+}
+
 /* Runs the product with the family the shape calls for: the mat-vec
  * families for few tokens, the tiled matmul beyond when the bundle has it. */
 static qkrt_result matmul_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_weights *w,
@@ -411,14 +487,14 @@ static qkrt_result matmul_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
                               size_t err_size) {
     char why[512] = "";
     const char *few = ids ? "matvec_id" : "matvec", *many = ids ? "matmul_id" : "matmul";
+    const qk_moe_shape *m = ids ? moe : NULL;
     int ki = -1;
-    if (T > QK_MATVEC_MAX_TOKENS)
-        ki = qk_pick_kernel(ctx, b, many, w, "f32", K, T, why, sizeof why);
+    if (T > QK_MATVEC_MAX_TOKENS) ki = choose(ctx, b, many, w, M, K, T, m, why, sizeof why);
     if (ki >= 0) {
         return ids ? qk_run_matmul_id(ctx, b, (uint32_t)ki, w, x, ids, moe, y, NULL, err, err_size)
                    : qk_run_matmul(ctx, b, (uint32_t)ki, w, x, M, K, T, y, NULL, err, err_size);
     }
-    ki = qk_pick_kernel(ctx, b, few, w, "f32", K, T, err, err_size);
+    ki = choose(ctx, b, few, w, M, K, T, m, err, err_size);
     if (ki < 0) return QKRT_ERROR_UNSUPPORTED;
     err[0] = 0;
     return ids ? qk_run_matvec_id(ctx, b, (uint32_t)ki, w, 1, ids, x, M, K, T, moe->top_k,
@@ -437,6 +513,9 @@ int cmd_matmul(qk_args *a) {
                  "                    [--bundle DIR] [--device N]\n\n"
                  "Computes Y = X W^T on the device with the bundle's kernels: mat-vec for up to 8\n"
                  "tokens, the tiled matmul beyond (mat-vec where the bundle has no matmul).\n"
+                 "The kernel is the one the bundle's select table names for this device and\n"
+                 "shape (a tuned bundle: qkgen build --tuned); without a table, the f32 kernel\n"
+                 "with the best-fitting token tile, then the most rows per workgroup.\n"
                  "  W.npy  block formats: uint8 [M, K/QK*block_bytes], the raw GGUF blocks;\n"
                  "         MLX formats (mlx<bits>_g<group>): uint32 [M, K*bits/32]\n"
                  "  S.npy, B.npy  MLX scales and biases [M, K/group]: <f4 f32, <f2 f16, <u2 bf16 "

@@ -27,6 +27,9 @@ static const struct {
     {"verify", cmd_verify, "run every kernel of a bundle against the CPU reference"},
     {"matmul", cmd_matmul, "multiply quantized weights (.npy) by activations (.npy) on the device"},
     {"bench", cmd_bench, "time kernels on the device against its copy bandwidth"},
+    {"export", cmd_export, "write a bundle as one C header (SPIR-V arrays, manifest as C data)"},
+    {"tune", cmd_tune, "autotune kernels on the device into a tuning database"},
+    {"export", cmd_export, "write a bundle as one C header (SPIR-V arrays, manifest as C data)"},
 };
 
 static void help(FILE *f) {

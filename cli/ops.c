@@ -164,15 +164,22 @@ void qk_free_weights(qk_weights *w) {
     w->plane_count = 0;
 }
 
+const char *qk_precision_of(const char *family, const char *mma) {
+    if (!strcmp(mma, "dot8")) return "q8";
+    if (!strncmp(family, "matmul", 6) || !strcmp(mma, "coopmat")) return "f16";
+    return "f32";
+}
+
 double qk_nmse_bound(const qkrt_kernel_info *k) {
-    /* against qk_round_x8's activations: f32 sums whose min term (b times
-     * the group sums) cancels against the codes' (seen up to 4e-6 on the
-     * one-row shapes), and codes a device's reciprocal can flip where
+    const char *p = qk_precision_of(k->family, k->mma);
+    /* q8, against qk_round_x8's activations: f32 sums whose min term (b
+     * times the group sums) cancels against the codes' (seen up to 4e-6 on
+     * the one-row shapes), and codes a device's reciprocal can flip where
      * 127 x / max|x| lies within an ulp of a half. A wrong group, scale or
      * slab gives 1e-2 and more. */
-    if (qk_rounds_x8(k)) return 1e-4;
+    if (!strcmp(p, "q8")) return 1e-4;
     /* f16 staging (the tiled matmuls, cooperative matrices): ggml's bound */
-    if (!strncmp(k->family, "matmul", 6) || !strcmp(k->mma, "coopmat")) return 5e-4;
+    if (!strcmp(p, "f16")) return 5e-4;
     return 1e-6;
 }
 

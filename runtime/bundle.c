@@ -176,6 +176,28 @@ static qkrt_result read_lists(loader *ld, const qkrt_json *k, qkrt_kernel *kerne
     return r;
 }
 
+/* The names of the public enums, at their values (index 0: OTHER). */
+static const char *const ROLES[] = {
+    "",    "weights", "activations", "activations_q8",  "output", "ids",
+    "tpe", "scratch", "indirect",    "routing_weights", "topk"};
+static const char *const SCALARS[] = {"",    "u8",   "i8",  "u16", "i16",
+                                      "f16", "bf16", "u32", "i32", "f32"};
+static const char *const FAMILIES[] = {
+    "",     "matvec", "matvec_id", "matvec_id_sep", "matmul",      "matmul_id",  "quantize",
+    "copy", "embed",  "swiglu",    "moe_route",     "moe_combine", "router_topk"};
+enum {
+    N_ROLES = sizeof ROLES / sizeof ROLES[0],
+    N_SCALARS = sizeof SCALARS / sizeof SCALARS[0],
+    N_FAMILIES = sizeof FAMILIES / sizeof FAMILIES[0],
+};
+
+/* Index of name in names[1 .. n), else 0 (the enums' OTHER). */
+static int name_index(const char *const *names, int n, const char *name) {
+    for (int i = 1; i < n; i++)
+        if (strcmp(names[i], name) == 0) return i;
+    return 0;
+}
+
 static qkrt_result read_bindings(loader *ld, const qkrt_json *k, qkrt_kernel *kernel) {
     qkrt_kernel_info *info = &kernel->info;
     const qkrt_json *list;
@@ -184,9 +206,12 @@ static qkrt_result read_bindings(loader *ld, const qkrt_json *k, qkrt_kernel *ke
     if (list->count > QKRT_MAX_BINDINGS)
         return bad(ld, list, "\"bindings\": %u bindings, qkrt handles at most %d", list->count,
                    QKRT_MAX_BINDINGS);
+    qkrt_binding_info *all = calloc(list->count ? list->count : 1, sizeof *all);
+    if (!all) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    info->bindings = all;
     for (uint32_t i = 0; i < list->count; i++) {
         const qkrt_json *b = &list->items[i];
-        qkrt_binding_info *bi = &info->bindings[i];
+        qkrt_binding_info *bi = &all[i];
         const char *access = "read";
         if (b->type != QKRT_JSON_OBJECT) return bad(ld, b, "bindings[%u]: expected an object", i);
         bi->count = 1;
@@ -200,6 +225,8 @@ static qkrt_result read_bindings(loader *ld, const qkrt_json *k, qkrt_kernel *ke
         if (r == QKRT_OK) r = get_string(ld, b, "access", false, &access);
         if (r == QKRT_OK) r = get_string(ld, b, "size", false, &bi->size);
         if (r != QKRT_OK) return r;
+        bi->role_id = (qkrt_role)name_index(ROLES, N_ROLES, bi->role);
+        bi->type_id = (qkrt_scalar)name_index(SCALARS, N_SCALARS, bi->type);
         if (bi->set != 0)
             return bad(ld, b, "binding '%s': set %u, only set 0 is used", bi->name, bi->set);
         if (strcmp(access, "read") && strcmp(access, "write") && strcmp(access, "read_write"))
@@ -223,22 +250,23 @@ static qkrt_result read_push(loader *ld, const qkrt_json *k, qkrt_kernel_info *i
     qkrt_result r = get_array(ld, k, "push_constants", false, &list);
     if (r == QKRT_OK) r = get_u32(ld, k, "push_constant_size", list != NULL, &info->push_size);
     if (r != QKRT_OK || !list) return r;
-    if (list->count > QKRT_MAX_PUSH)
-        return bad(ld, list, "\"push_constants\": %u entries, qkrt handles at most %d", list->count,
-                   QKRT_MAX_PUSH);
     /* 256 bytes is the largest maxPushConstantsSize of current drivers */
     if (info->push_size > 256 || info->push_size % 4)
         return bad(ld, k, "\"push_constant_size\": %u is not a multiple of 4 up to 256",
                    info->push_size);
+    qkrt_push_info *all = calloc(list->count ? list->count : 1, sizeof *all);
+    if (!all) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    info->push = all;
     for (uint32_t i = 0; i < list->count; i++) {
         const qkrt_json *p = &list->items[i];
-        qkrt_push_info *pi = &info->push[i];
+        qkrt_push_info *pi = &all[i];
         if (p->type != QKRT_JSON_OBJECT)
             return bad(ld, p, "push_constants[%u]: expected an object", i);
         r = get_string(ld, p, "name", true, &pi->name);
         if (r == QKRT_OK) r = get_u32(ld, p, "offset", true, &pi->offset);
         if (r == QKRT_OK) r = get_string(ld, p, "type", true, &pi->type);
         if (r != QKRT_OK) return r;
+        pi->type_id = (qkrt_scalar)name_index(SCALARS, N_SCALARS, pi->type);
         if (strcmp(pi->type, "u32") && strcmp(pi->type, "i32") && strcmp(pi->type, "f32"))
             return bad(ld, p, "push constant '%s': type '%s', expected u32, i32 or f32", pi->name,
                        pi->type);
@@ -298,13 +326,14 @@ static qkrt_result read_weights(loader *ld, const qkrt_json *k, qkrt_kernel_info
     const qkrt_json *planes;
     if (r == QKRT_OK) r = get_array(ld, w, "planes", true, &planes);
     if (r != QKRT_OK) return r;
-    if (planes->count > 4) return bad(ld, planes, "\"weights.planes\": more than 4");
+    qkrt_plane_info *all = calloc(planes->count ? planes->count : 1, sizeof *all);
+    if (!all) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    info->planes = all;
     for (uint32_t i = 0; i < planes->count && r == QKRT_OK; i++) {
         const qkrt_json *p = &planes->items[i];
-        r = get_string(ld, p, "name", true, &info->planes[i].name);
-        if (r == QKRT_OK) r = get_string(ld, p, "type", true, &info->planes[i].type);
-        if (r == QKRT_OK)
-            r = get_u32_in(ld, p, "per_group", true, 1, BLOCK_MAX, &info->planes[i].per_group);
+        r = get_string(ld, p, "name", true, &all[i].name);
+        if (r == QKRT_OK) r = get_string(ld, p, "type", true, &all[i].type);
+        if (r == QKRT_OK) r = get_u32_in(ld, p, "per_group", true, 1, BLOCK_MAX, &all[i].per_group);
         info->plane_count = i + 1;
     }
     return r;
@@ -399,6 +428,7 @@ static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kern
     if (r == QKRT_OK) r = read_specialization(ld, k, kernel);
     if (r != QKRT_OK) return r;
     info->spv = kernel->spv;
+    info->family_id = (qkrt_family)name_index(FAMILIES, N_FAMILIES, info->family);
     info->vulkan_version = kernel->vulkan_version;
     info->extension_count = kernel->extension_count;
     info->extensions = kernel->extensions;
@@ -560,6 +590,9 @@ void qkrt_bundle_destroy(qkrt_context *ctx, qkrt_bundle *bundle) {
         free(bundle->kernels[i].spec_data);
         free(bundle->kernels[i].extensions);
         free(bundle->kernels[i].feature_names);
+        free((void *)bundle->kernels[i].info.bindings);
+        free((void *)bundle->kernels[i].info.push);
+        free((void *)bundle->kernels[i].info.planes);
         free((void *)bundle->kernels[i].info.constraints);
     }
     for (uint32_t m = 0; m < bundle->module_count; m++) {

@@ -174,7 +174,54 @@ qkrt_result qkrt_buffer_fill(qkrt_context *ctx, qkrt_buffer *buf, uint32_t patte
 
 /* ---- bundles: manifest.json + .spv files ---- */
 
-enum { QKRT_MAX_BINDINGS = 32, QKRT_MAX_PUSH = 32, QKRT_MAX_VARS = 32 };
+/* Buffers of one dispatch (qkrt_dispatch.buffers) and variables of one shape. */
+enum { QKRT_MAX_BINDINGS = 32, QKRT_MAX_VARS = 32 };
+
+/* The manifest's names as enums, for switches; each *_OTHER stands for a
+ * name this runtime does not know (a newer bundle): the string field beside
+ * the enum always has the manifest's name. */
+typedef enum qkrt_role {
+    QKRT_ROLE_OTHER = 0,
+    QKRT_ROLE_WEIGHTS,        /* quantized weights ("weights" of the manifest) */
+    QKRT_ROLE_ACTIVATIONS,    /* f32 rows of K */
+    QKRT_ROLE_ACTIVATIONS_Q8, /* q8 rows written by the quantize kernel */
+    QKRT_ROLE_OUTPUT,
+    QKRT_ROLE_IDS,             /* MoE expert ids */
+    QKRT_ROLE_TPE,             /* MoE tokens per expert */
+    QKRT_ROLE_SCRATCH,         /* working memory sized by qkrt_binding_info.size */
+    QKRT_ROLE_INDIRECT,        /* vkCmdDispatchIndirect arguments */
+    QKRT_ROLE_ROUTING_WEIGHTS, /* MoE routing weights */
+    QKRT_ROLE_TOPK,            /* MoE top-k selections */
+} qkrt_role;
+
+typedef enum qkrt_scalar {
+    QKRT_SCALAR_OTHER = 0,
+    QKRT_SCALAR_U8,
+    QKRT_SCALAR_I8,
+    QKRT_SCALAR_U16,
+    QKRT_SCALAR_I16,
+    QKRT_SCALAR_F16,
+    QKRT_SCALAR_BF16,
+    QKRT_SCALAR_U32,
+    QKRT_SCALAR_I32,
+    QKRT_SCALAR_F32,
+} qkrt_scalar;
+
+typedef enum qkrt_family {
+    QKRT_FAMILY_OTHER = 0,
+    QKRT_FAMILY_MATVEC,
+    QKRT_FAMILY_MATVEC_ID,
+    QKRT_FAMILY_MATVEC_ID_SEP,
+    QKRT_FAMILY_MATMUL,
+    QKRT_FAMILY_MATMUL_ID,
+    QKRT_FAMILY_QUANTIZE,
+    QKRT_FAMILY_COPY,
+    QKRT_FAMILY_EMBED,
+    QKRT_FAMILY_SWIGLU,
+    QKRT_FAMILY_MOE_ROUTE,
+    QKRT_FAMILY_MOE_COMBINE,
+    QKRT_FAMILY_ROUTER_TOPK,
+} qkrt_family;
 
 typedef struct qkrt_binding_info {
     uint32_t set, binding, count; /* count > 1: an array of buffers, bound in order */
@@ -182,15 +229,24 @@ typedef struct qkrt_binding_info {
     const char *role;             /* "weights", "activations", "output", ... */
     const char *type;             /* element type: "u32", "f32", ... */
     bool writable;
-    const char *size; /* "" or the bytes to allocate: an expression over the
-                         shape (qkrt_eval), for scratch buffers */
+    const char *size;    /* "" or the bytes to allocate: an expression over the
+                            shape (qkrt_eval), for scratch buffers */
+    qkrt_role role_id;   /* role as an enum */
+    qkrt_scalar type_id; /* type as an enum */
 } qkrt_binding_info;
 
 typedef struct qkrt_push_info {
-    const char *name; /* value taken from the shape variable of the same name */
-    uint32_t offset;  /* bytes */
-    const char *type; /* "u32" or "i32" or "f32" */
+    const char *name;    /* value taken from the shape variable of the same name */
+    uint32_t offset;     /* bytes */
+    const char *type;    /* "u32" or "i32" or "f32" */
+    qkrt_scalar type_id; /* type as an enum */
 } qkrt_push_info;
+
+/* A plane of a planar weight format (MLX: codes, scales, biases). */
+typedef struct qkrt_plane_info {
+    const char *name, *type;
+    uint32_t per_group;
+} qkrt_plane_info;
 
 /* A SPIR-V specialization constant the kernel's pipeline is created with
  * (the manifest's "specialization_constants": tile sizes such as WG, NR1). */
@@ -222,10 +278,10 @@ typedef struct qkrt_kernel_info {
     uint32_t min_subgroup_size;      /* 0: any */
     uint32_t shared_memory_bytes;
     uint32_t binding_count;
-    qkrt_binding_info bindings[QKRT_MAX_BINDINGS];
+    const qkrt_binding_info *bindings; /* binding_count of them, owned by the bundle */
     uint32_t push_count, push_size;
-    qkrt_push_info push[QKRT_MAX_PUSH];
-    const char *grid[3]; /* integer expressions over the shape variables */
+    const qkrt_push_info *push; /* push_count of them */
+    const char *grid[3];        /* integer expressions over the shape variables */
     /* conditions on the shape (qkrt_eval_bool); qkrt_run refuses a shape that
      * breaks one */
     uint32_t constraint_count;
@@ -239,10 +295,8 @@ typedef struct qkrt_kernel_info {
     const char *weights_layout;
     uint32_t block_elements, block_bytes;
     uint32_t plane_count;
-    struct {
-        const char *name, *type;
-        uint32_t per_group;
-    } planes[4];
+    const qkrt_plane_info *planes; /* plane_count of them */
+    qkrt_family family_id;         /* family as an enum */
 } qkrt_kernel_info;
 
 /* Loads dir/manifest.json; checks the schema version and every .spv hash. */

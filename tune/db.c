@@ -233,7 +233,7 @@ uint32_t qk_tune_db_keep(qk_tune_db *db, const qk_tune_device *dev, qk_tune_hash
     for (uint32_t i = 0; i < db->count; i++) {
         qk_tune_record *r = &db->recs[i];
         const char *h = NULL;
-        if (!qk_tune_same_device(&r->dev, dev)) {
+        if (dev && !qk_tune_same_device(&r->dev, dev)) {
             foreign++;
             if (foreign == 1) ex_foreign = *r;
         } else if (hash && (!(h = hash(user, r->variant)) || strcmp(h, r->spv_sha256))) {

@@ -72,8 +72,8 @@ const qk_tune_record *qk_tune_db_find(const qk_tune_db *db, const qk_tune_device
 /* The current content hash of a variant, or NULL if the generator no longer
  * makes it. */
 typedef const char *(*qk_tune_hash_fn)(void *user, const char *variant);
-/* Keeps in memory only the records of device dev whose content hash is the
- * generator's (hash NULL: any hash); reports what it drops on log, as counts
+/* Keeps in memory only the records of device dev (NULL: any) whose content
+ * hash is the generator's (hash NULL: any hash); reports what it drops on log, as counts
  * with an example. Returns how many were dropped. The file is unchanged. */
 uint32_t qk_tune_db_keep(qk_tune_db *db, const qk_tune_device *dev, qk_tune_hash_fn hash,
                          void *user, FILE *log);

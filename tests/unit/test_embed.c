@@ -241,10 +241,11 @@ static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src, VkAccessFlags
 static int find_matvec(qkrt_context *ctx, const qkrt_bundle *b) {
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        bool plain = k->binding_count == 3 && !strcmp(k->bindings[0].role, "weights") &&
-                     !strcmp(k->bindings[1].role, "activations") &&
-                     !strcmp(k->bindings[2].role, "output");
-        if (!strcmp(k->family, "matvec") && !strcmp(k->format, "q4_0") &&
+        bool plain = k->binding_count == 3 && k->bindings[0].role_id == QKRT_ROLE_WEIGHTS &&
+                     k->bindings[1].role_id == QKRT_ROLE_ACTIVATIONS &&
+                     k->bindings[2].role_id == QKRT_ROLE_OUTPUT &&
+                     k->bindings[2].type_id == QKRT_SCALAR_F32;
+        if (k->family_id == QKRT_FAMILY_MATVEC && !strcmp(k->format, "q4_0") &&
             !strcmp(k->fusion, "none") && plain && qkrt_kernel_check(ctx, b, i) == QKRT_OK)
             return (int)i;
     }

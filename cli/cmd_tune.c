@@ -1,0 +1,684 @@
+/* qkgen tune: times the candidates of a model's cases (or one case) on the
+ * device through the bench's timing path and records every result in the
+ * tuning database; also --merge and --report. `build --tuned` is here too. */
+#define _POSIX_C_SOURCE 200809L
+#include "bench.h"
+#include "cli.h"
+#include "compile/compile.h"
+#include "qk_util.h"
+#include "spec/model.h"
+#include "tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What one tune run shares with the bench's hooks. */
+typedef struct tune_run {
+    qk_tune_db db;
+    qk_tune_device dev;
+    const qk_tune_case *c;
+    char **names, **hashes; /* the work bundle's content hashes */
+    uint32_t nh;
+    bool exhaustive;
+    uint32_t done, total; /* candidates measured, of all cases */
+    double t0;
+    uint32_t case_i, case_n, case_done, case_total;
+    bool tty, failed_write;
+    qk_error e;
+} tune_run;
+
+static const char *hash_of(void *user, const char *variant) {
+    const tune_run *t = user;
+    for (uint32_t i = 0; i < t->nh; i++)
+        if (!strcmp(t->names[i], variant)) return t->hashes[i];
+    return NULL;
+}
+
+static void bar(tune_run *t, const char *kernel) {
+    if (!t->tty) return;
+    double el = qk_now_s() - t->t0;
+    uint32_t left = t->total > t->done ? t->total - t->done : 0;
+    char eta[32] = "?";
+    if (t->done) snprintf(eta, sizeof eta, "%.0f s", el / t->done * left);
+    fprintf(stderr, "\r\033[K[case %u/%u] %s %s m=%u k=%u t=%u: %u/%u done, %u left, ETA %s  %s",
+            t->case_i + 1, t->case_n, t->c->op, t->c->format, t->c->M, t->c->K, t->c->T,
+            t->case_done, t->case_total, left, eta, kernel);
+    fflush(stderr);
+}
+
+static bool prior(void *user, const qkrt_kernel_info *k, qk_bench_result *r) {
+    tune_run *t = user;
+    const char *h = hash_of(t, k->name);
+    if (!h) return false;
+    const qk_tune_record *p = qk_tune_db_find(&t->db, &t->dev, k->name, h, t->c, "full");
+    if (!p) p = qk_tune_db_find(&t->db, &t->dev, k->name, h, t->c, "check");
+    if (!p && !t->exhaustive) p = qk_tune_db_find(&t->db, &t->dev, k->name, h, t->c, "screen");
+    if (!p) return false;
+    r->ok = !strcmp(p->status, "ok");
+    r->nmse = p->nmse;
+    snprintf(r->error, sizeof r->error, "%s", r->ok ? "" : p->note);
+    if (!strcmp(p->stage, "full"))
+        r->timed = true, r->us = p->us, r->us_min = p->us_min, r->us_max = p->us_max,
+        r->runs = p->runs;
+    else if (!strcmp(p->stage, "screen"))
+        r->us_screen = p->us, r->screen_runs = p->runs;
+    t->case_done++, t->done++;
+    return true;
+}
+
+static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result *r,
+                   const char *stage) {
+    tune_run *t = user;
+    qk_tune_record rec = {0};
+    rec.dev = t->dev;
+    snprintf(rec.variant, sizeof rec.variant, "%s", k->name);
+    snprintf(rec.family, sizeof rec.family, "%s", k->family);
+    const char *h = hash_of(t, k->name);
+    snprintf(rec.spv_sha256, sizeof rec.spv_sha256, "%s", h ? h : "");
+    rec.c = *t->c;
+    snprintf(rec.precision, sizeof rec.precision, "%s", qk_precision_of(k->family, k->mma));
+    rec.nmse = r->nmse;
+    bool check = !strcmp(stage, "check");
+    snprintf(rec.status, sizeof rec.status, "%s",
+             !check                           ? "ok"
+             : !strncmp(r->error, "wrong", 5) ? "wrong"
+                                              : "failed");
+    snprintf(rec.stage, sizeof rec.stage, "%s", stage);
+    if (!strcmp(stage, "screen"))
+        rec.us = rec.us_min = rec.us_max = r->us_screen, rec.runs = r->screen_runs;
+    else if (!check)
+        rec.us = r->us, rec.us_min = r->us_min, rec.us_max = r->us_max, rec.runs = r->runs;
+    snprintf(rec.note, sizeof rec.note, "%s", check ? r->error : "");
+    rec.time = (double)time(NULL);
+    if (!qk_tune_db_append(&t->db, &rec, &t->e)) t->failed_write = true;
+    if (strcmp(stage, "full") || !r->us_screen) t->case_done++, t->done++;
+    bar(t, k->name);
+}
+
+/* The single case of --family/--m/--k/--tokens. */
+static int one_case(const char *cmd, const char *family, uint64_t m, uint64_t k, uint64_t t,
+                    uint64_t e, uint64_t topk, qk_tune_case *c) {
+    const char *fam = !strcmp(family, "moe")          ? "matvec_id"
+                      : !strcmp(family, "moe_matmul") ? "matmul_id"
+                                                      : family;
+    if (strcmp(fam, "matvec") && strcmp(fam, "matmul") && strcmp(fam, "matvec_id") &&
+        strcmp(fam, "matmul_id"))
+        return qk_usage_error(cmd,
+                              "--family: '%s' is not tuned (matvec, matmul, matvec_id or moe, "
+                              "matmul_id or moe_matmul)",
+                              family);
+    if (!m || !k || !t) return qk_usage_error(cmd, "--family needs --m, --k and --tokens");
+    bool id = strstr(fam, "_id") != NULL;
+    if (id != (e && topk))
+        return qk_usage_error(cmd,
+                              id ? "%s needs --experts and --top-k"
+                                 : "--experts and --top-k are for matvec_id and matmul_id",
+                              fam);
+    if (topk > e) return qk_usage_error(cmd, "--top-k is more than --experts");
+    memset(c, 0, sizeof *c);
+    snprintf(c->op, sizeof c->op, "%s", fam);
+    c->M = (uint32_t)m, c->K = (uint32_t)k, c->T = (uint32_t)t, c->E = (uint32_t)e;
+    c->top_k = (uint32_t)topk;
+    return 0;
+}
+
+static void device_of(qkrt_context *ctx, qk_tune_device *d) {
+    qkrt_device_identity id;
+    qkrt_device_identify(ctx, &id);
+    memset(d, 0, sizeof *d);
+    d->vendor_id = id.vendor_id, d->device_id = id.device_id;
+    d->driver_version = id.driver_version;
+    for (int i = 0; i < 16; i++)
+        snprintf(d->cache_uuid + 2 * i, 3, "%02x", id.pipeline_cache_uuid[i]);
+    snprintf(d->name, sizeof d->name, "%.127s", id.name);
+}
+
+static const char *fallback_name(void *user, const qk_tune_case *c) {
+    const qk_variant *v = qk_tune_fallback(user, c->op, c->format, c->format_variant);
+    return v ? v->name : NULL;
+}
+
+static bool load_plan(const char *specs_dir, qk_spec_set *specs, qk_plan *plan) {
+    qk_error e = {0};
+    if (!qk_spec_set_load(specs_dir, specs, &e) || !qk_plan_build(specs, plan, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return false;
+    }
+    return true;
+}
+
+static int report(const char *dbpath, const char *svg, const char *precision,
+                  const char *specs_dir) {
+    qk_tune_db db;
+    qk_error e = {0};
+    if (!qk_is_file(dbpath)) return qk_usage_error("tune", "--report: %s: no such file", dbpath);
+    if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
+        fprintf(stderr, "qkgen tune: %s\n", e.msg);
+        return QK_EXIT_FAIL;
+    }
+    qk_spec_set specs;
+    qk_plan plan;
+    if (!load_plan(specs_dir, &specs, &plan)) return QK_EXIT_USAGE;
+    qk_tune_outcome *oc;
+    uint32_t n = qk_tune_outcomes(&db, precision, fallback_name, &plan, &oc);
+    const qk_tune_device *last = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!last || !qk_tune_same_device(last, &oc[i].dev)) {
+            printf("device %s (vendor 0x%x, device 0x%x, driver %u)\n", oc[i].dev.name,
+                   oc[i].dev.vendor_id, oc[i].dev.device_id, oc[i].dev.driver_version);
+            last = &oc[i].dev;
+        }
+    }
+    qk_tune_report_text(stdout, oc, n);
+    int rc = QK_EXIT_OK;
+    if (svg) {
+        qk_str s = {0};
+        qk_tune_report_svg(&s, &db, oc, n);
+        if (!qk_write_file(svg, s.s, s.len, &e)) {
+            fprintf(stderr, "qkgen tune: %s\n", e.msg);
+            rc = QK_EXIT_FAIL;
+        } else {
+            printf("plot: %s\n", svg);
+        }
+        qk_str_free(&s);
+    }
+    free(oc);
+    qk_tune_db_free(&db);
+    qk_plan_free(&plan);
+    qk_spec_set_free(&specs);
+    return rc;
+}
+
+static bool takes_q8(const qk_variant *v) {
+    qk_binding_info b[QK_MAX_BINDINGS];
+    uint32_t nb = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
+    for (uint32_t i = 0; i < nb; i++)
+        if (!strcmp(b[i].role, "activations_q8") && !b[i].writable) return true;
+    return false;
+}
+
+static const char *usage =
+    "usage: qkgen tune (--model FILE | --family F --m M --k K --tokens T\n"
+    "                  [--experts E --top-k N]) [--formats A,B] [--device N] [--db FILE]\n"
+    "                  [--budget SECONDS] [--strategy halving|exhaustive]\n"
+    "                  [--precision f32|f16|q8|any] [--filter A,B] [--out DIR]\n"
+    "                  [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--finalists N] [--seed N]\n"
+    "       qkgen tune --merge A [B ...] --db C\n"
+    "       qkgen tune --report DB [--svg FILE] [--precision P]\n\n"
+    "Times the candidate kernels of each case on the device and appends every\n"
+    "result to the tuning database (default tune.jsonl; docs/tuning-db.md).\n"
+    "Cases come from a model's shape set (specs/models/*.yaml: each op at its\n"
+    "decode token counts on the mat-vec families, at its prefill counts on the\n"
+    "tiled ones) or from one shape. Candidates are the variants of the kernel\n"
+    "specs for that operation and format (f32 activations, no fusion) that the\n"
+    "legality rules keep, the device can run and the shape allows, plus the\n"
+    "operation's portable fallback; they are built on demand through the\n"
+    "generator and its content-hash cache into DIR/tune (default out/).\n"
+    "Each candidate is checked against the CPU reference on the device first (a\n"
+    "wrong one is recorded as wrong and never wins), then timed by qkgen bench's\n"
+    "method: halving (default) screens every correct candidate over 10\n"
+    "dispatches, halves the field at twice the runs until --finalists (default 3)\n"
+    "are left, and times those in full; exhaustive times every candidate in full.\n"
+    "--budget spreads SECONDS over the cases left: past a case's share no more\n"
+    "candidates are screened (a resumed tune measures them). A tune resumes from\n"
+    "the database: what it has for this device and content hash is not measured\n"
+    "again. --precision keeps the classes that may win: q8 (activations rounded\n"
+    "to 8 bits: int8-dot kernels), f16 (f16 staging: tiled matmuls, cooperative\n"
+    "matrices), f32, or any (default: each within its class's error bound).\n"
+    "--merge writes the records of A, B, ... (and C's own) into C, each once.\n"
+    "--report prints per case the winner, its time, the fallback's time and the\n"
+    "speedup, and with --svg writes a plot of the search.\n"
+    "exit status: 0 done, 1 a case without a correct candidate or a device\n"
+    "failure, 2 bad arguments or specs";
+
+int cmd_tune(qk_args *a) {
+    const char *model = NULL, *family = NULL, *formats = NULL, *device = NULL, *dbpath = NULL;
+    const char *strategy = "halving", *precision = "any", *filter = NULL, *out = "out";
+    const char *report_db = NULL, *svg = NULL, *specs_dir = qk_default_specs();
+    const char *templates = qk_default_templates();
+    const char *merge[64];
+    uint32_t nmerge = 0;
+    uint64_t m = 0, k = 0, t = 0, experts = 0, topk = 0, budget = 0, runs = 50, warm_ms = 1000;
+    uint64_t rotate_mb = 200, finalists = 3, seed = (uint64_t)time(NULL);
+    while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts(usage);
+            return QK_EXIT_OK;
+        }
+        if (qk_flag(a, "--merge")) {
+            while (a->i < a->argc && a->argv[a->i][0] != '-' && nmerge < 64)
+                merge[nmerge++] = a->argv[a->i++];
+            if (!nmerge) return qk_usage_error(a->cmd, "--merge needs the databases to merge");
+            continue;
+        }
+        if (qk_opt(a, "--model", &model) || qk_opt(a, "--family", &family) ||
+            qk_opt(a, "--formats", &formats) || qk_opt(a, "--device", &device) ||
+            qk_opt(a, "--db", &dbpath) || qk_opt(a, "--strategy", &strategy) ||
+            qk_opt(a, "--precision", &precision) || qk_opt(a, "--filter", &filter) ||
+            qk_opt(a, "--out", &out) || qk_opt(a, "--report", &report_db) ||
+            qk_opt(a, "--svg", &svg) || qk_opt(a, "--specs", &specs_dir) ||
+            qk_opt(a, "--templates", &templates) || qk_opt_u64(a, "--m", &m) ||
+            qk_opt_u64(a, "--k", &k) || qk_opt_u64(a, "--tokens", &t) ||
+            qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
+            qk_opt_u64(a, "--budget", &budget) || qk_opt_u64(a, "--runs", &runs) ||
+            qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
+            qk_opt_u64(a, "--finalists", &finalists) || qk_opt_u64(a, "--seed", &seed))
+            continue;
+        return qk_bad_arg(a);
+    }
+    if (strcmp(precision, "f32") && strcmp(precision, "f16") && strcmp(precision, "q8") &&
+        strcmp(precision, "any"))
+        return qk_usage_error(a->cmd, "--precision: '%s' is not f32, f16, q8 or any", precision);
+    if (nmerge) {
+        if (!dbpath) return qk_usage_error(a->cmd, "--merge needs --db OUT");
+        qk_error e = {0};
+        uint32_t n = 0;
+        if (!qk_tune_db_merge(merge, nmerge, dbpath, stderr, &n, &e)) {
+            fprintf(stderr, "qkgen tune: %s\n", e.msg);
+            return strstr(e.msg, "no such database") ? QK_EXIT_USAGE : QK_EXIT_FAIL;
+        }
+        printf("merged %u databases into %s: %u records\n", nmerge, dbpath, n);
+        return QK_EXIT_OK;
+    }
+    if (report_db) return report(report_db, svg, precision, specs_dir);
+    if (!dbpath) dbpath = "tune.jsonl";
+    if (!model == !family) return qk_usage_error(a->cmd, "either --model FILE or --family F");
+    if (strcmp(strategy, "halving") && strcmp(strategy, "exhaustive"))
+        return qk_usage_error(a->cmd, "--strategy: '%s' is not halving or exhaustive", strategy);
+    if (runs < 20)
+        return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
+    if (!finalists || finalists > 64) return qk_usage_error(a->cmd, "--finalists: 1 to 64");
+
+    /* the cases */
+    qk_tune_case *cases = NULL;
+    uint32_t nc = 0;
+    static qk_model_spec ms; /* large: not on the stack */
+    if (model) {
+        qk_error e = {0};
+        if (!qk_model_spec_load(model, &ms, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return QK_EXIT_USAGE;
+        }
+        qk_model_case *mc;
+        nc = qk_model_cases(&ms, formats, &mc);
+        cases = qk_xcalloc(nc + 1, sizeof *cases);
+        for (uint32_t i = 0; i < nc; i++) {
+            snprintf(cases[i].op, sizeof cases[i].op, "%s", mc[i].family);
+            snprintf(cases[i].format, sizeof cases[i].format, "%s", mc[i].format);
+            snprintf(cases[i].format_variant, sizeof cases[i].format_variant, "%s",
+                     qk_tune_format_variant(mc[i].format));
+            cases[i].M = mc[i].m, cases[i].K = mc[i].k, cases[i].T = mc[i].tokens;
+            cases[i].E = mc[i].experts, cases[i].top_k = mc[i].top_k;
+        }
+        free(mc);
+    } else {
+        qk_tune_case c;
+        int rc = one_case(a->cmd, family, m, k, t, experts, topk, &c);
+        if (rc) return rc;
+        char fl[512];
+        snprintf(fl, sizeof fl, "%s", formats ? formats : "q4_0");
+        cases = qk_xcalloc(32, sizeof *cases);
+        for (char *f = strtok(fl, ","); f && nc < 32; f = strtok(NULL, ",")) {
+            cases[nc] = c;
+            snprintf(cases[nc].format, sizeof cases[nc].format, "%s", f);
+            snprintf(cases[nc].format_variant, sizeof cases[nc].format_variant, "%s",
+                     qk_tune_format_variant(f));
+            nc++;
+        }
+    }
+    qk_spec_set specs;
+    qk_plan plan;
+    if (!load_plan(specs_dir, &specs, &plan)) return QK_EXIT_USAGE;
+    for (uint32_t i = 0; i < nc; i++)
+        if (!qk_plan_find_format(&plan, cases[i].format)) {
+            qk_usage_error(a->cmd, "%s: no format '%s' in %s", model ? model : "--formats",
+                           cases[i].format, specs_dir);
+            return QK_EXIT_USAGE;
+        }
+    qkrt_context *ctx = NULL;
+    qkrt_desc desc = {.device = device};
+    if (qkrt_create(&desc, &ctx) != QKRT_OK) {
+        fprintf(stderr, "qkgen tune: %s\n", qkrt_create_error());
+        return device ? QK_EXIT_USAGE : QK_EXIT_FAIL;
+    }
+    const qkrt_device_info *dev = qkrt_device(ctx);
+    qk_tune_space space = {.kernel_count = model ? ms.kernel_count : 0,
+                           .kernels = ms.kernels,
+                           .precision = precision,
+                           .dev = dev,
+                           .filter = filter};
+    /* every case's candidates and fallback, built at once */
+    bool *want = qk_xcalloc(plan.variant_count + 1, sizeof *want);
+    const char **fb = qk_xcalloc(nc + 1, sizeof *fb);
+    uint32_t total = 0, *per_case = qk_xcalloc(nc + 1, sizeof *per_case);
+    bool any_q8 = false;
+    for (uint32_t c = 0; c < nc; c++) {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < plan.variant_count; i++)
+            if (qk_tune_candidate(&plan.variants[i], &cases[c], &space))
+                want[i] = true, n++, any_q8 |= takes_q8(&plan.variants[i]);
+        const qk_variant *f =
+            qk_tune_fallback(&plan, cases[c].op, cases[c].format, cases[c].format_variant);
+        if (f) want[f - plan.variants] = true, fb[c] = f->name;
+        per_case[c] = n + 1;
+        total += n + 1;
+    }
+    for (uint32_t i = 0; any_q8 && i < plan.variant_count; i++)
+        if (!strcmp(plan.variants[i].kernel->family, "quantize")) want[i] = true;
+    tune_run tr = {.exhaustive = !strcmp(strategy, "exhaustive"),
+                   .tty = isatty(2),
+                   .case_n = nc,
+                   .total = total};
+    device_of(ctx, &tr.dev);
+    printf("device %u: %s (vendor 0x%x, device 0x%x, driver %u), %u cases, seed %llu\n", dev->index,
+           dev->name, tr.dev.vendor_id, tr.dev.device_id, tr.dev.driver_version, nc,
+           (unsigned long long)seed);
+    qk_build_stats st;
+    qk_error e = {0};
+    double t_build = qk_now_s();
+    int rc = QK_EXIT_OK;
+    qkrt_bundle *b = NULL;
+    char *bundle_dir = qk_path_join(out, "tune");
+    if (!qk_tune_build_subset(&specs, &plan, want, templates, out, "tune", !tr.tty, &st, &e)) {
+        fprintf(stderr, "qkgen tune: %s\n", e.msg);
+        rc = QK_EXIT_FAIL;
+    } else {
+        printf("candidates: %u variants in %s (%u compiled, %u from cache) in %.1f s\n",
+               st.variants, st.path, st.compiled, st.cached, qk_now_s() - t_build);
+        if (qkrt_bundle_load(ctx, bundle_dir, &b) != QKRT_OK ||
+            !qk_tune_manifest_hashes(bundle_dir, &tr.names, &tr.hashes, &tr.nh, &e)) {
+            fprintf(stderr, "qkgen tune: %s\n", b ? e.msg : qkrt_last_error(ctx));
+            rc = QK_EXIT_FAIL;
+        }
+    }
+    if (rc == QK_EXIT_OK && !qk_tune_db_load(dbpath, &tr.db, stderr, &e)) {
+        fprintf(stderr, "qkgen tune: %s\n", e.msg);
+        rc = QK_EXIT_FAIL;
+    }
+    if (rc == QK_EXIT_OK) qk_tune_db_keep(&tr.db, &tr.dev, hash_of, &tr, stdout);
+    qk_bench_opts o = {.runs = (uint32_t)runs,
+                       .warmup_s = warm_ms / 1e3,
+                       .rewarm_s = warm_ms / 4e3,
+                       .rotate_bytes = rotate_mb << 20,
+                       .finalists = tr.exhaustive ? 0 : (uint32_t)finalists,
+                       .halving = !tr.exhaustive,
+                       .seed = seed,
+                       .prior = prior,
+                       .record = record,
+                       .user = &tr};
+    tr.t0 = qk_now_s();
+    uint32_t no_winner = 0;
+    for (uint32_t c = 0; c < nc && rc == QK_EXIT_OK; c++) {
+        qk_bench_case bc = {cases[c].op, cases[c].format, cases[c].format_variant,
+                            cases[c].M,  cases[c].K,      cases[c].T,
+                            cases[c].E,  cases[c].top_k};
+        tr.c = &cases[c], tr.case_i = c, tr.case_done = 0;
+        o.always = fb[c];
+        /* the budget left, shared among the cases left */
+        double left = budget ? (double)budget - (qk_now_s() - tr.t0) : 0;
+        o.deadline = budget ? qk_now_s() + fmax(left, 0) / (nc - c) : 0;
+        qk_bench_result *res = NULL;
+        uint32_t nres = 0;
+        char err[512] = "";
+        double tc = qk_now_s();
+        tr.case_total = per_case[c];
+        bar(&tr, "");
+        qkrt_result r = qk_bench_case_run(ctx, b, &bc, &o, 0, &res, &nres, err, sizeof err);
+        if (tr.tty) fputs("\r\033[K", stderr);
+        if (tr.failed_write) {
+            fprintf(stderr, "qkgen tune: %s\n", tr.e.msg);
+            rc = QK_EXIT_FAIL;
+        }
+        const qk_bench_result *best = NULL, *fbr = NULL;
+        uint32_t wrong = 0, failed = 0, skipped = 0;
+        for (uint32_t i = 0; i < nres; i++) {
+            const qk_bench_result *q = &res[i];
+            wrong += !q->ok && !strncmp(q->error, "wrong", 5);
+            skipped += q->skipped;
+            failed += !q->ok && q->error[0] && strncmp(q->error, "wrong", 5) && !q->skipped;
+            if (q->ok && q->timed && (!best || q->us < best->us)) best = q;
+            if (fb[c] && !strcmp(q->kernel, fb[c])) fbr = q;
+        }
+        char shape[96];
+        snprintf(shape, sizeof shape, "%s %s m=%u k=%u t=%u", bc.family, bc.format, bc.M, bc.K,
+                 bc.T);
+        if (bc.E)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " e=%u/%u", bc.E,
+                     bc.top_k);
+        double fb_us = fbr ? (fbr->timed ? fbr->us : fbr->us_screen) : 0;
+        if (r != QKRT_OK) {
+            fprintf(stderr, "qkgen tune: %s: %s\n", shape, err);
+            if (r != QKRT_ERROR_ARGUMENT) rc = QK_EXIT_FAIL;
+            no_winner++;
+        } else if (best) {
+            printf("%-40s %3u candidates (%u wrong, %u failed%s%.0u%s): %s %.2f us; fallback "
+                   "%.2f us (%.2fx); %.1f s\n",
+                   shape, nres, wrong, failed, skipped ? ", " : "", skipped,
+                   skipped ? " over budget" : "", best->kernel, best->us, fb_us,
+                   fb_us > 0 ? fb_us / best->us : 0, qk_now_s() - tc);
+        } else {
+            printf("%-40s %3u candidates (%u wrong, %u failed): no correct candidate\n", shape,
+                   nres, wrong, failed);
+            no_winner++;
+        }
+        fflush(stdout);
+        free(res);
+    }
+    if (rc == QK_EXIT_OK)
+        printf("tuned %u cases in %.1f s (device work and checks); database %s: %u records\n", nc,
+               qk_now_s() - tr.t0, dbpath, tr.db.count);
+    if (ctx && qkrt_validation_errors(ctx)) {
+        fprintf(stderr, "qkgen tune: the validation layer reported %u errors\n",
+                qkrt_validation_errors(ctx));
+        rc = QK_EXIT_FAIL;
+    }
+    if (rc == QK_EXIT_OK && no_winner) rc = QK_EXIT_FAIL;
+    for (uint32_t i = 0; i < tr.nh; i++)
+        free(tr.names[i]), free(tr.hashes[i]);
+    free(tr.names), free(tr.hashes), free(want), free(fb), free(cases), free(bundle_dir);
+    free(per_case);
+    qk_tune_db_free(&tr.db);
+    if (b) qkrt_bundle_destroy(ctx, b);
+    qkrt_destroy(ctx);
+    qk_plan_free(&plan);
+    qk_spec_set_free(&specs);
+    return rc;
+}
+
+/* Inserts the select table before the manifest's kernels, rewriting it
+ * atomically. */
+static bool add_select(const char *bundle_dir, const qk_str *select, qk_error *e) {
+    char *path = qk_path_join(bundle_dir, "manifest.json");
+    size_t n = 0;
+    char *text = qk_read_file(path, &n, e);
+    char *at = text ? strstr(text, "\n  \"kernels\": [") : NULL;
+    bool ok = at != NULL;
+    if (text && !at) qk_error_set(e, "%s: no kernels array to put the select table before", path);
+    if (ok) {
+        qk_str out = {0};
+        qk_str_addn(&out, text, (size_t)(at - text) + 1);
+        qk_str_add(&out, "  \"select\": ");
+        qk_str_addn(&out, select->s, select->len);
+        qk_str_add(&out, ",");
+        qk_str_add(&out, at);
+        ok = qk_write_file(path, out.s, out.len, e);
+        qk_str_free(&out);
+    }
+    free(text);
+    free(path);
+    return ok;
+}
+
+static bool model_has(const qk_model_case *mc, uint32_t n, const qk_tune_case *c) {
+    for (uint32_t i = 0; i < n; i++)
+        if (!strcmp(mc[i].family, c->op) && !strcmp(mc[i].format, c->format) && mc[i].m == c->M &&
+            mc[i].k == c->K && mc[i].tokens == c->T && mc[i].experts == c->E &&
+            mc[i].top_k == c->top_k)
+            return true;
+    return false;
+}
+
+int cmd_build_tuned(qk_args *a) {
+    const char *spec_dir = NULL, *out = "out", *name = "tuned", *dbpath = NULL, *model = NULL;
+    const char *templates = qk_default_templates(), *precision = "any";
+    bool quiet = false;
+    while (a->i < a->argc) {
+        if (qk_opt(a, "--tuned", &dbpath) || qk_opt(a, "--model", &model) ||
+            qk_opt(a, "--out", &out) || qk_opt(a, "--name", &name) ||
+            qk_opt(a, "--templates", &templates) || qk_opt(a, "--precision", &precision))
+            continue;
+        if (qk_flag(a, "--quiet") || qk_flag(a, "-q")) {
+            quiet = true;
+            continue;
+        }
+        if (a->argv[a->i][0] != '-' && !spec_dir) {
+            spec_dir = a->argv[a->i++];
+            continue;
+        }
+        return qk_bad_arg(a);
+    }
+    if (!spec_dir) spec_dir = qk_default_specs();
+    if (!name[0] || strchr(name, '/') || name[0] == '.')
+        return qk_usage_error(a->cmd, "--name: '%s' is not a plain folder name", name);
+    if (strcmp(precision, "f32") && strcmp(precision, "f16") && strcmp(precision, "q8") &&
+        strcmp(precision, "any"))
+        return qk_usage_error(a->cmd, "--precision: '%s' is not f32, f16, q8 or any", precision);
+    if (!qk_is_file(dbpath)) return qk_usage_error(a->cmd, "--tuned: %s: no such file", dbpath);
+    double t0 = qk_now_s();
+    static qk_model_spec ms;
+    qk_model_case *mc = NULL;
+    uint32_t nmc = 0;
+    qk_error e = {0};
+    if (model) {
+        if (!qk_model_spec_load(model, &ms, &e)) {
+            fprintf(stderr, "%s\n", e.msg);
+            return QK_EXIT_USAGE;
+        }
+        nmc = qk_model_cases(&ms, NULL, &mc);
+    }
+    qk_spec_set specs;
+    qk_plan plan;
+    if (!load_plan(spec_dir, &specs, &plan)) return QK_EXIT_USAGE;
+    qk_tune_db db;
+    if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
+        fprintf(stderr, "qkgen build: %s\n", e.msg);
+        return QK_EXIT_FAIL;
+    }
+    /* the content hashes the generator makes now, for every variant the
+     * database names: records of others are stale */
+    bool *want = qk_xcalloc(plan.variant_count + 1, sizeof *want);
+    uint32_t named = 0;
+    for (uint32_t i = 0; i < plan.variant_count; i++)
+        for (uint32_t j = 0; j < db.count && !want[i]; j++)
+            if (!strcmp(db.recs[j].variant, plan.variants[i].name)) want[i] = true, named++;
+    tune_run tr = {0};
+    qk_build_stats st;
+    char check_name[300];
+    snprintf(check_name, sizeof check_name, ".%s-hashes", name);
+    char *check_dir = qk_path_join(out, check_name);
+    int rc = QK_EXIT_OK;
+    if (named &&
+        (!qk_tune_build_subset(&specs, &plan, want, templates, out, check_name, quiet, &st, &e) ||
+         !qk_tune_manifest_hashes(check_dir, &tr.names, &tr.hashes, &tr.nh, &e))) {
+        fprintf(stderr, "qkgen build: %s\n", e.msg);
+        rc = QK_EXIT_FAIL;
+    }
+    qk_rmtree(check_dir);
+    free(check_dir);
+    qk_tune_db_keep(&db, NULL, hash_of, &tr, stderr);
+    /* the winners (of the model's cases), and a fallback per operation */
+    qk_tune_outcome *oc = NULL;
+    uint32_t n = rc ? 0 : qk_tune_outcomes(&db, precision, fallback_name, &plan, &oc), kept = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!model || model_has(mc, nmc, &oc[i].c)) oc[kept++] = oc[i];
+    n = kept;
+    qk_tune_default *defs = qk_xcalloc(n + nmc + 1, sizeof *defs);
+    uint32_t nd = 0, winners = 0;
+    memset(want, 0, sizeof *want * plan.variant_count);
+    bool any_q8 = false;
+    for (uint32_t i = 0; i < n + nmc && rc == QK_EXIT_OK; i++) {
+        qk_tune_case c = {0};
+        if (i < n) {
+            c = oc[i].c;
+            if (oc[i].best) {
+                for (uint32_t v = 0; v < plan.variant_count; v++)
+                    if (!strcmp(plan.variants[v].name, oc[i].best->variant))
+                        want[v] = true, winners++, any_q8 |= takes_q8(&plan.variants[v]);
+            } else {
+                fprintf(stderr,
+                        "qkgen build: %s %s m=%u k=%u t=%u: no correct candidate in %s: "
+                        "the fallback serves it\n",
+                        c.op, c.format, c.M, c.K, c.T, dbpath);
+            }
+        } else {
+            snprintf(c.op, sizeof c.op, "%s", mc[i - n].family);
+            snprintf(c.format, sizeof c.format, "%s", mc[i - n].format);
+            snprintf(c.format_variant, sizeof c.format_variant, "%s",
+                     qk_tune_format_variant(c.format));
+        }
+        bool dup = false;
+        for (uint32_t d = 0; d < nd && !dup; d++)
+            dup = !strcmp(defs[d].op, c.op) && !strcmp(defs[d].format, c.format) &&
+                  !strcmp(defs[d].option, c.format_variant);
+        if (dup) continue;
+        const qk_variant *f = qk_tune_fallback(&plan, c.op, c.format, c.format_variant);
+        if (!f) {
+            fprintf(stderr, "qkgen build: no %s kernel for %s in %s\n", c.op, c.format, spec_dir);
+            rc = QK_EXIT_USAGE;
+            break;
+        }
+        want[f - plan.variants] = true;
+        any_q8 |= takes_q8(f);
+        qk_tune_default *d = &defs[nd++];
+        snprintf(d->op, sizeof d->op, "%s", c.op);
+        snprintf(d->format, sizeof d->format, "%s", c.format);
+        snprintf(d->option, sizeof d->option, "%s", c.format_variant);
+        snprintf(d->kernel, sizeof d->kernel, "%s", f->name);
+        snprintf(d->precision, sizeof d->precision, "%s",
+                 qk_precision_of(f->kernel->family, f->mma[0] ? f->mma : "scalar"));
+    }
+    if (model && rc == QK_EXIT_OK) /* every case of the model is tuned, or says so */
+        for (uint32_t i = 0; i < nmc; i++) {
+            bool tuned = false;
+            for (uint32_t j = 0; j < n && !tuned; j++)
+                tuned = oc[j].best && !strcmp(oc[j].c.op, mc[i].family) &&
+                        !strcmp(oc[j].c.format, mc[i].format) && oc[j].c.M == mc[i].m &&
+                        oc[j].c.K == mc[i].k && oc[j].c.T == mc[i].tokens;
+            if (!tuned)
+                fprintf(stderr,
+                        "qkgen build: %s %s m=%u k=%u t=%u of %s is not in %s: the "
+                        "fallback serves it\n",
+                        mc[i].family, mc[i].format, mc[i].m, mc[i].k, mc[i].tokens, model, dbpath);
+        }
+    for (uint32_t i = 0; any_q8 && i < plan.variant_count; i++)
+        if (!strcmp(plan.variants[i].kernel->family, "quantize")) want[i] = true;
+    if (rc == QK_EXIT_OK &&
+        !qk_tune_build_subset(&specs, &plan, want, templates, out, name, quiet, &st, &e)) {
+        fprintf(stderr, "qkgen build: %s\n", e.msg);
+        rc = QK_EXIT_FAIL;
+    }
+    qk_str sel = {0};
+    if (rc == QK_EXIT_OK) {
+        qk_tune_select_json(&sel, oc, n, defs, nd);
+        if (!add_select(st.path, &sel, &e)) {
+            fprintf(stderr, "qkgen build: %s\n", e.msg);
+            rc = QK_EXIT_FAIL;
+        }
+    }
+    if (rc == QK_EXIT_OK && !quiet)
+        printf("built %s: %u variants (%u winners of %u tuned cases, %u fallbacks) with a select "
+               "table (precision %s), in %.2f s\n",
+               st.path, st.variants, winners, n, nd, precision, qk_now_s() - t0);
+    qk_str_free(&sel);
+    for (uint32_t i = 0; i < tr.nh; i++)
+        free(tr.names[i]), free(tr.hashes[i]);
+    free(tr.names), free(tr.hashes), free(want), free(oc), free(defs), free(mc);
+    qk_tune_db_free(&db);
+    qk_plan_free(&plan);
+    qk_spec_set_free(&specs);
+    return rc;
+}

@@ -1,0 +1,146 @@
+/* Tuned selection: evaluates the manifest's "select" table (written by
+ * `qkgen build --tuned`) for a device, an operation, a format and a shape. */
+#include "internal.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+qkrt_result qkrt_device_identify(const qkrt_context *ctx, qkrt_device_identity *out) {
+    if (!ctx || !out) return QKRT_ERROR_ARGUMENT;
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(ctx->caps.physical, &p);
+    memset(out, 0, sizeof *out);
+    out->vendor_id = p.vendorID;
+    out->device_id = p.deviceID;
+    out->driver_version = p.driverVersion;
+    memcpy(out->pipeline_cache_uuid, p.pipelineCacheUUID, 16);
+    snprintf(out->name, sizeof out->name, "%s", p.deviceName);
+    return QKRT_OK;
+}
+
+static const qkrt_json *select_table(const qkrt_bundle *b) {
+    const qkrt_json *t = b && b->doc ? qkrt_json_get(b->doc, "select") : NULL;
+    return t && t->type == QKRT_JSON_OBJECT ? t : NULL;
+}
+
+bool qkrt_bundle_has_select(const qkrt_bundle *bundle) {
+    return select_table(bundle) != NULL;
+}
+
+static bool num_eq(const qkrt_json *o, const char *key, uint32_t v) {
+    const qkrt_json *n = qkrt_json_get(o, key);
+    return n && n->type == QKRT_JSON_NUMBER && n->integral && n->integer == (int64_t)v;
+}
+
+static const char *str_of(const qkrt_json *o, const char *key) {
+    const qkrt_json *n = qkrt_json_get(o, key);
+    return n && n->type == QKRT_JSON_STRING ? n->string : NULL;
+}
+
+/* The device's entry of devices[]: vendor, device and driver version equal,
+ * else the first with vendor and device equal, else NULL. */
+static const qkrt_json *device_entry(const qkrt_json *devices, const qkrt_device_identity *id) {
+    const qkrt_json *same_device = NULL;
+    for (uint32_t i = 0; devices && devices->type == QKRT_JSON_ARRAY && i < devices->count; i++) {
+        const qkrt_json *d = &devices->items[i];
+        if (!num_eq(d, "vendor_id", id->vendor_id) || !num_eq(d, "device_id", id->device_id))
+            continue;
+        if (num_eq(d, "driver_version", id->driver_version)) return d;
+        if (!same_device) same_device = d;
+    }
+    return same_device;
+}
+
+/* Whether v lies in the range [lo, hi] of rule's key (hi null: no bound);
+ * -1 for a malformed range. */
+static int in_range(const qkrt_json *rule, const char *key, int64_t v) {
+    const qkrt_json *r = qkrt_json_get(rule, key);
+    if (!r || r->type != QKRT_JSON_ARRAY || r->count != 2 || r->items[0].type != QKRT_JSON_NUMBER ||
+        !r->items[0].integral ||
+        (r->items[1].type != QKRT_JSON_NULL &&
+         (r->items[1].type != QKRT_JSON_NUMBER || !r->items[1].integral)))
+        return -1;
+    return v >= r->items[0].integer &&
+           (r->items[1].type == QKRT_JSON_NULL || v <= r->items[1].integer);
+}
+
+static bool shape_value(const qkrt_shape *s, const char *name, int64_t *v) {
+    for (uint32_t i = 0; i < s->count; i++)
+        if (s->names[i] && !strcmp(s->names[i], name)) {
+            *v = s->values[i];
+            return true;
+        }
+    return false;
+}
+
+/* Whether the shape meets kernel ki's constraints. */
+static bool fits(const qkrt_bundle *b, uint32_t ki, const qkrt_shape *shape) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    for (uint32_t i = 0; i < k->constraint_count; i++) {
+        bool ok = false;
+        char err[256];
+        if (qkrt_eval_bool(k->constraints[i], shape, &ok, err, sizeof err) != QKRT_OK || !ok)
+            return false;
+    }
+    return true;
+}
+
+qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
+                        const char *format, const qkrt_shape *shape, uint32_t *kernel) {
+    if (!ctx || !bundle || !op || !format || !shape || !kernel)
+        return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_select: a NULL argument");
+    const qkrt_json *t = select_table(bundle);
+    if (!t) return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED, "the bundle has no select table");
+    int64_t dims[3];
+    static const char *const dim_names[3] = {"M", "K", "T"};
+    for (int i = 0; i < 3; i++)
+        if (!shape_value(shape, dim_names[i], &dims[i]))
+            return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_select: the shape has no %s",
+                             dim_names[i]);
+    /* "mlx4_g64/bf16": the format and its option */
+    char fmt[128], opt[32] = "";
+    snprintf(fmt, sizeof fmt, "%s", format);
+    char *slash = strchr(fmt, '/');
+    bool any_opt = !slash;
+    if (slash) *slash = 0, snprintf(opt, sizeof opt, "%s", slash + 1);
+    qkrt_device_identity id;
+    qkrt_device_identify(ctx, &id);
+    const qkrt_json *dev = device_entry(qkrt_json_get(t, "devices"), &id);
+    const qkrt_json *lists[2] = {dev ? qkrt_json_get(dev, "rules") : NULL,
+                                 qkrt_json_get(t, "default")};
+    for (int l = 0; l < 2; l++) {
+        const qkrt_json *rules = lists[l];
+        for (uint32_t i = 0; rules && rules->type == QKRT_JSON_ARRAY && i < rules->count; i++) {
+            const qkrt_json *r = &rules->items[i];
+            const char *rop = str_of(r, "op"), *rf = str_of(r, "format");
+            const char *rv = str_of(r, "format_variant"), *name = str_of(r, "kernel");
+            if (!rop || !rf || !name)
+                return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                                 "select: rule at %u:%u lacks op, format or kernel", r->line,
+                                 r->column);
+            if (strcmp(rop, op) || strcmp(rf, fmt) || (!any_opt && strcmp(rv ? rv : "", opt)))
+                continue;
+            bool inside = true;
+            for (int d = 0; d < 3; d++) {
+                int in = in_range(r, dim_names[d], dims[d]);
+                if (in < 0)
+                    return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                                     "select: rule at %u:%u: \"%s\" is not [lo, hi or null]",
+                                     r->line, r->column, dim_names[d]);
+                inside &= in == 1;
+            }
+            if (!inside) continue;
+            int ki = qkrt_bundle_find(bundle, name);
+            if (ki < 0 || qkrt_kernel_check(ctx, bundle, (uint32_t)ki) != QKRT_OK ||
+                !fits(bundle, (uint32_t)ki, shape))
+                continue;
+            *kernel = (uint32_t)ki;
+            return QKRT_OK;
+        }
+    }
+    return qkrt_fail(
+        ctx, QKRT_ERROR_UNSUPPORTED, "select: no rule for %s %s at M=%lld K=%lld T=%lld on %s (%s)",
+        op, format, (long long)dims[0], (long long)dims[1], (long long)dims[2], id.name,
+        dev ? "its own rules and the default ones" : "an unknown device: the default rules");
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Evaluates a manifest's select table by the rule of docs/manifest.md,
+independently of libqkrt, and compares it with test_select's answers.
+
+usage: select_eval.py TEST_SELECT BUNDLE [--expect-device-rules | --expect-default-only]
+
+Asks a grid of shapes at, between and beyond the tuned ones for every
+(op, format) the table names; fails on any disagreement."""
+import json, os, re, subprocess, sys
+
+
+def constraint_ok(expr, env):
+    m = re.match(r'^(.*?)(==|!=|<=|>=|<|>)(.*)$', expr)
+    if not m:
+        return False
+    def ev(e):
+        e = re.sub(r'\b([A-Za-z_]\w*)\b', lambda v: str(env[v.group(1)]), e)
+        return eval(e.replace('/', '//'))
+    a, op, b = ev(m.group(1)), m.group(2), ev(m.group(3))
+    return {'==': a == b, '!=': a != b, '<=': a <= b, '>=': a >= b, '<': a < b, '>': a > b}[op]
+
+
+def in_range(r, v):
+    lo, hi = r
+    return v >= lo and (hi is None or v <= hi)
+
+
+def select(man, device, op, fmt, shape):
+    name, _, opt = fmt.partition('/')
+    t = man['select']
+    dev = None
+    for d in t['devices']:
+        if d['vendor_id'] == device[0] and d['device_id'] == device[1]:
+            if d['driver_version'] == device[2]:
+                dev = d
+                break
+            dev = dev or d
+    kernels = {k['name']: k for k in man['kernels']}
+    env = dict(shape, ne11=1, max_per_expert=shape['T'])
+    for rules in ([dev['rules']] if dev else []) + [t['default']]:
+        for r in rules:
+            if r['op'] != op or r['format'] != name or (fmt.count('/') and r['format_variant'] != opt):
+                continue
+            if not all(in_range(r[d], shape[d]) for d in 'MKT'):
+                continue
+            k = kernels.get(r['kernel'])
+            if not k or not all(constraint_ok(c, env) for c in k['constraints']):
+                continue
+            return r['kernel'], rules is t['default']
+    return '-', False
+
+
+def main():
+    exe, bundle = sys.argv[1], sys.argv[2]
+    expect = sys.argv[3] if len(sys.argv) > 3 else ''
+    man = json.load(open(os.path.join(bundle, 'manifest.json')))
+    groups = {}
+    for lst in [d['rules'] for d in man['select']['devices']] + [man['select']['default']]:
+        for r in lst:
+            g = groups.setdefault((r['op'], r['format'], r['format_variant']), set())
+            if 'at' in r:
+                g.add(tuple(r['at']))
+    queries = []
+    for (op, fmt, opt), ats in groups.items():
+        ms = sorted({a[0] for a in ats} | {37})
+        ks = sorted({a[1] for a in ats} | {256})
+        ts = sorted({a[2] for a in ats})
+        tq = sorted({1, 2, 3, 5, 7, 1000} | set(ts) | {t + 1 for t in ts} | {max(1, t - 1) for t in ts})
+        mq = sorted(set(ms) | {1, 2 * max(ms) + 1})
+        kq = sorted(set(ks) | {2 * max(ks)})
+        e, tk = (4, 2) if op.endswith('_id') else (0, 0)
+        f = fmt + ('/' + opt if opt else '')
+        for m in mq:
+            for k in kq:
+                for t in tq:
+                    queries.append((op, f, m, k, t, e, tk))
+    text = ''.join('%s %s %d %d %d %d %d\n' % q for q in queries)
+    out = subprocess.run([exe, bundle], input=text, capture_output=True, text=True)
+    if out.returncode:
+        print('FAIL: test_select:', out.stderr)
+        return 1
+    lines = out.stdout.splitlines()
+    device = tuple(int(x) for x in lines[0].split()[1:4])
+    bad, from_default, from_device = 0, 0, 0
+    for q, got in zip(queries, lines[1:]):
+        shape = {'M': q[2], 'K': q[3], 'T': q[4], 'E': max(q[5], 1), 'top_k': max(q[6], 1)}
+        want, dflt = select(man, device, q[0], q[1], shape)
+        from_default += dflt
+        from_device += want != '-' and not dflt
+        if got != want:
+            bad += 1
+            if bad <= 10:
+                print('FAIL %s %s M=%d K=%d T=%d: qkrt_select %s, the rule %s' % (q[0], q[1], q[2], q[3], q[4], got, want))
+    if len(lines) - 1 != len(queries):
+        print('FAIL: %d answers for %d queries' % (len(lines) - 1, len(queries)))
+        bad += 1
+    if expect == '--expect-device-rules' and not from_device:
+        print('FAIL: no answer came from the device\'s own rules')
+        bad += 1
+    if expect == '--expect-default-only' and from_device:
+        print('FAIL: %d answers came from device rules on an unknown device' % from_device)
+        bad += 1
+    print('%d queries: %d agree (%d from the device\'s rules, %d from the default ones), %d differ'
+          % (len(queries), len(queries) - bad, from_device, from_default, bad))
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

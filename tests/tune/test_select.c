@@ -1,0 +1,42 @@
+/* Answers qkrt_select for queries on stdin, one a line: "op format M K T E
+ * top_k" -> the kernel's name, or "-" when no rule answers. Paired with
+ * tests/tools/select_eval.py, which evaluates the manifest's rule on its own. */
+#include "qkrt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_select BUNDLE < queries\n");
+        return 2;
+    }
+    qkrt_context *ctx;
+    qkrt_bundle *b;
+    if (qkrt_create(&(qkrt_desc){0}, &ctx) != QKRT_OK) {
+        fprintf(stderr, "%s\n", qkrt_create_error());
+        return 1;
+    }
+    if (qkrt_bundle_load(ctx, argv[1], &b) != QKRT_OK) {
+        fprintf(stderr, "%s\n", qkrt_last_error(ctx));
+        return 1;
+    }
+    qkrt_device_identity id;
+    qkrt_device_identify(ctx, &id);
+    printf("device %u %u %u\n", id.vendor_id, id.device_id, id.driver_version);
+    char op[64], fmt[96];
+    long long M, K, T, E, top_k;
+    while (scanf("%63s %95s %lld %lld %lld %lld %lld", op, fmt, &M, &K, &T, &E, &top_k) == 7) {
+        qkrt_shape s = {7,
+                        {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"},
+                        {M, K, T, E ? E : 1, top_k ? top_k : 1, 1, T}};
+        uint32_t ki;
+        if (qkrt_select(ctx, b, op, fmt, &s, &ki) == QKRT_OK)
+            printf("%s\n", qkrt_bundle_kernel(b, ki)->name);
+        else
+            printf("-\n");
+    }
+    qkrt_bundle_destroy(ctx, b);
+    qkrt_destroy(ctx);
+    return 0;
+}

@@ -1,0 +1,346 @@
+/* The autotuner's search space (candidates and fallbacks from a plan), each
+ * case's winner in a database, and the select table built from them. */
+#include "tune.h"
+#include "bundle/bundle.h" /* qk_json_string */
+#include "compile/compile.h"
+#include "json.h" /* libqkrt's reader */
+#include "ops.h"  /* qk_precision_of */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *qk_tune_format_variant(const char *format) {
+    return strncmp(format, "mlx", 3) ? "" : "bf16";
+}
+
+static const char *variant_mma(const qk_variant *v) {
+    return v->mma[0] ? v->mma : "scalar";
+}
+
+static bool list_match(const char *list, const char *name) {
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        char part[128];
+        snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
+        if (n && strstr(name, part)) return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
+static bool lookup(void *user, const char *name, size_t len, int64_t *value) {
+    const qk_tune_case *c = user;
+    static const char *const names[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
+    int64_t vals[] = {c->M, c->K, c->T, c->E ? c->E : 1, c->top_k ? c->top_k : 1, 1, c->T};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == len && !strncmp(names[i], name, len)) {
+            *value = vals[i];
+            return true;
+        }
+    return false;
+}
+
+/* Whether a device runs v, as far as the plan tells: its features and
+ * limits (the runtime checks the rest when the bundle is loaded). */
+static bool device_runs(const qk_variant *v, const qkrt_device_info *d) {
+    const char *f[16];
+    uint32_t nf = qk_variant_features(v, f, 16);
+    for (uint32_t i = 0; i < nf; i++)
+        if ((!strcmp(f[i], "cooperative_matrix_nv") && !d->cooperative_matrix_nv) ||
+            (!strcmp(f[i], "integer_dot_product") && !d->integer_dot_product) ||
+            (!strcmp(f[i], "float16") && !d->float16) || (!strcmp(f[i], "int8") && !d->int8) ||
+            (!strcmp(f[i], "storage_8bit") && !d->storage_8bit) ||
+            (!strcmp(f[i], "storage_16bit") && !d->storage_16bit) ||
+            (!strcmp(f[i], "subgroup_arithmetic") && !d->subgroup_arithmetic))
+            return false;
+    return v->shared_memory <= d->max_shared_memory && v->wg <= d->max_workgroup_invocations &&
+           v->kernel->min_subgroup_size <= d->max_subgroup_size;
+}
+
+bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune_space *s) {
+    if (strcmp(v->kernel->family, c->op) || strcmp(v->format->name, c->format) ||
+        strcmp(v->format->variant, c->format_variant) || strcmp(v->activation, "f32") || v->fusion)
+        return false;
+    bool listed = !s->kernel_count;
+    for (uint32_t i = 0; i < s->kernel_count && !listed; i++)
+        listed = !strcmp(s->kernels[i], v->kernel->name);
+    if (!listed) return false;
+    if (s->precision && strcmp(s->precision, "any") &&
+        strcmp(s->precision, qk_precision_of(v->kernel->family, variant_mma(v))))
+        return false;
+    if (s->filter && !list_match(s->filter, v->name)) return false;
+    if (s->dev && !device_runs(v, s->dev)) return false;
+    for (uint32_t i = 0; i < v->constraint_count; i++) {
+        int64_t ok = 1;
+        qk_error e = {0};
+        /* a name the plan leaves to the runtime: the bundle's check decides */
+        if (qk_expr_eval(v->constraints[i], lookup, (void *)c, &ok, &e) && !ok) return false;
+    }
+    return true;
+}
+
+static int precision_rank(const char *p) {
+    return !strcmp(p, "f32") ? 0 : !strcmp(p, "f16") ? 1 : 2;
+}
+
+const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char *format,
+                                   const char *option) {
+    const qk_variant *best = NULL;
+    int64_t best_key[8] = {0};
+    for (uint32_t i = 0; i < p->variant_count; i++) {
+        const qk_variant *v = &p->variants[i];
+        if (strcmp(v->kernel->family, op) || strcmp(v->format->name, format) ||
+            strcmp(v->format->variant, option) || strcmp(v->activation, "f32") || v->fusion)
+            continue;
+        const char *f[16];
+        /* the family's own kernel spec (matvec.yaml for matvec) is its
+         * plainest; a few rows per workgroup (4) beat one on any device */
+        int64_t key[8] = {precision_rank(qk_precision_of(v->kernel->family, variant_mma(v))),
+                          strcmp(v->kernel->name, op) != 0,
+                          qk_variant_features(v, f, 16),
+                          v->constraint_count,
+                          v->kernel->min_subgroup_size,
+                          v->nr1,
+                          v->nr0 > 4 ? v->nr0 : 4 - v->nr0,
+                          v->shared_memory};
+        int cmp = 0;
+        for (int k = 0; best && k < 8 && !cmp; k++)
+            cmp = (key[k] > best_key[k]) - (key[k] < best_key[k]);
+        if (best && !cmp) cmp = strcmp(v->name, best->name);
+        if (!best || cmp < 0) best = v, memcpy(best_key, key, sizeof key);
+    }
+    return best;
+}
+
+static bool allowed(const char *precision, const qk_tune_record *r) {
+    return !precision || !strcmp(precision, "any") || !strcmp(precision, r->precision);
+}
+
+/* The faster of two records for a winner: full beats screen, then time. */
+static bool better(const qk_tune_record *a, const qk_tune_record *b) {
+    if (!b) return true;
+    bool fa = !strcmp(a->stage, "full"), fb = !strcmp(b->stage, "full");
+    return fa != fb ? fa : a->us < b->us;
+}
+
+uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
+                          const char *(*fallback_of)(void *user, const qk_tune_case *c), void *user,
+                          qk_tune_outcome **out) {
+    uint32_t n = 0;
+    *out = NULL;
+    for (uint32_t i = 0; i < db->count; i++) {
+        const qk_tune_record *r = &db->recs[i];
+        qk_tune_outcome *o = NULL;
+        for (uint32_t j = 0; j < n && !o; j++)
+            if (qk_tune_same_device(&(*out)[j].dev, &r->dev) &&
+                qk_tune_same_case(&(*out)[j].c, &r->c))
+                o = &(*out)[j];
+        if (!o) {
+            *out = qk_xrealloc(*out, sizeof **out * (n + 1));
+            o = &(*out)[n++];
+            memset(o, 0, sizeof *o);
+            o->c = r->c, o->dev = r->dev;
+        }
+        /* a variant counts once, whatever its stages */
+        bool seen = false;
+        for (uint32_t j = 0; j < i && !seen; j++)
+            seen = !strcmp(db->recs[j].variant, r->variant) &&
+                   qk_tune_same_device(&db->recs[j].dev, &r->dev) &&
+                   qk_tune_same_case(&db->recs[j].c, &r->c);
+        o->candidates += !seen;
+        o->wrong += !strcmp(r->status, "wrong");
+        o->failed += !strcmp(r->status, "failed");
+        bool timed = !strcmp(r->status, "ok") && strcmp(r->stage, "check") && r->us > 0;
+        if (timed && allowed(precision, r) && better(r, o->best)) o->best = r;
+        const char *fb = fallback_of ? fallback_of(user, &r->c) : NULL;
+        if (timed && fb && !strcmp(fb, r->variant) && better(r, o->fallback)) o->fallback = r;
+    }
+    return n;
+}
+
+/* Bucket i of the sorted distinct values v[0 .. n): from the integer after
+ * the geometric mean with the one before (1 for the first) to the geometric
+ * mean with the one after (no bound for the last), rounded down. */
+static void bucket(const uint32_t *v, uint32_t n, uint32_t i, qk_str *o, const char *key) {
+    uint64_t lo = i ? (uint64_t)floor(sqrt((double)v[i - 1] * v[i])) + 1 : 1;
+    qk_str_addf(o, "\"%s\": [%llu, ", key, (unsigned long long)lo);
+    if (i + 1 < n)
+        qk_str_addf(o, "%llu]", (unsigned long long)floor(sqrt((double)v[i] * v[i + 1])));
+    else
+        qk_str_add(o, "null]");
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The distinct values of dimension d (0 M, 1 K, 2 T) of the outcomes in
+ * sel[0 .. n) that match the fixed dimensions (want[d] 0: any), sorted. */
+static uint32_t distinct(const qk_tune_outcome *const *sel, uint32_t n, int d, const uint32_t *want,
+                         uint32_t *out) {
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t dims[3] = {sel[i]->c.M, sel[i]->c.K, sel[i]->c.T}, v = dims[d];
+        bool ok = true;
+        for (int j = 0; j < 3; j++)
+            ok &= !want[j] || dims[j] == want[j];
+        bool dup = false;
+        for (uint32_t j = 0; j < m && !dup; j++)
+            dup = out[j] == v;
+        if (ok && !dup) out[m++] = v;
+    }
+    qsort(out, m, sizeof *out, cmp_u32);
+    return m;
+}
+
+static void rule_json(qk_str *o, const char *op, const char *format, const char *option,
+                      const char *kernel, const char *precision, bool first) {
+    qk_str_addf(o, "%s\n        { \"op\": ", first ? "" : ",");
+    qk_json_string(o, op);
+    qk_str_add(o, ", \"format\": ");
+    qk_json_string(o, format);
+    qk_str_add(o, ", \"format_variant\": ");
+    qk_json_string(o, option);
+    qk_str_add(o, ", \"kernel\": ");
+    qk_json_string(o, kernel);
+    qk_str_addf(o, ", \"precision\": \"%s\", ", precision);
+}
+
+/* The rules of one device's (op, format, option) group: T buckets, M
+ * buckets within each, K buckets within those; each leaf a tuned case. */
+static void group_rules(qk_str *o, const qk_tune_outcome *const *sel, uint32_t n, bool *first) {
+    uint32_t *ts = malloc(sizeof *ts * n), *ms = malloc(sizeof *ms * n),
+             *ks = malloc(sizeof *ks * n);
+    uint32_t want[3] = {0, 0, 0};
+    uint32_t nt = distinct(sel, n, 2, want, ts);
+    for (uint32_t ti = 0; ti < nt; ti++) {
+        uint32_t wt[3] = {0, 0, ts[ti]};
+        uint32_t nm = distinct(sel, n, 0, wt, ms);
+        for (uint32_t mi = 0; mi < nm; mi++) {
+            uint32_t wm[3] = {ms[mi], 0, ts[ti]};
+            uint32_t nk = distinct(sel, n, 1, wm, ks);
+            for (uint32_t ki = 0; ki < nk; ki++) {
+                const qk_tune_outcome *oc = NULL;
+                for (uint32_t i = 0; i < n && !oc; i++)
+                    if (sel[i]->c.M == ms[mi] && sel[i]->c.K == ks[ki] && sel[i]->c.T == ts[ti])
+                        oc = sel[i];
+                rule_json(o, oc->c.op, oc->c.format, oc->c.format_variant, oc->best->variant,
+                          oc->best->precision, *first);
+                *first = false;
+                bucket(ms, nm, mi, o, "M");
+                qk_str_add(o, ", ");
+                bucket(ks, nk, ki, o, "K");
+                qk_str_add(o, ", ");
+                bucket(ts, nt, ti, o, "T");
+                qk_str_addf(o, ", \"at\": [%u, %u, %u], \"us\": %.3f }", oc->c.M, oc->c.K, oc->c.T,
+                            oc->best->us);
+            }
+        }
+    }
+    free(ts), free(ms), free(ks);
+}
+
+void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
+                         const qk_tune_default *defaults, uint32_t nd) {
+    qk_str_add(o, "{\n    \"version\": 1,\n    \"devices\": [");
+    bool *done = calloc(n ? n : 1, sizeof *done);
+    const qk_tune_outcome **sel = malloc(sizeof *sel * (n ? n : 1));
+    bool first_dev = true;
+    for (uint32_t i = 0; i < n; i++) {
+        if (done[i] || !oc[i].best) continue;
+        const qk_tune_device *d = &oc[i].dev;
+        qk_str_addf(o,
+                    "%s\n      { \"vendor_id\": %u, \"device_id\": %u, \"driver_version\": %u, "
+                    "\"cache_uuid\": \"%s\", \"name\": ",
+                    first_dev ? "" : ",", d->vendor_id, d->device_id, d->driver_version,
+                    d->cache_uuid);
+        qk_json_string(o, d->name);
+        qk_str_add(o, ",\n        \"rules\": [");
+        first_dev = false;
+        bool first = true;
+        for (uint32_t j = i; j < n; j++) { /* each (op, format, option) group of the device */
+            if (done[j] || !oc[j].best || !qk_tune_same_device(&oc[j].dev, d)) continue;
+            uint32_t ns = 0;
+            for (uint32_t k = j; k < n; k++)
+                if (!done[k] && oc[k].best && qk_tune_same_device(&oc[k].dev, d) &&
+                    !strcmp(oc[k].c.op, oc[j].c.op) && !strcmp(oc[k].c.format, oc[j].c.format) &&
+                    !strcmp(oc[k].c.format_variant, oc[j].c.format_variant))
+                    sel[ns++] = &oc[k], done[k] = true;
+            group_rules(o, sel, ns, &first);
+        }
+        qk_str_add(o, "\n        ] }");
+    }
+    qk_str_add(o, "\n    ],\n    \"default\": [");
+    for (uint32_t i = 0; i < nd; i++) {
+        const qk_tune_default *d = &defaults[i];
+        rule_json(o, d->op, d->format, d->option, d->kernel, d->precision, i == 0);
+        qk_str_add(o, "\"M\": [1, null], \"K\": [1, null], \"T\": [1, null] }");
+    }
+    qk_str_add(o, "\n    ]\n  }");
+    free(done);
+    free(sel);
+}
+
+bool qk_tune_manifest_hashes(const char *bundle_dir, char ***names, char ***hashes, uint32_t *n,
+                             qk_error *e) {
+    *names = *hashes = NULL;
+    *n = 0;
+    char *path = qk_path_join(bundle_dir, "manifest.json");
+    size_t len = 0;
+    char *text = qk_read_file(path, &len, e);
+    char err[256] = "";
+    qkrt_json *doc = text ? qkrt_json_parse(text, len, err, sizeof err) : NULL;
+    const qkrt_json *ks = doc ? qkrt_json_get(doc, "kernels") : NULL;
+    if (text && (!ks || ks->type != QKRT_JSON_ARRAY))
+        qk_error_set(e, "%s: %s", path, err[0] ? err : "no kernels array");
+    for (uint32_t i = 0; ks && ks->type == QKRT_JSON_ARRAY && i < ks->count; i++) {
+        const qkrt_json *name = qkrt_json_get(&ks->items[i], "name");
+        const qkrt_json *h = qkrt_json_get(&ks->items[i], "spv_sha256");
+        if (!name || !h || name->type != QKRT_JSON_STRING || h->type != QKRT_JSON_STRING) continue;
+        *names = qk_xrealloc(*names, sizeof **names * (*n + 1));
+        *hashes = qk_xrealloc(*hashes, sizeof **hashes * (*n + 1));
+        (*names)[*n] = qk_xstrdup(name->string);
+        (*hashes)[(*n)++] = qk_xstrdup(h->string);
+    }
+    bool ok = ks && ks->type == QKRT_JSON_ARRAY;
+    qkrt_json_free(doc);
+    free(text);
+    free(path);
+    return ok;
+}
+
+static void build_progress(void *user, uint32_t done, uint32_t total, const char *variant) {
+    (void)user;
+    if (isatty(2)) fprintf(stderr, "\r\033[K[%u/%u] compiling %s", done + 1, total, variant);
+}
+
+bool qk_tune_build_subset(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
+                          const char *templates, const char *out_dir, const char *name, bool quiet,
+                          qk_build_stats *st, qk_error *e) {
+    bool *take = qk_xcalloc(plan->variant_count + 1, sizeof *take);
+    for (uint32_t i = 0; i < plan->variant_count; i++)
+        if (want[i]) take[i] = take[plan->variants[i].module_first] = true;
+    qk_plan sub = *plan;
+    sub.variants = qk_xcalloc(plan->variant_count + 1, sizeof *sub.variants);
+    sub.variant_count = 0;
+    uint32_t *at = qk_xcalloc(plan->variant_count + 1, sizeof *at); /* plan index -> sub index */
+    for (uint32_t i = 0; i < plan->variant_count; i++) {
+        if (!take[i]) continue;
+        at[i] = sub.variant_count;
+        sub.variants[sub.variant_count] = plan->variants[i];
+        sub.variants[sub.variant_count++].module_first = at[plan->variants[i].module_first];
+    }
+    qk_build_opts o = {.templates_dir = templates,
+                       .out_dir = out_dir,
+                       .name = name,
+                       .progress = quiet ? NULL : build_progress};
+    qk_compile_init();
+    bool ok = qk_bundle_build(specs, &sub, &o, st, e);
+    qk_compile_finish();
+    if (!quiet && isatty(2)) fputs("\r\033[K", stderr);
+    free(sub.variants), free(take), free(at);
+    return ok;
+}

@@ -1,0 +1,80 @@
+/* The autotuner's search space and selection: which variants of a plan are
+ * candidates for a case on a device, the portable fallback of an operation,
+ * each case's winner in a database, and the manifest's select table. */
+#ifndef QK_TUNE_H
+#define QK_TUNE_H
+
+#include "db.h"
+#include "bundle/bundle.h"
+#include "plan/plan.h"
+#include "qkrt.h"
+
+/* What narrows a case's candidates; zero fields narrow nothing. */
+typedef struct qk_tune_space {
+    uint32_t kernel_count; /* only variants of these kernel specs (a model's `kernels:`) */
+    const char (*kernels)[QK_MAX_NAME];
+    const char *precision;       /* "f32", "f16", "q8"; NULL or "any": every class */
+    const qkrt_device_info *dev; /* drop what this device cannot run (features, limits) */
+    const char *filter;          /* only names containing one of these (A,B) */
+} qk_tune_space;
+
+/* The format option a case of format takes: MLX scales in bf16, else "". */
+const char *qk_tune_format_variant(const char *format);
+
+/* Whether variant v is a candidate of case c: its family is c's op, its
+ * format c's, f32 activations, no fusion, the shape meets its constraints,
+ * and the space allows it (why not in why, when it is the device). */
+bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune_space *s);
+
+/* The portable fallback of (op, format, option): the variant every device
+ * runs at any shape the format allows, preferring f32 arithmetic, then the
+ * fewest features, constraints and shared memory, then the name; NULL when
+ * the plan has none. */
+const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char *format,
+                                   const char *option);
+
+/* A case's outcome in a database. */
+typedef struct qk_tune_outcome {
+    qk_tune_case c;
+    qk_tune_device dev;
+    const qk_tune_record *best;     /* fastest correct in full (else in the screen), or NULL */
+    const qk_tune_record *fallback; /* the fallback's record (full, else screen), or NULL */
+    uint32_t candidates, wrong, failed;
+} qk_tune_outcome;
+
+/* The outcomes of every (device, case) of db, in first-seen order; best among
+ * the precision classes allowed ("any" or NULL: all). fallback_of names each
+ * case's fallback (may be NULL). The caller frees *out. */
+uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
+                          const char *(*fallback_of)(void *user, const qk_tune_case *c), void *user,
+                          qk_tune_outcome **out);
+
+/* The manifest's "select" object (docs/manifest.md) from the outcomes with a
+ * winner, grouped by device, and the fallbacks (names[i] of ops[i]) as the
+ * device-independent default. */
+typedef struct qk_tune_default {
+    char op[24], format[64], option[16], kernel[256], precision[8];
+} qk_tune_default;
+void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
+                         const qk_tune_default *defaults, uint32_t nd);
+
+/* The report: per case the winner, its time, the fallback's and the speedup
+ * (text on f), and an SVG plot of every candidate's time per case into svg
+ * (winners marked, wrong and failed ones shown). */
+void qk_tune_report_text(FILE *f, const qk_tune_outcome *oc, uint32_t n);
+void qk_tune_report_svg(qk_str *svg, const qk_tune_db *db, const qk_tune_outcome *oc, uint32_t n);
+
+#endif
+
+/* The spv_sha256 of each kernel of a bundle's manifest.json: *names and
+ * *hashes (n entries each, malloc'd strings in malloc'd arrays). */
+bool qk_tune_manifest_hashes(const char *bundle_dir, char ***names, char ***hashes, uint32_t *n,
+                             qk_error *e);
+
+/* The plan's variants flagged in want[], each with its module's first variant
+ * (whose values are the module's defaults, so the SPIR-V and its hash are
+ * those of a whole build), built into out_dir/name through the content-hash
+ * cache. */
+bool qk_tune_build_subset(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
+                          const char *templates, const char *out_dir, const char *name, bool quiet,
+                          qk_build_stats *st, qk_error *e);
