@@ -396,6 +396,34 @@ qkrt_result qkrt_kernel_layout(qkrt_context *ctx, const qkrt_bundle *bundle, uin
  * queue (qkrt_create, or qkrt_vulkan_desc.queue). */
 qkrt_result qkrt_run(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n);
 
+/* ---- tuned selection (runtime/select.c): the manifest's "select" table,
+ * written by `qkgen build --tuned` (docs/manifest.md, "Selection") ---- */
+
+/* What a tuning database and a select table know a device by. */
+typedef struct qkrt_device_identity {
+    uint32_t vendor_id, device_id, driver_version;
+    uint8_t pipeline_cache_uuid[16];
+    char name[256];
+} qkrt_device_identity;
+
+qkrt_result qkrt_device_identify(const qkrt_context *ctx, qkrt_device_identity *out);
+
+/* Whether the bundle's manifest has a "select" table. */
+bool qkrt_bundle_has_select(const qkrt_bundle *bundle);
+
+/* The kernel the bundle's select table names for operation op (a kernel
+ * family: "matvec", "matvec_id", "matmul", "matmul_id"), format ("q4_0";
+ * "mlx4_g64/bf16" names the format option too, "mlx4_g64" takes any) and
+ * shape (M, K and T at least) on this context's device, by the rule of
+ * docs/manifest.md: the rules of the device's entry, then the default ones,
+ * the first whose op and format match, whose ranges hold M, K and T, and
+ * whose kernel the bundle has, the device runs and the shape's constraints
+ * allow. *kernel receives its index. QKRT_ERROR_UNSUPPORTED when the bundle
+ * has no select table or no rule answers (the message says which);
+ * QKRT_ERROR_MANIFEST for a malformed table. */
+qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
+                        const char *format, const qkrt_shape *shape, uint32_t *kernel);
+
 #ifdef __cplusplus
 }
 #endif
