@@ -121,6 +121,7 @@ static const struct {
     {"dynamic_indexing", QKRT_FEATURE_DYNAMIC_INDEXING},
     {"integer_dot_product", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
     {"vulkan_memory_model", QKRT_FEATURE_VULKAN_MEMORY_MODEL},
+    {"cooperative_matrix_khr", QKRT_FEATURE_COOPERATIVE_MATRIX_KHR},
 };
 
 static uint32_t feature_bit(const char *name) {
@@ -642,6 +643,7 @@ static qkrt_result eval(const char *expr, const char *what, qk_expr_kind kind,
     if (value && qk_expr_eval_as(expr, what, kind, qkrt_shape_lookup, (void *)shape, value, &e))
         return QKRT_OK;
     if (error && error_size) snprintf(error, error_size, "%s", e.msg);
+    qkrt_set_thread_error("%s", e.msg);
     return QKRT_ERROR_ARGUMENT;
 }
 
@@ -691,6 +693,8 @@ static bool has_feature(const qkrt_device_caps *c, uint32_t bit) {
         return c->int16;
     case QKRT_FEATURE_VULKAN_MEMORY_MODEL:
         return c->memory_model;
+    case QKRT_FEATURE_COOPERATIVE_MATRIX_KHR:
+        return d->cooperative_matrix_khr;
     }
     return false;
 }
@@ -818,6 +822,7 @@ static uint32_t capability_feature(uint32_t capability, const char **name) {
         {6017, "DotProductInput4x8Bit", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
         {6018, "DotProductInput4x8BitPacked", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
         {6019, "DotProduct", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
+        {6022, "CooperativeMatrixKHR", QKRT_FEATURE_COOPERATIVE_MATRIX_KHR},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].capability == capability) {

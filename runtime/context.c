@@ -23,7 +23,7 @@ qkrt_result qkrt_fail(qkrt_context *ctx, qkrt_result result, const char *fmt, ..
     return result;
 }
 
-void qkrt_set_create_error(const char *fmt, ...) {
+void qkrt_set_thread_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(create_error, sizeof create_error, fmt, ap);

@@ -275,14 +275,15 @@ qkrt_result qkrt_devices_query(VkInstance instance, uint32_t instance_api, qkrt_
 
 qkrt_result qkrt_enumerate_devices(qkrt_device_info *infos, uint32_t *count, char *error,
                                    size_t error_size) {
-    char scratch[1];
+    char own[512]; /* the message also goes to qkrt_last_error(NULL) */
     if (!error || !error_size) {
-        error = scratch;
-        error_size = sizeof scratch;
+        error = own;
+        error_size = sizeof own;
     }
     error[0] = '\0';
     if (!count) {
         snprintf(error, error_size, "qkrt_enumerate_devices: count is NULL");
+        qkrt_set_thread_error("%s", error);
         return QKRT_ERROR_ARGUMENT;
     }
     VkApplicationInfo app = {
@@ -299,6 +300,7 @@ qkrt_result qkrt_enumerate_devices(qkrt_device_info *infos, uint32_t *count, cha
     if (vr != VK_SUCCESS) {
         snprintf(error, error_size, "vkCreateInstance failed: %s (%d)", qkrt_vk_result_name(vr),
                  (int)vr);
+        qkrt_set_thread_error("%s", error);
         return vr == VK_ERROR_INCOMPATIBLE_DRIVER ? QKRT_ERROR_NO_DEVICE : QKRT_ERROR_VULKAN;
     }
     qkrt_device_caps *caps = NULL;
@@ -314,6 +316,7 @@ qkrt_result qkrt_enumerate_devices(qkrt_device_info *infos, uint32_t *count, cha
     }
     free(caps);
     vkDestroyInstance(instance, NULL);
+    if (r != QKRT_OK) qkrt_set_thread_error("%s", error);
     return r;
 }
 

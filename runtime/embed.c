@@ -191,7 +191,7 @@ qkrt_result qkrt_create_from_vulkan(const qkrt_vulkan_desc *desc, qkrt_context *
         r = QKRT_ERROR_MEMORY;
     if (out) *out = NULL;
     if (r != QKRT_OK) {
-        qkrt_set_create_error(r == QKRT_ERROR_MEMORY ? "qkrt_create_from_vulkan: out of memory"
+        qkrt_set_thread_error(r == QKRT_ERROR_MEMORY ? "qkrt_create_from_vulkan: out of memory"
                                                      : "qkrt_create_from_vulkan: needs out, "
                                                        "and a desc with %s",
                               required);
@@ -235,7 +235,7 @@ qkrt_result qkrt_create_from_vulkan(const qkrt_vulkan_desc *desc, qkrt_context *
     }
     free(props);
     if (r != QKRT_OK) {
-        qkrt_set_create_error("%s", ctx->error);
+        qkrt_set_thread_error("%s", ctx->error);
         qkrt_destroy(ctx);
         return r;
     }

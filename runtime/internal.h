@@ -28,6 +28,7 @@ enum {
     QKRT_FEATURE_INTEGER_DOT_PRODUCT = 1u << 8,
     QKRT_FEATURE_INT16 = 1u << 9,
     QKRT_FEATURE_VULKAN_MEMORY_MODEL = 1u << 10,
+    QKRT_FEATURE_COOPERATIVE_MATRIX_KHR = 1u << 11,
 };
 
 /* Everything learnt about one physical device; shared by enumeration and creation. */
@@ -156,8 +157,9 @@ struct qkrt_context {
 };
 
 /* ---- errors and logging (context.c) ---- */
-/* Sets the message qkrt_last_error(NULL) returns on this thread. */
-void qkrt_set_create_error(const char *fmt, ...) QKRT_PRINTF(1, 2);
+/* Sets the message qkrt_last_error(NULL) returns on this thread: that of
+ * the last failed call without a context. */
+void qkrt_set_thread_error(const char *fmt, ...) QKRT_PRINTF(1, 2);
 qkrt_result qkrt_fail(qkrt_context *ctx, qkrt_result result, const char *fmt, ...)
     QKRT_PRINTF(3, 4);
 /* "<call> failed: VK_ERROR_...", QKRT_ERROR_MEMORY for out-of-memory results. */

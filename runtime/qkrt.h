@@ -1,6 +1,12 @@
 /* qkrt: the qkgen runtime. Loads generated bundles (manifest.json + SPIR-V)
  * and runs their kernels on a Vulkan device. The only public header of libqkrt.
  *
+ * Two ways in: qkrt_create, where libqkrt makes its own instance, device and
+ * queue and its calls submit and wait (qkrt_run); or qkrt_create_from_vulkan,
+ * on an engine's VkDevice, where qkrt_cmd_dispatch records kernels into the
+ * engine's command buffers and never submits. The first is built on the second.
+ * A context and its bundles are used by one thread at a time.
+ *
  * Conventions (after sokol and SPIRV-Reflect):
  *  - descriptor structs where zero means default: qkrt_create(&(qkrt_desc){0}, &ctx);
  *  - every call returns a qkrt_result; on failure the context keeps a message
@@ -77,8 +83,11 @@ typedef struct qkrt_device_info {
     double timestamp_period_ns; /* 0 if compute queue has no timestamps */
 } qkrt_device_info;
 
-/* Count-then-fill: with infos NULL, *count receives the number of devices.
- * Creates and destroys a Vulkan instance of its own. */
+/* Count-then-fill: with infos NULL, *count receives the number of devices;
+ * else up to *count infos are filled and *count becomes how many. Creates and
+ * destroys a Vulkan instance of its own (not for embedded use: an engine
+ * knows its device). error (may be NULL) receives the message of a failure,
+ * which also goes to qkrt_last_error(NULL). */
 qkrt_result qkrt_enumerate_devices(qkrt_device_info *infos, uint32_t *count, char *error,
                                    size_t error_size);
 
@@ -144,7 +153,9 @@ const char *qkrt_create_error(void);
 void qkrt_destroy(qkrt_context *ctx);
 /* The one error channel: the message of the context's last failed call
  * (every failing call sets it; it is not cleared by success). ctx NULL: the
- * last failed qkrt_create / qkrt_create_from_vulkan of this thread. */
+ * last failed call without a context on this thread (qkrt_create,
+ * qkrt_create_from_vulkan, qkrt_enumerate_devices, qkrt_eval, qkrt_eval_bool).
+ * Never NULL. */
 const char *qkrt_last_error(const qkrt_context *ctx);
 /* The device's capabilities as the context sees them: for an embedded context
  * the optional features are those the caller enabled. */
@@ -154,6 +165,10 @@ const qkrt_device_info *qkrt_device(const qkrt_context *ctx);
 uint32_t qkrt_validation_errors(const qkrt_context *ctx);
 
 /* ---- buffers: device-local storage buffers, moved through staging ---- */
+/* A device-local storage buffer of at least `bytes` (never 0: 16 at least;
+ * a multiple of 4), also usable as transfer source, destination and indirect
+ * arguments; contents undefined. Returns QKRT_OK and *out, or
+ * QKRT_ERROR_MEMORY / QKRT_ERROR_VULKAN with *out NULL. */
 qkrt_result qkrt_buffer_create(qkrt_context *ctx, size_t bytes, qkrt_buffer **out);
 /* A buffer of the caller's as a qkrt_buffer, to bind in dispatches: created
  * with VK_BUFFER_USAGE_STORAGE_BUFFER_BIT (and INDIRECT_BUFFER_BIT to be an
@@ -163,13 +178,21 @@ qkrt_result qkrt_buffer_create(qkrt_context *ctx, size_t bytes, qkrt_buffer **ou
 qkrt_result qkrt_buffer_wrap(qkrt_context *ctx, VkBuffer buffer, size_t bytes, qkrt_buffer **out);
 /* The VkBuffer behind buf (for the caller's barriers and copies); NULL buf: VK_NULL_HANDLE. */
 VkBuffer qkrt_buffer_handle(const qkrt_buffer *buf);
+/* Destroys buf (a buffer of ctx; NULL: no-op). Precondition: no pending GPU
+ * work uses it. */
 void qkrt_buffer_destroy(qkrt_context *ctx, qkrt_buffer *buf);
+/* The size asked for at creation or wrapping; NULL: 0. */
 size_t qkrt_buffer_size(const qkrt_buffer *buf);
+/* The convenience transfers: copy bytes between host memory and the buffer
+ * at offset through a staging buffer, submitting on the context's queue and
+ * waiting (QKRT_ERROR_ARGUMENT without a queue, or for a range outside the
+ * buffer). Ordered after every earlier submission of the context. */
 qkrt_result qkrt_buffer_upload(qkrt_context *ctx, qkrt_buffer *buf, size_t offset, const void *data,
                                size_t bytes);
 qkrt_result qkrt_buffer_download(qkrt_context *ctx, qkrt_buffer *buf, size_t offset, void *data,
                                  size_t bytes);
-/* Fills the whole buffer with a 32-bit pattern (0x7fc00000 poisons f32 with NaN). */
+/* Fills the whole buffer with a 32-bit pattern (0x7fc00000 poisons f32 with
+ * NaN), submitting and waiting as the transfers above. */
 qkrt_result qkrt_buffer_fill(qkrt_context *ctx, qkrt_buffer *buf, uint32_t pattern);
 
 /* ---- bundles: manifest.json + .spv files ---- */
@@ -299,15 +322,29 @@ typedef struct qkrt_kernel_info {
     qkrt_family family_id;         /* family as an enum */
 } qkrt_kernel_info;
 
-/* Loads dir/manifest.json; checks the schema version and every .spv hash. */
+/* Loads dir/manifest.json and the .spv files it names (each once, however
+ * many kernels specialize it); checks the schema version and every hash.
+ * Creates no Vulkan object: pipelines come on first use. Returns QKRT_OK and
+ * *out, else QKRT_ERROR_IO / QKRT_ERROR_MANIFEST (file:line:col in the
+ * message) / QKRT_ERROR_MEMORY with *out NULL. */
 qkrt_result qkrt_bundle_load(qkrt_context *ctx, const char *dir, qkrt_bundle **out);
+/* Destroys the bundle's pipelines, layouts and shader modules (NULL: no-op).
+ * Precondition: no pending GPU work uses them. */
 void qkrt_bundle_destroy(qkrt_context *ctx, qkrt_bundle *bundle);
+/* Number of kernels; NULL: 0. */
 uint32_t qkrt_bundle_kernel_count(const qkrt_bundle *bundle);
+/* The kernel's manifest entry (valid while the bundle lives), or NULL for an
+ * index out of range. */
 const qkrt_kernel_info *qkrt_bundle_kernel(const qkrt_bundle *bundle, uint32_t index);
 /* Index of the kernel called name, or -1. */
 int qkrt_bundle_find(const qkrt_bundle *bundle, const char *name);
-/* QKRT_OK if the context's device can run the kernel; else
- * QKRT_ERROR_UNSUPPORTED with a message naming the missing feature. */
+/* QKRT_OK if the context runs the kernel: its Vulkan version, features and
+ * extensions are enabled on the device (for an embedded context, as the
+ * caller's VkDeviceCreateInfo says), its limits and subgroup sizes fit.
+ * Else QKRT_ERROR_UNSUPPORTED with a message naming what is missing, or
+ * QKRT_ERROR_MANIFEST when the entry itself is incomplete: its module
+ * declares a SPIR-V capability whose feature the entry does not list (an
+ * engine enabling what the manifest says would fail). Creates nothing. */
 qkrt_result qkrt_kernel_check(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index);
 /* Creates the pipelines of the kernels indices[0 .. n) that the device runs
  * and that have none yet, on `threads` threads at once (0: one a core), so
@@ -328,7 +365,8 @@ typedef struct qkrt_shape {
  * down, names looked up in shape). Also: unary minus, decimal literals; %
  * matches the floor division (a / b * b + a % b == a). Unknown names, division
  * by zero, int64 overflow and syntax errors return QKRT_ERROR_ARGUMENT with a
- * message in error, e.g. "unknown variable 'Q' in expression '(Q+1)/2' (column 2)". */
+ * message in error (may be NULL; also in qkrt_last_error(NULL)), e.g.
+ * "unknown variable 'Q' in expression '(Q+1)/2' (column 2)". */
 qkrt_result qkrt_eval(const char *expr, const qkrt_shape *shape, int64_t *value, char *error,
                       size_t error_size);
 /* Evaluates a manifest constraint: a comparison (== != <= >= < >) of two
