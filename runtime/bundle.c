@@ -798,61 +798,44 @@ static bool extension_ok(const qkrt_context *ctx, const char *name) {
     return false;
 }
 
-/* The manifest feature a SPIR-V capability needs (0: none; core in 1.2). */
-static uint32_t capability_feature(uint32_t capability, const char **name) {
-    static const struct {
-        uint32_t capability;
-        const char *name;
-        uint32_t bit;
-    } table[] = {
-        {9, "Float16", QKRT_FEATURE_FLOAT16},
-        {11, "Int64", QKRT_FEATURE_INT64},
-        {22, "Int16", QKRT_FEATURE_INT16},
-        {30, "StorageBufferArrayDynamicIndexing", QKRT_FEATURE_DYNAMIC_INDEXING},
-        {39, "Int8", QKRT_FEATURE_INT8},
-        {63, "GroupNonUniformArithmetic", QKRT_FEATURE_SUBGROUP_ARITHMETIC},
-        {4433, "StorageBuffer16BitAccess", QKRT_FEATURE_STORAGE_16BIT},
-        {4434, "UniformAndStorageBuffer16BitAccess", QKRT_FEATURE_STORAGE_16BIT},
-        {4448, "StorageBuffer8BitAccess", QKRT_FEATURE_STORAGE_8BIT},
-        {4449, "UniformAndStorageBuffer8BitAccess", QKRT_FEATURE_STORAGE_8BIT},
-        {5345, "VulkanMemoryModel", QKRT_FEATURE_VULKAN_MEMORY_MODEL},
-        {5346, "VulkanMemoryModelDeviceScope", QKRT_FEATURE_VULKAN_MEMORY_MODEL},
-        {5357, "CooperativeMatrixNV", QKRT_FEATURE_COOPERATIVE_MATRIX_NV},
-        {6016, "DotProductInputAll", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
-        {6017, "DotProductInput4x8Bit", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
-        {6018, "DotProductInput4x8BitPacked", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
-        {6019, "DotProduct", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
-        {6022, "CooperativeMatrixKHR", QKRT_FEATURE_COOPERATIVE_MATRIX_KHR},
-    };
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (table[i].capability == capability) {
-            *name = table[i].name;
-            return table[i].bit;
-        }
-    return 0;
-}
-
-/* The manifest entry is what an engine enables from: every capability the
- * module declares must come with its feature in the entry, whatever this
- * device has. Capabilities come before the first OpEntryPoint. */
-static qkrt_result check_capabilities(qkrt_context *ctx, const qkrt_bundle *bundle,
-                                      const qkrt_kernel *k) {
-    const qkrt_module *mod = &bundle->modules[k->module];
-    size_t words = mod->code_size / 4;
-    for (size_t at = 5; at < words;) {
-        uint32_t count = mod->code[at] >> 16, opcode = mod->code[at] & 0xffff;
-        if (count == 0 || at + count > words || opcode == 15 /* OpEntryPoint */) break;
-        const char *name = "";
-        uint32_t bit = opcode == 17 /* OpCapability */ && count == 2
-                           ? capability_feature(mod->code[at + 1], &name)
-                           : 0;
-        if (bit && !(k->features & bit))
+/* The manifest entry is what an engine goes by, so it must agree with the
+ * module, whatever this device has: every capability the module declares
+ * comes with its feature in the entry, and the workgroup size the module
+ * gets under the entry's specialization constants is the entry's. */
+static qkrt_result check_module(qkrt_context *ctx, const qkrt_bundle *bundle,
+                                const qkrt_kernel *k) {
+    qkrt_module *mod = &bundle->modules[k->module];
+    if (!mod->reflected || strcmp(mod->reflected, k->entry)) {
+        qkrt_reflect(mod->code, mod->code_size / 4, k->entry, &mod->reflection);
+        mod->reflected = k->entry;
+    }
+    const qkrt_reflection *r = &mod->reflection;
+    uint32_t missing = r->features & ~k->features;
+    for (int b = 0; b < 32; b++)
+        if (missing & (1u << b))
             return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
                              "kernel %s: %s declares capability %s, which needs feature '%s', but "
                              "the kernel's manifest entry does not list it",
-                             k->info.name, mod->spv, name, feature_name(bit));
-        at += count;
+                             k->info.name, mod->spv, qkrt_capability_name(r->capability[b]),
+                             feature_name(1u << b));
+    if (!r->size_known)
+        return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                         "kernel %s: %s has no GLCompute entry point '%s' with a workgroup size",
+                         k->info.name, mod->spv, k->entry);
+    uint32_t size[3];
+    for (int d = 0; d < 3; d++) {
+        size[d] = r->size[d];
+        for (uint32_t c = 0; c < k->info.specialization_count; c++)
+            if (r->size_spec[d] >= 0 && k->info.specialization[c].id == (uint32_t)r->size_spec[d])
+                size[d] = k->info.specialization[c].data;
     }
+    const uint32_t *want = k->info.workgroup_size;
+    if (memcmp(size, want, sizeof size))
+        return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                         "kernel %s: %s under the kernel's specialization constants has a "
+                         "workgroup of %ux%ux%u, but the manifest says %ux%ux%u",
+                         k->info.name, mod->spv, size[0], size[1], size[2], want[0], want[1],
+                         want[2]);
     return QKRT_OK;
 }
 
@@ -871,7 +854,7 @@ qkrt_result qkrt_kernel_check(qkrt_context *ctx, const qkrt_bundle *bundle, uint
         return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED,
                          "kernel %s needs feature '%s', which this runtime does not know",
                          k->info.name, k->unknown_feature);
-    qkrt_result r = check_capabilities(ctx, bundle, k);
+    qkrt_result r = check_module(ctx, bundle, k);
     if (r != QKRT_OK) return r;
     for (uint32_t bit = 1; bit && bit <= k->features; bit <<= 1)
         if ((k->features & bit) && !has_feature(&ctx->caps, bit))

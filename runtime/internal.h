@@ -62,12 +62,29 @@ struct qkrt_buffer {
     VkDeviceSize allocated; /* at least 16 bytes, a multiple of 4 */
 };
 
+/* What a module's SPIR-V says of one entry point (reflect.c). */
+typedef struct qkrt_reflection {
+    uint32_t features;       /* QKRT_FEATURE_* its capabilities need */
+    uint32_t capability[32]; /* per feature bit: a capability that needs it */
+    bool size_known;         /* the entry point and its workgroup size were found */
+    uint32_t size[3];        /* the workgroup size, spec constants at their defaults */
+    int32_t size_spec[3];    /* the SpecId that sets each dimension, or -1 */
+} qkrt_reflection;
+
+/* Reads capabilities and the workgroup size of the GLCompute entry point
+ * called entry from a module; what it cannot find stays zero. */
+void qkrt_reflect(const uint32_t *code, size_t words, const char *entry, qkrt_reflection *out);
+/* "Float16" for 9, ...; "?" for a capability reflect.c does not map. */
+const char *qkrt_capability_name(uint32_t capability);
+
 /* One .spv file of a bundle, read once however many kernels specialize it. */
 typedef struct qkrt_module {
     const char *spv, *sha256;
     uint32_t *code;
     size_t code_size;
-    VkShaderModule handle; /* made before the first pipeline of its kernels */
+    VkShaderModule handle;      /* made before the first pipeline of its kernels */
+    const char *reflected;      /* the entry point reflection is of, or NULL */
+    qkrt_reflection reflection; /* made at the first check of one of its kernels */
 } qkrt_module;
 
 typedef struct qkrt_kernel {
