@@ -5,6 +5,7 @@
 #include <glslang/Include/glslang_c_interface.h>
 #include <glslang/Public/resource_limits_c.h>
 #include <spirv-tools/libspirv.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,32 @@ void qk_compile_init(void) {
 
 void qk_compile_finish(void) {
     glslang_finalize_process();
+}
+
+/* glslang's log with each "ERROR: FILE:LINE: ..." followed by that line of
+ * FILE (the emitter's #line directives name the user's format, template or
+ * include), as compilers show the offending line. */
+static void annotate_log(const char *log, qk_str *out) {
+    for (const char *line = log ? log : ""; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        qk_str_addn(out, line, len);
+        char file[1024];
+        unsigned at = 0;
+        if (sscanf(line, "ERROR: %1023[^:]:%u:", file, &at) == 2 && at > 0 && qk_is_file(file)) {
+            qk_error fe = {0};
+            char *text = qk_read_file(file, NULL, &fe);
+            const char *p = text;
+            for (unsigned n = 1; p && *p && n < at; n++)
+                p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL;
+            if (p && *p) {
+                const char *q = strchr(p, '\n');
+                qk_str_addf(out, "%s    %.*s\n", end ? "" : "\n", (int)(q ? q - p : (long)strlen(p)), p);
+            }
+            free(text);
+        }
+        line += len;
+    }
 }
 
 bool qk_compile_glsl(const char *name, const char *source, qk_spirv *out, qk_error *e) {
@@ -37,7 +64,10 @@ bool qk_compile_glsl(const char *name, const char *source, qk_spirv *out, qk_err
     glslang_program_t *prog = NULL;
     bool ok = false;
     if (!glslang_shader_preprocess(sh, &input) || !glslang_shader_parse(sh, &input)) {
-        qk_error_set(e, "%s: glslang: %s", name, glslang_shader_get_info_log(sh));
+        qk_str log = {0};
+        annotate_log(glslang_shader_get_info_log(sh), &log);
+        qk_error_set(e, "%s: glslang: %s", name, log.s ? log.s : "");
+        qk_str_free(&log);
         goto done;
     }
     prog = glslang_program_create();

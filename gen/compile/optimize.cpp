@@ -20,8 +20,14 @@ extern "C" bool qk_optimize(const char *name, qk_spirv *m, qk_error *e) {
             log += "word " + std::to_string(pos.index) + ": " + msg + "\n";
     });
     // The performance recipe of spirv-opt -O. It folds only spec constants
-    // that no one can override, so OpSpecConstant* stay in the module.
+    // that no one can override, so OpSpecConstant* stay in the module. glslang
+    // writes an expression of specialization constants anew at each use (a
+    // matmul tile's macros made 13,016 OpSpecConstantOp, 360 KB), so the
+    // equal ones are merged first and the unused dropped last (81, 48 KB).
+    opt.RegisterPass(spvtools::CreateUnifyConstantPass());
     opt.RegisterPerformancePasses();
+    opt.RegisterPass(spvtools::CreateUnifyConstantPass())
+        .RegisterPass(spvtools::CreateEliminateDeadConstantPass());
     std::vector<uint32_t> out;
     spvtools::ValidatorOptions vopts;
     spvtools::OptimizerOptions oopts;

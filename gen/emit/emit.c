@@ -95,7 +95,8 @@ typedef struct inliner {
     qk_error *e;
 } inliner;
 
-static bool inline_text(inliner *in, const char *text, const char *from_dir, int depth, qk_str *o);
+static bool inline_text(inliner *in, const char *text, const char *file, const char *from_dir,
+                        int depth, qk_str *o);
 
 static bool inline_file(inliner *in, const char *name, const char *from_dir, int depth, qk_str *o) {
     char *path = qk_path_join(from_dir, name);
@@ -122,7 +123,7 @@ static bool inline_file(inliner *in, const char *name, const char *from_dir, int
         if (in->on_file) in->on_file(in->user, path, text);
         char *dir = qk_path_dir(path);
         qk_str_addf(o, "// ---- %s\n", name);
-        ok = inline_text(in, text, dir, depth + 1, o);
+        ok = inline_text(in, text, path, dir, depth + 1, o);
         free(dir);
         free(text);
     }
@@ -154,12 +155,25 @@ bool qk_emit_check_template(const qk_kernel_spec *k, const char *templates_dir, 
     return ok;
 }
 
-static bool inline_text(inliner *in, const char *text, const char *from_dir, int depth, qk_str *o) {
+/* A #line directive naming file (a path, or a label of generated text),
+ * so that glslang's messages point into the user's files. */
+static void line_directive(qk_str *o, uint32_t line, const char *file) {
+    qk_str_addf(o, "#line %u \"", line);
+    for (const char *c = file; *c; c++)
+        qk_str_addf(o, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+    qk_str_add(o, "\"\n");
+}
+
+static bool inline_text(inliner *in, const char *text, const char *file, const char *from_dir,
+                        int depth, qk_str *o) {
     if (depth > 16) {
         qk_error_set(in->e, "#include nested more than 16 deep (a cycle?)");
         return false;
     }
-    for (const char *line = text; *line;) {
+    /* the first line of the generated header is #version, which no #line may precede */
+    if (depth > 0) line_directive(o, 1, file);
+    uint32_t n = 1;
+    for (const char *line = text; *line; n++) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
         const char *p = line;
@@ -169,12 +183,21 @@ static bool inline_text(inliner *in, const char *text, const char *from_dir, int
             const char *q1 = memchr(p, '"', len - (size_t)(p - line));
             const char *q2 = q1 ? memchr(q1 + 1, '"', len - (size_t)(q1 + 1 - line)) : NULL;
             if (!q2) {
-                qk_error_set(in->e, "malformed #include: %.*s", (int)len, line);
+                qk_error_set(in->e, "%s:%u: malformed #include: %.*s", file, n, (int)len, line);
                 return false;
             }
             char name[512];
             snprintf(name, sizeof name, "%.*s", (int)(q2 - q1 - 1), q1 + 1);
-            if (!inline_file(in, name, from_dir, depth, o)) return false;
+            if (!inline_file(in, name, from_dir, depth, o)) {
+                if (!strstr(in->e->msg, " (included from ")) {
+                    char msg[sizeof in->e->msg + 600];
+                    snprintf(msg, sizeof msg, "%s (included from %s:%u)", in->e->msg, file, n);
+                    in->e->set = false;
+                    qk_error_set(in->e, "%s", msg);
+                }
+                return false;
+            }
+            line_directive(o, n + 1, file);
         } else {
             qk_str_addn(o, line, len);
             qk_str_add(o, "\n");
@@ -205,6 +228,9 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
     const qk_format *f = v->format;
     qk_str h = {0};
     qk_str_add(&h, "#version 450\n#extension GL_EXT_control_flow_attributes : enable\n");
+    /* #line with file names, so messages name the format's, template's or
+     * include's own file and line */
+    qk_str_add(&h, "#extension GL_GOOGLE_cpp_style_line_directive : require\n");
     const char *features[16];
     uint32_t nf = qk_variant_features(v, features, 16);
     qk_emit_extensions(features, nf, &h);
@@ -241,7 +267,9 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
 
     inliner in = {templates_dir, {0}, on_file, user, e};
     char *fdir = qk_path_dir(f->spec->path), *kdir = qk_path_dir(k->path);
-    bool ok = inline_text(&in, h.s, templates_dir, 0, out);
+    char label[300];
+    snprintf(label, sizeof label, "generated header of %s", v->module);
+    bool ok = inline_text(&in, h.s, label, templates_dir, 0, out);
     if (ok && v->weights > 0) ok = inline_file(&in, f->spec->dequant, fdir, 0, out);
     if (ok && v->fusion) {
         char *udir = qk_path_dir(v->fusion->path);
