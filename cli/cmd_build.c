@@ -64,7 +64,9 @@ int cmd_build(qk_args *a) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen build [SPEC_DIR] [--out DIR] [--name NAME] [--templates DIR]\n"
                  "                   [--filter TEXT] [--representative] [--no-specialize]\n"
-                 "                   [--force] [--quiet]\n\n"
+                 "                   [--force] [--quiet]\n"
+                 "       qkgen build [SPEC_DIR] --tuned DB [--model FILE] [--precision P]\n"
+                 "                   [--out DIR] [--name NAME]   (a tuned bundle: qkgen tune --help)\n\n"
                  "Expands the specs of SPEC_DIR (default specs/: formats/*.yaml and\n"
                  "kernels/*.yaml) into variants, emits GLSL, compiles it with glslang, optimizes\n"
                  "and validates it with SPIRV-Tools, and writes DIR/NAME (default out/default):\n"

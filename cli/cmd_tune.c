@@ -527,6 +527,18 @@ int cmd_build_tuned(qk_args *a) {
     const char *templates = qk_default_templates(), *precision = "any";
     bool quiet = false;
     while (a->i < a->argc) {
+        if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
+            puts("usage: qkgen build [SPEC_DIR] --tuned DB [--model FILE] [--precision P]\n"
+                 "                   [--out DIR] [--name NAME] [--templates DIR] [--quiet]\n\n"
+                 "Writes DIR/NAME (default out/tuned): the fastest correct kernel of each case\n"
+                 "of the tuning database DB (of the model's cases with --model) on each device\n"
+                 "it holds, among the precision classes P allows (f32, f16, q8 or any, the\n"
+                 "default), plus one portable fallback per operation and format, and a select\n"
+                 "table in the manifest (docs/manifest.md, \"Selection\") that says which kernel\n"
+                 "runs for a device, operation, format and shape. Records of variants whose\n"
+                 "SPIR-V the generator no longer makes are ignored with a message.");
+            return QK_EXIT_OK;
+        }
         if (qk_opt(a, "--tuned", &dbpath) || qk_opt(a, "--model", &model) ||
             qk_opt(a, "--out", &out) || qk_opt(a, "--name", &name) ||
             qk_opt(a, "--templates", &templates) || qk_opt(a, "--precision", &precision))
