@@ -6,6 +6,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef VK_KHR_cooperative_matrix
+/* Debian 12's Vulkan headers (1.3.239) predate VK_KHR_cooperative_matrix
+ * (1.3.255); the declarations used here, as the Vulkan registry defines them.
+ * The component types and scopes share their values with the NV extension. */
+#define VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR                          \
+    ((VkStructureType)1000506000)
+#define VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR ((VkStructureType)1000506001)
+typedef struct VkCooperativeMatrixPropertiesKHR {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t MSize, NSize, KSize;
+    VkComponentTypeNV AType, BType, CType, ResultType;
+    VkBool32 saturatingAccumulation;
+    VkScopeNV scope;
+} VkCooperativeMatrixPropertiesKHR;
+typedef struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrix;
+    VkBool32 cooperativeMatrixRobustBufferAccess;
+} VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
+typedef VkResult(VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(
+    VkPhysicalDevice, uint32_t *, VkCooperativeMatrixPropertiesKHR *);
+#define VK_COMPONENT_TYPE_FLOAT16_KHR VK_COMPONENT_TYPE_FLOAT16_NV
+#define VK_COMPONENT_TYPE_FLOAT32_KHR VK_COMPONENT_TYPE_FLOAT32_NV
+#define VK_SCOPE_SUBGROUP_KHR         VK_SCOPE_SUBGROUP_NV
+#endif
+
 static uint32_t major_minor(uint32_t version) {
     return VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(version), VK_API_VERSION_MINOR(version), 0);
 }
@@ -69,6 +97,33 @@ static void query_coopmat_nv(VkInstance instance, qkrt_device_caps *c) {
     free(props);
 }
 
+/* Whether VK_KHR_cooperative_matrix offers the shape the templates' KHR path
+ * uses (include/coopmat.glsl): subgroup scope, 16 x 16 x 16, f16 x f16 + f32. */
+static bool query_coopmat_khr(VkInstance instance, VkPhysicalDevice physical) {
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR get =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(void (*)(void))
+            vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    uint32_t count = 0;
+    if (!get || get(physical, &count, NULL) != VK_SUCCESS || count == 0) return false;
+    VkCooperativeMatrixPropertiesKHR *props = calloc(count, sizeof *props);
+    if (!props) return false;
+    for (uint32_t i = 0; i < count; i++)
+        props[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+    bool found = false;
+    if (get(physical, &count, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++) {
+            const VkCooperativeMatrixPropertiesKHR *p = &props[i];
+            found = p->MSize == 16 && p->NSize == 16 && p->KSize == 16 &&
+                    p->AType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+                    p->BType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+                    p->CType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+                    p->ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR && !p->saturatingAccumulation &&
+                    p->scope == VK_SCOPE_SUBGROUP_KHR;
+        }
+    free(props);
+    return found;
+}
+
 static void query_queue(qkrt_device_caps *c) {
     uint32_t count = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(c->physical, &count, NULL);
@@ -106,7 +161,7 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     bool maintenance4 = v13 || has_extension(exts, ext_count, "VK_KHR_maintenance4");
     c->coopmat_nv_ext = has_extension(exts, ext_count, "VK_NV_cooperative_matrix");
     bool dot_ext = has_extension(exts, ext_count, "VK_KHR_shader_integer_dot_product");
-    c->info.cooperative_matrix_khr = has_extension(exts, ext_count, "VK_KHR_cooperative_matrix");
+    bool coopmat_khr_ext = has_extension(exts, ext_count, "VK_KHR_cooperative_matrix");
 
     VkPhysicalDeviceSubgroupSizeControlProperties size_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES,
@@ -125,12 +180,16 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     };
     vkGetPhysicalDeviceProperties2(c->physical, &props);
 
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat_khr = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+    };
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .pNext = coopmat_khr_ext ? &coopmat_khr : NULL,
     };
     VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
-        .pNext = c->coopmat_nv_ext ? &coopmat : NULL,
+        .pNext = c->coopmat_nv_ext ? &coopmat : coopmat.pNext,
     };
     void *chain = v13 || dot_ext ? (void *)&dot : dot.pNext;
     VkPhysicalDeviceMaintenance4Features m4 = {
@@ -202,6 +261,8 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
         info->cooperative_matrix_nv = info->coopmat_m != 0;
     }
     if (!info->cooperative_matrix_nv) c->coopmat_nv_ext = false;
+    info->cooperative_matrix_khr = coopmat_khr_ext && coopmat_khr.cooperativeMatrix &&
+                                   query_coopmat_khr(instance, c->physical);
 }
 
 void qkrt_device_query(VkInstance instance, uint32_t instance_api, VkPhysicalDevice physical,
@@ -328,6 +389,7 @@ qkrt_result qkrt_device_open(qkrt_context *ctx) {
     if (c->size_control_ext) extensions[extension_count++] = "VK_EXT_subgroup_size_control";
     if (c->maintenance4_ext) extensions[extension_count++] = "VK_KHR_maintenance4";
     if (c->coopmat_nv_ext) extensions[extension_count++] = "VK_NV_cooperative_matrix";
+    if (info->cooperative_matrix_khr) extensions[extension_count++] = "VK_KHR_cooperative_matrix";
     if (c->integer_dot_ext) extensions[extension_count++] = "VK_KHR_shader_integer_dot_product";
     if (c->push_descriptor) extensions[extension_count++] = "VK_KHR_push_descriptor";
     ctx->pipeline_stats = ctx->pipeline_stats && c->executable_info;
@@ -335,13 +397,18 @@ qkrt_result qkrt_device_open(qkrt_context *ctx) {
         extensions[extension_count++] = "VK_KHR_pipeline_executable_properties";
 
     /* only what kernels use: robustBufferAccess and friends cost speed */
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat_khr = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+        .cooperativeMatrix = VK_TRUE,
+    };
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .pNext = info->cooperative_matrix_khr ? &coopmat_khr : NULL,
         .cooperativeMatrix = VK_TRUE,
     };
     VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
-        .pNext = c->coopmat_nv_ext ? &coopmat : NULL,
+        .pNext = c->coopmat_nv_ext ? &coopmat : coopmat.pNext,
         .shaderIntegerDotProduct = VK_TRUE,
     };
     VkPhysicalDeviceMaintenance4Features m4 = {
