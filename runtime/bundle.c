@@ -124,7 +124,7 @@ static const struct {
     {"cooperative_matrix_khr", QKRT_FEATURE_COOPERATIVE_MATRIX_KHR},
 };
 
-static uint32_t feature_bit(const char *name) {
+uint32_t qkrt_feature_bit(const char *name) {
     for (size_t i = 0; i < sizeof FEATURES / sizeof FEATURES[0]; i++)
         if (strcmp(FEATURES[i].name, name) == 0) return FEATURES[i].bit;
     return 0;
@@ -145,7 +145,7 @@ static qkrt_result read_lists(loader *ld, const qkrt_json *k, qkrt_kernel *kerne
     for (uint32_t i = 0; r == QKRT_OK && list && i < list->count; i++) {
         const qkrt_json *f = &list->items[i];
         if (f->type != QKRT_JSON_STRING) return bad(ld, f, "features[%u]: expected a string", i);
-        uint32_t bit = feature_bit(f->string);
+        uint32_t bit = qkrt_feature_bit(f->string);
         if (!bit && !kernel->unknown_feature) kernel->unknown_feature = f->string;
         kernel->features |= bit;
         kernel->feature_names[kernel->info.feature_count++] = f->string;
@@ -710,7 +710,9 @@ static qkrt_result lacks(qkrt_context *ctx, const qkrt_kernel *k, const char *fm
     va_end(ap);
     return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED, "kernel %s needs %s, which device '%s' lacks%s",
                      k->info.name, need, ctx->caps.info.name,
-                     ctx->owns_device ? "" : " or its creator did not enable");
+                     !ctx->owns_device      ? " or its creator did not enable"
+                     : ctx->features_listed ? " or qkrt_desc.features leaves out"
+                                            : "");
 }
 
 static qkrt_result check_limits(qkrt_context *ctx, const qkrt_kernel *k) {

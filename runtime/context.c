@@ -449,8 +449,21 @@ static qkrt_result create_context(const qkrt_desc *desc, bool pipeline_stats, qk
         request = getenv("QKGEN_DEVICE");
         if (request && !request[0]) request = NULL;
     }
-    qkrt_result r = create_instance(ctx, desc->validation || env_true("QKGEN_VALIDATION"));
+    /* the features asked for, as bits; NULL: all */
+    uint32_t features = desc->features ? 0 : UINT32_MAX;
+    qkrt_result r = QKRT_OK;
+    for (uint32_t i = 0; desc->features && i < desc->feature_count && r == QKRT_OK; i++) {
+        const char *name = desc->features[i];
+        uint32_t bit = name ? qkrt_feature_bit(name) : 0;
+        if (!bit)
+            r = qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_desc.features[%u]: unknown feature '%s'",
+                          i, name ? name : "(NULL)");
+        features |= bit;
+    }
+    if (r == QKRT_OK) r = create_instance(ctx, desc->validation || env_true("QKGEN_VALIDATION"));
     if (r == QKRT_OK) r = choose_device(ctx, request);
+    if (r == QKRT_OK) qkrt_caps_restrict(&ctx->caps, features);
+    ctx->features_listed = desc->features != NULL;
     if (r == QKRT_OK) r = qkrt_device_open(ctx);
     if (r == QKRT_OK) r = cache_open(ctx, desc);
     if (r != QKRT_OK) {

@@ -147,6 +147,34 @@ static void mask_caps(qkrt_context *ctx, const enabled *e) {
     if (!d->cooperative_matrix_nv) d->coopmat_m = d->coopmat_n = d->coopmat_k = 0;
 }
 
+void qkrt_caps_restrict(qkrt_device_caps *c, uint32_t features) {
+    qkrt_device_info *d = &c->info;
+    bool on[] = {features & QKRT_FEATURE_STORAGE_8BIT,
+                 features & QKRT_FEATURE_STORAGE_16BIT,
+                 features & QKRT_FEATURE_FLOAT16,
+                 features & QKRT_FEATURE_INT8,
+                 features & QKRT_FEATURE_INT16,
+                 features & QKRT_FEATURE_INT64,
+                 features & QKRT_FEATURE_DYNAMIC_INDEXING,
+                 features & QKRT_FEATURE_INTEGER_DOT_PRODUCT,
+                 features & QKRT_FEATURE_COOPERATIVE_MATRIX_NV,
+                 features & QKRT_FEATURE_VULKAN_MEMORY_MODEL,
+                 features & QKRT_FEATURE_COOPERATIVE_MATRIX_KHR};
+    d->storage_8bit &= on[0], c->storage_8bit_uniform &= on[0];
+    d->storage_16bit &= on[1], c->storage_16bit_uniform &= on[1];
+    d->float16 &= on[2];
+    d->int8 &= on[3];
+    c->int16 &= on[4];
+    d->int64 &= on[5];
+    c->dynamic_indexing &= on[6];
+    d->integer_dot_product &= on[7], c->integer_dot_ext &= on[7];
+    d->cooperative_matrix_nv &= on[8], c->coopmat_nv_ext &= on[8];
+    c->memory_model &= on[9], c->memory_model_device_scope &= on[9];
+    d->cooperative_matrix_khr &= on[10];
+    /* subgroup operations on 8- and 16-bit values come with those types */
+    c->subgroup_extended_types &= on[2] || on[3] || on[4];
+}
+
 qkrt_result qkrt_context_attach(qkrt_context *ctx, const VkDeviceCreateInfo *info, VkQueue queue) {
     uint32_t n = info->enabledExtensionCount;
     ctx->extensions = calloc(n ? n : 1, sizeof *ctx->extensions);

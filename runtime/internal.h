@@ -136,6 +136,7 @@ struct qkrt_context {
     /* the caller's (qkrt_create_from_vulkan) or, with owns_device, libqkrt's
      * own (qkrt_create), which it destroys */
     bool owns_device;
+    bool features_listed; /* qkrt_desc.features chose the device's features */
     VkInstance instance;
     VkDebugUtilsMessengerEXT messenger;
     qkrt_device_caps caps; /* what the device offers AND its creator enabled */
@@ -211,6 +212,11 @@ qkrt_result qkrt_device_open(qkrt_context *ctx);
  * properties and the descriptor mode. Both qkrt_create and
  * qkrt_create_from_vulkan end here. */
 qkrt_result qkrt_context_attach(qkrt_context *ctx, const VkDeviceCreateInfo *info, VkQueue queue);
+/* Keeps of c's optional features those of the QKRT_FEATURE_* bits in
+ * features (qkrt_desc.features), before the device is made from c. */
+void qkrt_caps_restrict(qkrt_device_caps *c, uint32_t features);
+/* The QKRT_FEATURE_* bit of a manifest feature name, or 0 (bundle.c). */
+uint32_t qkrt_feature_bit(const char *name);
 /* Whether extension name was enabled on the device. */
 bool qkrt_extension_enabled(const qkrt_context *ctx, const char *name);
 /* The instance version to ask for: 1.3 where the loader has it, else 1.2. */

@@ -57,6 +57,14 @@ typedef struct qkrt_desc {
     const char *pipeline_cache_dir;
     void (*log)(void *user, int level, const char *message);
     void *log_user;
+    /* The kernel features (manifest names, docs/manifest.md: "float16",
+     * "storage_8bit", ...) to enable on the device, where it has them: the
+     * device gets exactly these, as an engine that enables what its kernels'
+     * entries list, and qkrt_kernel_check refuses a kernel that needs another.
+     * NULL: every feature libqkrt knows that the device has. An unknown name
+     * fails qkrt_create with QKRT_ERROR_ARGUMENT. */
+    const char *const *features;
+    uint32_t feature_count;
 } qkrt_desc;
 
 /* What kernels care about in a device. */

@@ -5,7 +5,8 @@
  * the CPU reference on fresh random data (seed printed, output poisoned), with
  * pushed descriptors, libqkrt's pools and a set of its own. Then the
  * refusals: a kernel listing a feature the device was not created with, and a
- * manifest entry that omits a feature its SPIR-V needs.
+ * manifest entry that omits a feature its SPIR-V needs. Last, the
+ * convenience path (qkrt_create) with exactly the features the entry lists.
  * usage: test_embed BUNDLE (a bundle of q4_0 mat-vec kernels) */
 #define _POSIX_C_SOURCE 200809L
 #include "ops.h"
@@ -543,6 +544,73 @@ static void refusals(engine *g, const char *dir) {
     qkrt_destroy(ctx);
 }
 
+/* The convenience path on the same bundle: qkrt_create with exactly the
+ * features the kernel's entry lists, under its own validation layer; the
+ * kernel runs (qkrt_run submits and waits), and the edited entry that also
+ * lists float16 is refused since the device was made without it. */
+static void convenience(const char *dir, uint64_t *rng) {
+    static const char *const listed[] = {"subgroup_arithmetic"};
+    qkrt_desc desc = {.validation = true, .features = listed, .feature_count = 1};
+    qkrt_context *ctx = NULL;
+    qkrt_bundle *b = NULL;
+    if (qkrt_create(&desc, &ctx) != QKRT_OK || qkrt_bundle_load(ctx, dir, &b) != QKRT_OK) {
+        CHECK(0, "convenience: %s", qkrt_last_error(ctx));
+        qkrt_destroy(ctx);
+        return;
+    }
+    CHECK(!qkrt_device(ctx)->float16 && !qkrt_device(ctx)->storage_8bit,
+          "qkrt_desc.features: the device got features that were not asked for");
+    int ki = find_matvec(ctx, b);
+    CHECK(ki >= 0, "convenience: no q4_0 mat-vec runs: %s", qkrt_last_error(ctx));
+    if (ki >= 0) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, (uint32_t)ki);
+        CHECK(k->feature_count == 1 && !strcmp(k->features[0], listed[0]),
+              "%s lists other features than the test enables", k->name);
+        const uint32_t M = 7, K = 256, T = 3;
+        qk_weights w;
+        float *x = malloc(sizeof *x * T * K), *y = malloc(sizeof *y * T * M);
+        double *xd = malloc(sizeof *xd * T * K), *ref = malloc(sizeof *ref * T * M);
+        CHECK(qk_random_weights("q4_0", "", M, K, rng, &w), "q4_0 weights");
+        for (size_t i = 0; i < (size_t)T * K; i++)
+            xd[i] = x[i] = (float)rnd_unit(rng);
+        char err[1024] = "";
+        qkrt_result r =
+            qk_run_matvec(ctx, b, (uint32_t)ki, &w, x, M, K, T, y, NULL, err, sizeof err);
+        qk_ref_matvec(&w, xd, M, K, T, ref);
+        double nmse = r == QKRT_OK ? qk_nmse(y, ref, (size_t)T * M) : INFINITY;
+        CHECK(nmse <= qk_nmse_bound(k), "convenience %s: NMSE %.3g %s", k->name, nmse, err);
+        printf("%s %s through qkrt_create with exactly [%s]: M=%u K=%u T=%u NMSE %.3g\n",
+               nmse <= qk_nmse_bound(k) ? "ok  " : "FAIL", k->name, listed[0], M, K, T, nmse);
+        qk_free_weights(&w);
+        free(x), free(y), free(xd), free(ref);
+        char tmp[64];
+        qkrt_bundle *e = NULL;
+        if (edited_bundle(dir, k->name, "\"subgroup_arithmetic\", \"float16\"", tmp, sizeof tmp) &&
+            qkrt_bundle_load(ctx, tmp, &e) == QKRT_OK) {
+            r = qkrt_kernel_check(ctx, e, (uint32_t)qkrt_bundle_find(e, k->name));
+            CHECK(r == QKRT_ERROR_UNSUPPORTED && strstr(qkrt_last_error(ctx), "float16"),
+                  "a kernel listing float16 on a device made without it: %d %s", (int)r,
+                  qkrt_last_error(ctx));
+            printf("%s refused as it should: %s\n", r == QKRT_ERROR_UNSUPPORTED ? "ok  " : "FAIL",
+                   qkrt_last_error(ctx));
+            qkrt_bundle_destroy(ctx, e);
+            remove_bundle(tmp);
+        } else {
+            CHECK(0, "edited bundle: %s", qkrt_last_error(ctx));
+        }
+    }
+    const char *bad[] = {"float16", "no_such_feature"};
+    qkrt_context *none = NULL;
+    qkrt_result r = qkrt_create(&(qkrt_desc){.features = bad, .feature_count = 2}, &none);
+    CHECK(r == QKRT_ERROR_ARGUMENT && strstr(qkrt_last_error(NULL), "no_such_feature"),
+          "an unknown feature name: %d %s", (int)r, qkrt_last_error(NULL));
+    qkrt_destroy(none);
+    CHECK(qkrt_validation_errors(ctx) == 0, "convenience: %u validation errors",
+          qkrt_validation_errors(ctx));
+    qkrt_bundle_destroy(ctx, b);
+    qkrt_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s BUNDLE\n", argv[0]);
@@ -569,6 +637,7 @@ int main(int argc, char **argv) {
     }
     refusals(&g, argv[1]);
     engine_close(&g);
+    convenience(argv[1], &rng);
     CHECK(g_validation_errors == 0, "%u validation errors", g_validation_errors);
     printf("%s: %d failure(s)\n", g_fail ? "FAIL" : "PASS", g_fail);
     return g_fail ? 1 : 0;
