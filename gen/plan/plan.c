@@ -61,6 +61,8 @@ bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value)
         {"COOPMAT", !strcmp(v->mma, "coopmat")},
         {"QK_DOT8", f->spec->int8_dot},
         {"QK_PARTS", f->spec->parts ? f->spec->parts : 1},
+        /* a planar format (MLX): groups over planes, which no chunk of words stages */
+        {"PLANAR", f->layout == QK_LAYOUT_PLANAR},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (strlen(vars[i].name) == len && !strncmp(vars[i].name, name, len)) {
@@ -100,7 +102,7 @@ static void substitute(const qk_variant *v, const char *expr, char *out, size_t 
 
 static void add_dropped(qk_plan *p, const char *name, const char *fmt, const char *a,
                         const char *b) {
-    p->dropped = qk_xrealloc(p->dropped, sizeof *p->dropped * (p->dropped_count + 1));
+    p->dropped = qk_grow(p->dropped, p->dropped_count, sizeof *p->dropped);
     qk_dropped *d = &p->dropped[p->dropped_count++];
     snprintf(d->name, sizeof d->name, "%s", name);
     snprintf(d->reason, sizeof d->reason, fmt, a, b);
@@ -296,7 +298,7 @@ static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_
         bool legal;
         if (!check_variant(p, &v, &legal, e)) return false;
         if (!legal) continue;
-        p->variants = qk_xrealloc(p->variants, sizeof *p->variants * (p->variant_count + 1));
+        p->variants = qk_grow(p->variants, p->variant_count, sizeof *p->variants);
         p->variants[p->variant_count++] = v;
     }
     return true;

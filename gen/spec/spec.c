@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -286,39 +287,44 @@ bool qk_format_spec_load(const char *path, qk_format_spec *out, qk_error *e) {
 
 /* ---------------------------------------------------------------- kernels */
 
+bool qk_spec_binding(yw *w, ynode *m, const char *where, qk_binding_spec *b) {
+    static const char *const keys[] = {"name", "role", "type", "access", "count", "size", NULL};
+    static const char *const req[] = {"name", "role", "type", "access", NULL};
+    b->count = 1;
+    if (!yw_check_map(w, m, where, keys, req)) return false;
+    if (!name_field(w, yw_get(w, m, "name"), where, b->name, sizeof b->name, false) ||
+        !name_field(w, yw_get(w, m, "role"), where, b->role, sizeof b->role, false) ||
+        !yw_str(w, yw_get(w, m, "type"), where, b->type, sizeof b->type))
+        return false;
+    if (strcmp(b->type, "act") && qk_type_parse(b->type) != QK_TYPE_F32 &&
+        qk_type_parse(b->type) != QK_TYPE_U32 && qk_type_parse(b->type) != QK_TYPE_I32)
+        return yw_fail(w, yw_get(w, m, "type"), where,
+                       "binding type '%s' must be act, f32, u32 or i32", b->type);
+    char acc[16];
+    ynode *a = yw_get(w, m, "access");
+    if (!yw_str(w, a, where, acc, sizeof acc)) return false;
+    if (!strcmp(acc, "read"))
+        b->writable = false;
+    else if (!strcmp(acc, "write") || !strcmp(acc, "readwrite"))
+        b->writable = true;
+    else
+        return yw_fail(w, a, where, "access '%s' must be read, write or readwrite", acc);
+    ynode *c = yw_get(w, m, "count");
+    if (c && !yw_uint(w, c, where, 1, 8, &b->count)) return false;
+    ynode *sz = yw_get(w, m, "size");
+    if (sz && !yw_str(w, sz, where, b->size, sizeof b->size)) return false;
+    return true;
+}
+
 static bool load_bindings(yw *w, ynode *seq, qk_binding_spec *out, uint32_t *count, uint32_t cap) {
     if (!yw_is_seq(seq)) return yw_fail(w, seq, "bindings", "expected a list of bindings");
     if (yw_seq_len(seq) > cap) return yw_fail(w, seq, "bindings", "more than %u bindings", cap);
-    static const char *const keys[] = {"name", "role", "type", "access", "count", "size", NULL};
-    static const char *const req[] = {"name", "role", "type", "access", NULL};
     for (size_t i = 0; i < yw_seq_len(seq); i++) {
         ynode *m = yw_seq_at(w, seq, i);
         char where[64];
         snprintf(where, sizeof where, "bindings[%zu]", i);
         qk_binding_spec *b = &out[(*count)++];
-        b->count = 1;
-        if (!yw_check_map(w, m, where, keys, req)) return false;
-        if (!name_field(w, yw_get(w, m, "name"), where, b->name, sizeof b->name, false) ||
-            !name_field(w, yw_get(w, m, "role"), where, b->role, sizeof b->role, false) ||
-            !yw_str(w, yw_get(w, m, "type"), where, b->type, sizeof b->type))
-            return false;
-        if (strcmp(b->type, "act") && qk_type_parse(b->type) != QK_TYPE_F32 &&
-            qk_type_parse(b->type) != QK_TYPE_U32 && qk_type_parse(b->type) != QK_TYPE_I32)
-            return yw_fail(w, yw_get(w, m, "type"), where,
-                           "binding type '%s' must be act, f32, u32 or i32", b->type);
-        char acc[16];
-        ynode *a = yw_get(w, m, "access");
-        if (!yw_str(w, a, where, acc, sizeof acc)) return false;
-        if (!strcmp(acc, "read"))
-            b->writable = false;
-        else if (!strcmp(acc, "write") || !strcmp(acc, "readwrite"))
-            b->writable = true;
-        else
-            return yw_fail(w, a, where, "access '%s' must be read, write or readwrite", acc);
-        ynode *c = yw_get(w, m, "count");
-        if (c && !yw_uint(w, c, where, 1, 8, &b->count)) return false;
-        ynode *sz = yw_get(w, m, "size");
-        if (sz && !yw_str(w, sz, where, b->size, sizeof b->size)) return false;
+        if (!qk_spec_binding(w, m, where, b)) return false;
         for (uint32_t j = 0; j + 1 < *count; j++)
             if (!strcmp(out[j].name, b->name))
                 return yw_fail(w, yw_get(w, m, "name"), where, "duplicate binding '%s'", b->name);
@@ -366,118 +372,167 @@ static bool load_staged(yw *w, ynode *n, qk_staging *out) {
     return true;
 }
 
+bool qk_spec_rule(yw *w, ynode *m, const char *where, qk_rule_spec *r) {
+    r->mark = yw_mark(m);
+    return yw_str(w, yw_get(w, m, "check"), where, r->check, sizeof r->check) &&
+           yw_str(w, yw_get(w, m, "reason"), where, r->reason, sizeof r->reason);
+}
+
 static bool load_rules(yw *w, ynode *seq, qk_kernel_spec *k) {
     if (!yw_is_seq(seq)) return yw_fail(w, seq, "rules", "expected a list of rules");
-    if (yw_seq_len(seq) > QK_MAX_RULES) return yw_fail(w, seq, "rules", "too many rules");
+    if (yw_seq_len(seq) > QK_MAX_KERNEL_RULES) return yw_fail(w, seq, "rules", "too many rules");
     static const char *const keys[] = {"check", "reason", NULL};
     for (size_t i = 0; i < yw_seq_len(seq); i++) {
         ynode *m = yw_seq_at(w, seq, i);
         char where[64];
         snprintf(where, sizeof where, "rules[%zu]", i);
-        qk_rule_spec *r = &k->rules[k->rule_count++];
-        r->mark = yw_mark(m);
         if (!yw_check_map(w, m, where, keys, keys) ||
-            !yw_str(w, yw_get(w, m, "check"), where, r->check, sizeof r->check) ||
-            !yw_str(w, yw_get(w, m, "reason"), where, r->reason, sizeof r->reason))
+            !qk_spec_rule(w, m, where, &k->rules[k->rule_count++]))
             return false;
     }
     return true;
 }
 
-static bool load_tile(yw *w, ynode *t, qk_kernel_spec *k) {
+/* partial (a family's axis value or case): any of the parameters */
+static bool load_tile(yw *w, ynode *t, qk_kernel_spec *k, bool partial) {
     static const char *const keys[] = {"NR0", "NR1", "NK", "WG", "TPR", "SK", NULL};
     static const char *const req[] = {"NR0", "NR1", "NK", "WG", NULL};
-    if (!yw_check_map(w, t, "tile", keys, req)) return false;
-    ynode *n = yw_get(w, t, "TPR");
-    if (n && !yw_uint_list(w, n, "tile.TPR", 1, 1024, k->tpr, QK_MAX_LIST, &k->tpr_count))
-        return false;
-    n = yw_get(w, t, "SK");
-    if (n && !yw_uint_list(w, n, "tile.SK", 1, 64, k->sk, QK_MAX_LIST, &k->sk_count)) return false;
-    return yw_uint_list(w, yw_get(w, t, "NR0"), "tile.NR0", 1, 256, k->nr0, QK_MAX_LIST,
-                        &k->nr0_count) &&
-           yw_uint_list(w, yw_get(w, t, "NR1"), "tile.NR1", 1, 256, k->nr1, QK_MAX_LIST,
-                        &k->nr1_count) &&
-           yw_uint_list(w, yw_get(w, t, "NK"), "tile.NK", 1, 4096, k->nk, QK_MAX_LIST,
-                        &k->nk_count) &&
-           yw_uint_list(w, yw_get(w, t, "WG"), "tile.WG", 1, 1024, k->wg, QK_MAX_LIST,
-                        &k->wg_count);
+    if (!yw_check_map(w, t, "tile", keys, partial ? NULL : req)) return false;
+    static const struct {
+        const char *key, *where;
+        uint32_t max;
+        size_t list, count;
+    } params[] = {
+        {"TPR", "tile.TPR", 1024, offsetof(qk_kernel_spec, tpr),
+         offsetof(qk_kernel_spec, tpr_count)},
+        {"SK", "tile.SK", 64, offsetof(qk_kernel_spec, sk), offsetof(qk_kernel_spec, sk_count)},
+        {"NR0", "tile.NR0", 256, offsetof(qk_kernel_spec, nr0),
+         offsetof(qk_kernel_spec, nr0_count)},
+        {"NR1", "tile.NR1", 256, offsetof(qk_kernel_spec, nr1),
+         offsetof(qk_kernel_spec, nr1_count)},
+        {"NK", "tile.NK", 4096, offsetof(qk_kernel_spec, nk), offsetof(qk_kernel_spec, nk_count)},
+        {"WG", "tile.WG", 1024, offsetof(qk_kernel_spec, wg), offsetof(qk_kernel_spec, wg_count)},
+    };
+    for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
+        ynode *n = yw_get(w, t, params[i].key);
+        if (n && !yw_uint_list(w, n, params[i].where, 1, params[i].max,
+                               (uint32_t *)((char *)k + params[i].list), QK_MAX_LIST,
+                               (uint32_t *)((char *)k + params[i].count)))
+            return false;
+    }
+    return true;
 }
 
-static bool load_kernel(yw *w, qk_kernel_spec *k) {
-    ynode *root = yw_root(w);
-    static const char *const keys[] = {
-        "kernel",      "family",  "description", "template",          "formats", "activations",
-        "tile",        "weights", "bindings",    "push_constants",    "grid",    "shared_memory",
-        "constraints", "rules",   "features",    "min_subgroup_size", "mma",     "fusions",
-        "staged",      NULL};
-    static const char *const req[] = {"kernel",      "family", "template", "formats",
-                                      "activations", "tile",   "bindings", "push_constants",
-                                      "grid",        NULL};
-    if (!yw_check_map(w, root, "", keys, req)) return false;
+const char *qk_tile_param_name(qk_tile_param p) {
+    static const char *const names[] = {"WG", "NR0", "NR1", "NK", "TPR", "SK"};
+    return p < QK_TILE_COUNT ? names[p] : "?";
+}
+
+qk_tile_param qk_tile_param_parse(const char *s) {
+    for (int p = 0; p < QK_TILE_COUNT; p++)
+        if (!strcmp(s, qk_tile_param_name((qk_tile_param)p))) return (qk_tile_param)p;
+    return QK_TILE_COUNT;
+}
+
+/* specialize: [WG, NR1, ...]: which tile parameters one module leaves to
+ * pipeline creation. TPR and SK must be axes of the kernel to be named. */
+static bool load_specialize(yw *w, ynode *n, qk_kernel_spec *k, bool partial) {
+    char names[QK_TILE_COUNT + 1][8];
+    uint32_t count;
+    if (!yw_str_list(w, n, "specialize", names[0], sizeof names[0], QK_TILE_COUNT, &count))
+        return false;
+    for (uint32_t i = 0; i < count; i++) {
+        qk_tile_param p = qk_tile_param_parse(names[i]);
+        ynode *item = yw_list_item(w, n, i);
+        if (p == QK_TILE_COUNT)
+            return yw_fail(w, item, "specialize",
+                           "'%s' is not a tile parameter (WG, NR0, NR1, NK, TPR or SK)", names[i]);
+        if (!partial && ((p == QK_TILE_TPR && !k->tpr_count) || (p == QK_TILE_SK && !k->sk_count)))
+            return yw_fail(w, item, "specialize", "'%s' is not an axis of this kernel's tile",
+                           names[i]);
+        if (k->specialize & (1u << p))
+            return yw_fail(w, item, "specialize", "'%s' is listed twice", names[i]);
+        if (p == QK_TILE_NK && k->staged && !partial)
+            return yw_fail(w, item, "specialize",
+                           "NK sizes a staged kernel's chunk of words (QK_STAGE_WORDS), which the "
+                           "generator computes: it cannot be a specialization constant");
+        k->specialize |= 1u << p;
+    }
+    return true;
+}
+
+/* The keys a kernel spec shares with a family's axis values and cases; with
+ * partial every key is optional and bindings, grid, rules and shared_memory
+ * are left to the family's reader (their forms differ there). */
+bool qk_spec_kernel_keys(yw *w, ynode *root, qk_kernel_spec *k, bool partial) {
     ynode *n;
-    if (!name_field(w, yw_get(w, root, "kernel"), "kernel", k->name, sizeof k->name, false) ||
-        !name_field(w, yw_get(w, root, "family"), "family", k->family, sizeof k->family, false) ||
-        !yw_str(w, yw_get(w, root, "template"), "template", k->template_name,
-                sizeof k->template_name))
-        return false;
-    k->template_mark = yw_mark(yw_get(w, root, "template"));
-    k->tile_mark = yw_mark(yw_get(w, root, "tile"));
-    if ((n = yw_get(w, root, "description")) &&
-        !yw_str(w, n, "description", k->description, sizeof k->description))
-        return false;
-    n = yw_get(w, root, "formats");
-    k->formats_mark = yw_mark(n);
-    if (!yw_str_list(w, n, "formats", k->formats[0], sizeof k->formats[0], QK_MAX_LIST,
-                     &k->format_count))
-        return false;
-    n = yw_get(w, root, "activations");
-    if (!yw_str_list(w, n, "activations", k->activations[0], sizeof k->activations[0], 4,
-                     &k->activation_count))
-        return false;
-    for (uint32_t i = 0; i < k->activation_count; i++)
-        if (strcmp(k->activations[i], "f32") && strcmp(k->activations[i], "f16"))
-            return yw_fail(w, yw_list_item(w, n, i), "activations",
-                           "'%s' is not an activation type (f32 or f16)", k->activations[i]);
-    if (!load_tile(w, yw_get(w, root, "tile"), k)) return false;
-    k->weights = 1;
+    if ((n = yw_get(w, root, "template"))) {
+        if (!yw_str(w, n, "template", k->template_name, sizeof k->template_name)) return false;
+        k->template_mark = yw_mark(n);
+    }
+    if ((n = yw_get(w, root, "formats"))) {
+        k->formats_mark = yw_mark(n);
+        k->format_count = 0;
+        if (!yw_str_list(w, n, "formats", k->formats[0], sizeof k->formats[0], QK_MAX_LIST,
+                         &k->format_count))
+            return false;
+    }
+    if ((n = yw_get(w, root, "activations"))) {
+        k->activation_count = 0;
+        if (!yw_str_list(w, n, "activations", k->activations[0], sizeof k->activations[0], 4,
+                         &k->activation_count))
+            return false;
+        for (uint32_t i = 0; i < k->activation_count; i++)
+            if (strcmp(k->activations[i], "f32") && strcmp(k->activations[i], "f16"))
+                return yw_fail(w, yw_list_item(w, n, i), "activations",
+                               "'%s' is not an activation type (f32 or f16)", k->activations[i]);
+    }
+    if ((n = yw_get(w, root, "tile"))) {
+        if (!load_tile(w, n, k, partial)) return false;
+        k->tile_mark = yw_mark(n);
+    }
     if ((n = yw_get(w, root, "weights")) && !yw_uint(w, n, "weights", 0, 8, &k->weights))
         return false;
-    k->min_subgroup_size = 1;
-    if ((n = yw_get(w, root, "min_subgroup_size")) &&
-        !yw_uint(w, n, "min_subgroup_size", 1, 128, &k->min_subgroup_size))
+    if ((n = yw_get(w, root, "min_subgroup_size"))) {
+        if (!yw_uint(w, n, "min_subgroup_size", 1, 128, &k->min_subgroup_size)) return false;
+        if (k->min_subgroup_size & (k->min_subgroup_size - 1))
+            return yw_fail(w, n, "min_subgroup_size", "%u is not a power of two",
+                           k->min_subgroup_size);
+    }
+    if (!partial && !load_bindings(w, yw_get(w, root, "bindings"), k->bindings, &k->binding_count,
+                                   QK_MAX_BINDINGS - 8))
         return false;
-    if (k->min_subgroup_size & (k->min_subgroup_size - 1))
-        return yw_fail(w, n, "min_subgroup_size", "%u is not a power of two", k->min_subgroup_size);
-    if (!load_bindings(w, yw_get(w, root, "bindings"), k->bindings, &k->binding_count,
-                       QK_MAX_BINDINGS - 8))
-        return false;
-    n = yw_get(w, root, "push_constants");
-    if (!yw_str_list(w, n, "push_constants", k->push[0], sizeof k->push[0], QK_MAX_LIST,
-                     &k->push_count))
-        return false;
-    for (uint32_t i = 0; i < k->push_count; i++)
-        if (!ident_ok(k->push[i], false))
-            return yw_fail(w, yw_list_item(w, n, i), "push_constants",
-                           "'%s' is not a name (it becomes a GLSL identifier)", k->push[i]);
-    n = yw_get(w, root, "grid");
-    if (!yw_is_seq(n) || yw_seq_len(n) != 3)
-        return yw_fail(w, n, "grid", "expected a list of three expressions (x, y, z)");
-    for (int i = 0; i < 3; i++)
-        if (!yw_str(w, yw_seq_at(w, n, (size_t)i), "grid", k->grid[i], sizeof k->grid[i]))
+    if ((n = yw_get(w, root, "push_constants"))) {
+        if (!yw_str_list(w, n, "push_constants", k->push[0], sizeof k->push[0], QK_MAX_LIST,
+                         &k->push_count))
             return false;
-    snprintf(k->shared_memory, sizeof k->shared_memory, "0");
-    if ((n = yw_get(w, root, "shared_memory")) &&
+        for (uint32_t i = 0; i < k->push_count; i++)
+            if (!ident_ok(k->push[i], false))
+                return yw_fail(w, yw_list_item(w, n, i), "push_constants",
+                               "'%s' is not a name (it becomes a GLSL identifier)", k->push[i]);
+    }
+    if (!partial) {
+        n = yw_get(w, root, "grid");
+        if (!yw_is_seq(n) || yw_seq_len(n) != 3)
+            return yw_fail(w, n, "grid", "expected a list of three expressions (x, y, z)");
+        for (int i = 0; i < 3; i++)
+            if (!yw_str(w, yw_seq_at(w, n, (size_t)i), "grid", k->grid[i], sizeof k->grid[i]))
+                return false;
+    }
+    if (!partial && (n = yw_get(w, root, "shared_memory")) &&
         !yw_str(w, n, "shared_memory", k->shared_memory, sizeof k->shared_memory))
         return false;
     if ((n = yw_get(w, root, "constraints")) &&
         !yw_str_list(w, n, "constraints", k->constraints[0], sizeof k->constraints[0], QK_MAX_RULES,
                      &k->constraint_count))
         return false;
-    if ((n = yw_get(w, root, "rules")) && !load_rules(w, n, k)) return false;
+    if (!partial && (n = yw_get(w, root, "rules")) && !load_rules(w, n, k)) return false;
     if ((n = yw_get(w, root, "features")) && !load_features(w, n, k->features, &k->feature_count))
         return false;
     if ((n = yw_get(w, root, "staged")) && !load_staged(w, n, &k->staged)) return false;
+    if ((n = yw_get(w, root, "specialize")) && !load_specialize(w, n, k, partial)) return false;
     if ((n = yw_get(w, root, "mma"))) {
+        k->mma_count = 0;
         if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count)) return false;
         for (uint32_t i = 0; i < k->mma_count; i++)
             if (strcmp(k->mma[i], "scalar") && strcmp(k->mma[i], "coopmat") &&
@@ -487,10 +542,35 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
     }
     if ((n = yw_get(w, root, "fusions"))) {
         k->fusions_mark = yw_mark(n);
+        k->fusion_count = 0;
         if (!yw_str_list(w, n, "fusions", k->fusions[0], sizeof k->fusions[0], 8, &k->fusion_count))
             return false;
     }
     return true;
+}
+
+static bool load_kernel(yw *w, qk_kernel_spec *k) {
+    ynode *root = yw_root(w);
+    static const char *const keys[] = {
+        "kernel",      "family",     "description", "template",          "formats", "activations",
+        "tile",        "weights",    "bindings",    "push_constants",    "grid",    "shared_memory",
+        "constraints", "rules",      "features",    "min_subgroup_size", "mma",     "fusions",
+        "staged",      "specialize", NULL};
+    static const char *const req[] = {"kernel",      "family", "template", "formats",
+                                      "activations", "tile",   "bindings", "push_constants",
+                                      "grid",        NULL};
+    if (!yw_check_map(w, root, "", keys, req)) return false;
+    ynode *n;
+    if (!name_field(w, yw_get(w, root, "kernel"), "kernel", k->name, sizeof k->name, false) ||
+        !name_field(w, yw_get(w, root, "family"), "family", k->family, sizeof k->family, false))
+        return false;
+    if ((n = yw_get(w, root, "description")) &&
+        !yw_str(w, n, "description", k->description, sizeof k->description))
+        return false;
+    k->weights = 1;
+    k->min_subgroup_size = 1;
+    snprintf(k->shared_memory, sizeof k->shared_memory, "0");
+    return qk_spec_kernel_keys(w, root, k, false);
 }
 
 static bool load_fusion(yw *w, qk_fusion_spec *f) {
@@ -583,14 +663,21 @@ bool qk_spec_set_load(const char *dir, qk_spec_set *out, qk_error *e) {
     char **unames = yaml_files(udir, &nu);
     bool ok = true;
     out->formats = qk_xcalloc(nf, sizeof *out->formats);
-    out->kernels = qk_xcalloc(nk, sizeof *out->kernels);
     out->fusions = qk_xcalloc(nu, sizeof *out->fusions);
+    out->families = qk_xcalloc(nk, sizeof *out->families);
     for (uint32_t i = 0; ok && i < nf; i++)
         ok = qk_format_spec_load(fnames[i], &out->formats[out->format_count++], e);
     for (uint32_t i = 0; ok && i < nu; i++)
         ok = qk_fusion_spec_load(unames[i], &out->fusions[out->fusion_count++], e);
-    for (uint32_t i = 0; ok && i < nk; i++)
+    for (uint32_t i = 0; ok && i < nk; i++) {
+        if (qk_is_family_file(knames[i])) {
+            ok = qk_family_spec_load(knames[i], &out->families[out->family_count++], &out->kernels,
+                                     &out->kernel_count, e);
+            continue;
+        }
+        out->kernels = qk_xrealloc(out->kernels, sizeof *out->kernels * (out->kernel_count + 1));
         ok = qk_kernel_spec_load(knames[i], &out->kernels[out->kernel_count++], e);
+    }
     free_names(fnames, nf);
     free_names(knames, nk);
     free_names(unames, nu);
@@ -605,5 +692,8 @@ void qk_spec_set_free(qk_spec_set *s) {
     free(s->formats);
     free(s->kernels);
     free(s->fusions);
+    for (uint32_t i = 0; i < s->family_count; i++)
+        qk_family_spec_free(&s->families[i]);
+    free(s->families);
     memset(s, 0, sizeof *s);
 }

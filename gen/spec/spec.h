@@ -14,7 +14,26 @@ enum {
     QK_MAX_PARAMS = 8,
     QK_MAX_BINDINGS = 24,
     QK_MAX_RULES = 16,
+    QK_MAX_KERNEL_RULES = 32, /* rules of one kernel (a family point gathers several lists) */
+    QK_MAX_AXES = 6,
+    QK_MAX_AXIS_VALUES = 8,
 };
+
+/* The tile parameters, in the order of their specialization-constant ids
+ * (WG is id 0, which is also the workgroup's local_size_x_id). */
+typedef enum qk_tile_param {
+    QK_TILE_WG,
+    QK_TILE_NR0,
+    QK_TILE_NR1,
+    QK_TILE_NK,
+    QK_TILE_TPR,
+    QK_TILE_SK,
+    QK_TILE_COUNT
+} qk_tile_param;
+
+/* "WG", "NR0", ...; and the parameter of a name (QK_TILE_COUNT: none). */
+const char *qk_tile_param_name(qk_tile_param p);
+qk_tile_param qk_tile_param_parse(const char *s);
 
 /* Where a template stages chunks of weights (spec key staged). */
 typedef enum { QK_STAGED_NONE, QK_STAGED_REGISTERS, QK_STAGED_SHARED } qk_staging;
@@ -132,6 +151,9 @@ typedef struct qk_kernel_spec {
     /* optional: workgroups that split K (SK), meeting in a scratch binding */
     uint32_t sk_count;
     uint32_t sk[QK_MAX_LIST];
+    /* tile parameters that are SPIR-V specialization constants (bits of
+     * qk_tile_param): one module serves every value, set at pipeline creation */
+    uint32_t specialize;
     /* the template reads whole chunks of NK elements of weights with aligned
      * vector loads (QK_STAGED), into registers or, staged: shared, into a
      * shared-memory tile (QK_STAGE_SHARED), then dequantizes from there */
@@ -147,7 +169,7 @@ typedef struct qk_kernel_spec {
     uint32_t constraint_count;
     char constraints[QK_MAX_RULES][128];
     uint32_t rule_count;
-    qk_rule_spec rules[QK_MAX_RULES];
+    qk_rule_spec rules[QK_MAX_KERNEL_RULES];
     uint32_t feature_count;
     char features[8][32];
     uint32_t mma_count; /* math paths: "scalar", "coopmat"; 0: the axis is absent */
@@ -156,6 +178,11 @@ typedef struct qk_kernel_spec {
     char fusions[8][QK_MAX_NAME];
     qk_mark fusions_mark;
     char description[256];
+    /* a point of a family spec: the family's name and the point's axis
+     * values ("activation=q8 routing=ids weights=registers split=none");
+     * both "" for a kernel spec */
+    char origin[QK_MAX_NAME];
+    char axes[256];
 } qk_kernel_spec;
 
 /* A fusion: a GLSL stage written once, composed into the kernels that list
@@ -174,17 +201,62 @@ typedef struct qk_fusion_spec {
     char description[256];
 } qk_fusion_spec;
 
+/* A family spec (a kernels YAML file with `family:` and `axes:`): one
+ * algorithm whose variants differ along declared axes. Each axis value (and
+ * each case, a set of values together) contributes the keys of a kernel spec;
+ * the loader expands every combination into a qk_kernel_spec, so plan, emit
+ * and bundle see kernel specs only. docs/ARCHITECTURE.md has the language. */
+typedef struct qk_axis_value_spec {
+    char name[QK_MAX_NAME]; /* letters and digits: the word in variant names */
+    char meaning[256];
+    qk_mark mark;
+} qk_axis_value_spec;
+
+typedef struct qk_axis_spec {
+    char name[QK_MAX_NAME];
+    char meaning[256];
+    bool spelled; /* false: the variant name spells it elsewhere (the math path) */
+    uint32_t value_count;
+    qk_axis_value_spec values[QK_MAX_AXIS_VALUES];
+} qk_axis_spec;
+
+/* One combination of axis values, in expansion order (first axis slowest). */
+typedef struct qk_family_point {
+    char kernel[QK_MAX_NAME];   /* the kernel name it expands to */
+    uint8_t value[QK_MAX_AXES]; /* index of each axis's value */
+    char excluded[320];         /* why no kernel exists ("" when expanded) */
+} qk_family_point;
+
+typedef struct qk_family_spec {
+    char path[QK_MAX_PATH];
+    char name[QK_MAX_NAME];
+    char description[256];
+    uint32_t axis_count;
+    qk_axis_spec axes[QK_MAX_AXES];
+    uint32_t point_count;
+    qk_family_point *points;
+} qk_family_spec;
+
 /* Each returns false with "file:line:col: key.path: message" in e. */
 bool qk_format_spec_load(const char *path, qk_format_spec *out, qk_error *e);
 bool qk_kernel_spec_load(const char *path, qk_kernel_spec *out, qk_error *e);
 bool qk_fusion_spec_load(const char *path, qk_fusion_spec *out, qk_error *e);
+/* Loads a family spec and appends its kernels to *kernels (realloc'd;
+ * *kernel_count updated). out->points is malloc'd: qk_family_spec_free. */
+bool qk_family_spec_load(const char *path, qk_family_spec *out, qk_kernel_spec **kernels,
+                         uint32_t *kernel_count, qk_error *e);
+void qk_family_spec_free(qk_family_spec *f);
+/* Whether the YAML file at path is a family spec (a top-level `axes:` key). */
+bool qk_is_family_file(const char *path);
 
-/* Loads every *.yaml under dir/formats, dir/kernels and dir/fusions (sorted by name). */
+/* Loads every *.yaml under dir/formats, dir/kernels (kernel and family
+ * specs, a family expanded into its kernels) and dir/fusions (sorted by name). */
 typedef struct qk_spec_set {
-    uint32_t format_count, kernel_count, fusion_count;
+    uint32_t format_count, kernel_count, fusion_count, family_count;
     qk_format_spec *formats;
     qk_kernel_spec *kernels;
     qk_fusion_spec *fusions;
+    qk_family_spec *families;
 } qk_spec_set;
 
 bool qk_spec_set_load(const char *dir, qk_spec_set *out, qk_error *e);

@@ -61,7 +61,7 @@ bool qk_spec_binding(yw *w, ynode *m, const char *where, qk_binding_spec *b);
 /* A rule's check and reason (the caller checks the mapping's keys). */
 bool qk_spec_rule(yw *w, ynode *m, const char *where, qk_rule_spec *r);
 /* Every kernel key present in map; partial: none required, and bindings,
- * grid and rules left to the caller. */
+ * grid, rules and shared_memory left to the caller. */
 bool qk_spec_kernel_keys(yw *w, ynode *map, qk_kernel_spec *k, bool partial);
 
 #endif

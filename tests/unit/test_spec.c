@@ -1,4 +1,4 @@
-/* The malformed-spec corpus: each tests/specs_bad/{format,kernel,model}_*.yaml
+/* The malformed-spec corpus: each tests/specs_bad/{format,kernel,family,model}_*.yaml
  * states on its first line the message it must produce
  * ("# expect: :4:3: block.bytes: ..."), which must appear in the error after
  * the file name, and loading must fail. The good specs of specs/ must load. */
@@ -27,8 +27,9 @@ int main(int argc, char **argv) {
         size_t len = strlen(n);
         if (len < 6 || strcmp(n + len - 5, ".yaml")) continue;
         bool format = !strncmp(n, "format_", 7), model = !strncmp(n, "model_", 6);
-        if (!format && !model && strncmp(n, "kernel_", 7)) {
-            printf("FAIL %s: corpus files start with format_, kernel_ or model_\n", n);
+        bool family = !strncmp(n, "family_", 7);
+        if (!format && !model && !family && strncmp(n, "kernel_", 7)) {
+            printf("FAIL %s: corpus files start with format_, kernel_, family_ or model_\n", n);
             fail++;
             continue;
         }
@@ -49,6 +50,13 @@ int main(int argc, char **argv) {
             qk_format_spec *fs = malloc(sizeof *fs);
             ok = qk_format_spec_load(path, fs, &e);
             free(fs);
+        } else if (family) {
+            qk_family_spec fs;
+            qk_kernel_spec *ks = NULL;
+            uint32_t nk = 0;
+            ok = qk_family_spec_load(path, &fs, &ks, &nk, &e);
+            qk_family_spec_free(&fs);
+            free(ks);
         } else if (model) {
             qk_model_spec *ms = malloc(sizeof *ms);
             ok = qk_model_spec_load(path, ms, &e);
