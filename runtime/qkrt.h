@@ -32,7 +32,7 @@ typedef enum qkrt_result {
     QKRT_ERROR_NO_DEVICE,   /* no Vulkan device, or none matches the request */
     QKRT_ERROR_VULKAN,      /* a Vulkan call failed; the message names it and its VkResult */
     QKRT_ERROR_IO,          /* a file could not be read or written */
-    QKRT_ERROR_MANIFEST,    /* a bundle's manifest is malformed or of another schema */
+    QKRT_ERROR_MANIFEST,    /* a manifest is malformed, of another schema, or not its SPIR-V */
     QKRT_ERROR_UNSUPPORTED, /* the device lacks what a kernel requires; the message names it */
     QKRT_ERROR_MEMORY,      /* host or device allocation failed */
 } qkrt_result;
