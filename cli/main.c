@@ -29,7 +29,6 @@ static const struct {
     {"bench", cmd_bench, "time kernels on the device against its copy bandwidth"},
     {"export", cmd_export, "write a bundle as one C header (SPIR-V arrays, manifest as C data)"},
     {"tune", cmd_tune, "autotune kernels on the device into a tuning database"},
-    {"export", cmd_export, "write a bundle as one C header (SPIR-V arrays, manifest as C data)"},
 };
 
 static void help(FILE *f) {

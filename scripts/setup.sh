@@ -10,7 +10,7 @@ verify=1
 
 packages=(build-essential cmake pkg-config libyaml-dev glslang-dev glslang-tools spirv-tools
           libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers libclang-dev llvm-14-tools
-          python3-numpy bc)
+          python3-numpy python3-jsonschema libcjson-dev bc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -42,4 +42,5 @@ touch "$scratch/out/.cache/0123.spv.tmp.$dead"
 left=$(cd "$scratch/out" && ls -a . .cache | grep -E '\.(tmp|old)\.[0-9]+$' | grep -v "^\.default\.tmp\.$$\$")
 [ -z "$left" ] || fail "temporary files of killed builds left: $left"
 [ -d "$scratch/out/.default.tmp.$$" ] || fail "the folder of a live build was removed"
+check_schema "$scratch/out/default"
 echo "6 passed, 0 failed"

@@ -15,6 +15,7 @@ end=$(date +%s.%N)
 echo "$msg"
 echo "$msg" | grep -q "is up to date" || fail "second build was not up to date"
 [ "$(stat -c %Y.%i "$scratch/out/default/manifest.json")" = "$stamp" ] || fail "bundle rewritten"
+check_schema "$scratch/out/default"
 echo "second build took $(echo "$end - $start" | bc) s"
 # a change in one format's GLSL: its variants recompile, the others come from the cache
 echo "// changed" >> "$scratch/templates/formats/q8_0.glsl"

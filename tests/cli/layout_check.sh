@@ -16,6 +16,7 @@ done
 echo "$n GGUF formats name their ggml struct"
 one=matvec_q4_0_f32_nr1x1x8_wg64  # the check covers every format; compile one variant only
 "$qkgen" build "$scratch/specs" --out "$scratch/good" --filter "$one" -q || fail "the right header failed the build"
+check_schema "$scratch/good/default"
 pass=1
 # Each struct of the wrong header drifts differently: a count, an order, padding, a type.
 for fmt in q4_0 q8_0 mxfp4 q6_K; do

@@ -3,3 +3,10 @@ set -u
 fail() { echo "FAIL: $*"; exit 1; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# A bundle's manifest.json against docs/manifest.schema.json (python3-jsonschema).
+check_schema() {
+  local here
+  here=$(dirname "${BASH_SOURCE[0]}")
+  python3 "$here/../tools/manifest_schema.py" "$here/../../docs/manifest.schema.json" \
+    "$1/manifest.json" || fail "$1/manifest.json does not match docs/manifest.schema.json"
+}

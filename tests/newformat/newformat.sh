@@ -19,6 +19,7 @@ grep -q '^formats: \[q3s, ' "$scratch/specs/kernels/matvec.yaml" || fail "no for
 "$qkgen" build "$scratch/specs" --out "$scratch/out" --filter _q3s_ || fail "qkgen build exited $?"
 grep -q '"name": "qs", "type": "u8", "offset": 2, "count": 12' "$scratch/out/default/manifest.json" ||
   fail "the manifest does not describe q3s's blocks"
+check_schema "$scratch/out/default"
 # 4. every kernel against the reference
 "$check" run "$scratch/out/default" || fail "a q3s kernel is off"
 # 5. qkgen matmul, which knows formats only from the bundle

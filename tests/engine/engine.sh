@@ -1,0 +1,27 @@
+# examples/engine, an engine with no qkgen inside, built as a project of its own
+# against a bundle qkgen builds for it and against that bundle exported as a C
+# header; both run a q4_0 mat-vec, a q4_K MoE mat-vec and a tiled matmul on the
+# default device under the validation layer, checked against their own references.
+. "$(dirname "$0")/../cli/lib.sh"
+qkgen=$1 out=$2
+src=$(cd "$(dirname "$0")/../.." && pwd)
+filter=matvec_q4_0_f32_nr1x1x8_wg64,matvec_q4_0_f32_nr2x4x8_wg128,matmul_q4_0_f32_nr32x16x32_wg128_scalar,matmul_q4_0_f32_nr64x32x32_wg128_scalar
+# the MoE mat-vec by its name before and after the kernel families
+filter=$filter,matvec_id_q4_K_f32_nr1x1x32_wg64,matvec_id_q4_K_f32_nr4x1x32_wg64,matvec-ids_q4_K_f32_nr1x1x32_wg64,matvec-ids_q4_K_f32_nr4x1x32_wg64
+"$qkgen" build --out "$out" --name engine --filter "$filter" -q || fail "qkgen build exited $?"
+check_schema "$out/engine"
+mkdir -p "$scratch/include"
+"$qkgen" export "$out/engine" --c "$scratch/include/qkb_bundle.h" || fail "qkgen export exited $?"
+cmake -S "$src/examples/engine" -B "$scratch/build" -DCMAKE_BUILD_TYPE=Release \
+  -DQKB_HEADER="$scratch/include/qkb_bundle.h" >"$scratch/log" 2>&1 &&
+  cmake --build "$scratch/build" >>"$scratch/log" 2>&1 || { cat "$scratch/log"; fail "the example does not build"; }
+grep -q "warning:" "$scratch/log" && { cat "$scratch/log"; fail "the example builds with warnings"; }
+# nothing of qkgen linked: Vulkan's loader, cJSON and the C library only
+for exe in engine engine_embedded; do
+  extra=$(ldd "$scratch/build/$exe" | grep -v -E "libvulkan|libcjson|libm\.|libc\.|ld-linux|linux-vdso" || true)
+  [ -z "$extra" ] || fail "$exe links more than Vulkan and cJSON: $extra"
+done
+export ENGINE_VALIDATION=1 ENGINE_SEED=${ENGINE_SEED:-$RANDOM$RANDOM}
+"$scratch/build/engine" "$out/engine" || fail "engine (folder) exited $?"
+"$scratch/build/engine_embedded" || fail "engine_embedded (header) exited $?"
+echo "2 passed, 0 failed"
