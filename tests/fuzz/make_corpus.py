@@ -126,6 +126,34 @@ def arrays():
     put(d, "truncated.npy", npy_bytes(np.arange(16, dtype=np.float32))[:-9])
 
 
+def tuning_db():
+    d = fresh("tunedb")
+    dev = {"vendor_id": 4318, "device_id": 8961, "driver_version": 2432729088,
+           "cache_uuid": "5c4a2b0f5c4a2b0f5c4a2b0f5c4a2b0f", "name": "NVIDIA H100 80GB HBM3"}
+
+    def rec(variant, stage="full", status="ok", op="matvec", E=0, top_k=0, us=18.52, note=""):
+        return json.dumps({
+            "v": 1, "device": dev, "variant": variant, "family": op,
+            "spv_sha256": hashlib.sha256(variant.encode()).hexdigest(),
+            "case": {"op": op, "format": "q4_0", "format_variant": "", "M": 4096, "K": 14336,
+                     "T": 1, "E": E, "top_k": top_k},
+            "precision": "f32", "nmse": 3.1e-15, "status": status, "stage": stage,
+            "us": us, "us_min": us * 0.99, "us_max": us * 1.05, "runs": 50, "note": note,
+            "time": 1764081000})
+
+    a = rec("matvec_xs_q4_0_f32_nr2x1x128_wg256_tpr8")
+    b = rec("matvec_q4_0_f32_nr1x1x8_wg64", stage="screen", us=25.0)
+    c = rec("matvec_q4_0_f32_nr1x1x8_wg128", stage="check", status="wrong", us=0)
+    f = rec("matvec_id_q4_0_f32_nr1x1x8_wg64", stage="check", status="failed", op="matvec_id",
+            E=8, top_k=2, us=0, note="vkCreateComputePipelines failed: \"x\"\n")
+    put(d, "one.jsonl", a + "\n")
+    put(d, "stages.jsonl", "\n".join([a, b, c, f]) + "\n")
+    put(d, "torn.jsonl", a + "\n" + b[: len(b) // 2])
+    put(d, "duplicate.jsonl", a + "\n" + a + "\n")
+    put(d, "newer.jsonl", a.replace('"v": 1', '"v": 2') + "\n")
+    put(d, "empty.jsonl", "")
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: make_corpus.py BUNDLE_DIR (a folder with manifest.json)")
@@ -133,6 +161,7 @@ if __name__ == "__main__":
     manifest = manifests(sys.argv[1])
     expressions(manifest)
     arrays()
+    tuning_db()
     for h in sorted(os.listdir(corpus)):
         n = os.listdir(os.path.join(corpus, h))
         print("%-9s %4d inputs, %7d bytes" % (h, len(n), sum(os.path.getsize(os.path.join(corpus, h, x)) for x in n)))
