@@ -7,6 +7,7 @@
 #include "compile/compile.h"
 #include "qk_util.h"
 #include "spec/model.h"
+#include "json.h" /* libqkrt's reader, for the manifest's kernel entries */
 #include "tune.h"
 
 #include <math.h>
@@ -489,27 +490,80 @@ int cmd_tune(qk_args *a) {
     return rc;
 }
 
-/* Inserts the select table before the manifest's kernels, rewriting it
- * atomically. */
-static bool add_select(const char *bundle_dir, const qk_str *select, qk_error *e) {
+/* The end of the JSON object that opens at text[at] ('{'): one past its
+ * closing brace, strings skipped. */
+static size_t object_end(const char *text, size_t n, size_t at) {
+    int depth = 0;
+    for (size_t i = at; i < n; i++) {
+        if (text[i] == '"') {
+            for (i++; i < n && text[i] != '"'; i++)
+                i += text[i] == '\\';
+        } else if (text[i] == '{') {
+            depth++;
+        } else if (text[i] == '}' && --depth == 0) {
+            return i + 1;
+        }
+    }
+    return n;
+}
+
+/* Rewrites the bundle's manifest atomically: the select table before the
+ * kernels, and without the kernels not in keep (variants built only because
+ * their module's SPIR-V starts with them: the file stays, for the others). */
+static bool finish_manifest(const char *bundle_dir, const qk_str *select, char *const *keep,
+                            uint32_t nkeep, uint32_t *dropped, qk_error *e) {
     char *path = qk_path_join(bundle_dir, "manifest.json");
     size_t n = 0;
     char *text = qk_read_file(path, &n, e);
+    char err[256] = "";
+    qkrt_json *doc = text ? qkrt_json_parse(text, n, err, sizeof err) : NULL;
+    const qkrt_json *ks = doc ? qkrt_json_get(doc, "kernels") : NULL;
     char *at = text ? strstr(text, "\n  \"kernels\": [") : NULL;
-    bool ok = at != NULL;
-    if (text && !at) qk_error_set(e, "%s: no kernels array to put the select table before", path);
+    bool ok = ks && ks->type == QKRT_JSON_ARRAY && at;
+    if (text && !ok) qk_error_set(e, "%s: %s", path, err[0] ? err : "no kernels array");
+    /* line starts, for the offsets of the parser's line:column marks */
+    size_t *line = qk_xcalloc(n + 2, sizeof *line), nl = 1;
+    for (size_t i = 0; ok && i < n; i++)
+        if (text[i] == '\n') line[nl++] = i + 1;
+    char *cut = qk_xcalloc(n + 1, 1); /* bytes dropped */
+    *dropped = 0;
+    for (uint32_t i = 0; ok && i < ks->count; i++) {
+        const qkrt_json *k = &ks->items[i], *name = qkrt_json_get(k, "name");
+        bool wanted = !name || name->type != QKRT_JSON_STRING;
+        for (uint32_t j = 0; j < nkeep && !wanted; j++)
+            wanted = !strcmp(keep[j], name->string);
+        if (wanted || k->line > nl) continue;
+        size_t start = line[k->line - 1] + k->column - 1, end = object_end(text, n, start);
+        /* the comma before it, or, for the first, the one after */
+        size_t a = start, b = end;
+        while (a > 0 && (text[a - 1] == ' ' || text[a - 1] == '\n'))
+            a--;
+        if (a > 0 && text[a - 1] == ',' && !cut[a - 1]) {
+            a--;
+        } else {
+            a = start;
+            while (b < n && (text[b] == ' ' || text[b] == '\n'))
+                b++;
+            if (b < n && text[b] == ',') b++;
+        }
+        memset(cut + a, 1, b - a);
+        (*dropped)++;
+    }
     if (ok) {
         qk_str out = {0};
-        qk_str_addn(&out, text, (size_t)(at - text) + 1);
-        qk_str_add(&out, "  \"select\": ");
-        qk_str_addn(&out, select->s, select->len);
-        qk_str_add(&out, ",");
-        qk_str_add(&out, at);
+        for (size_t i = 0; i < n; i++) {
+            if (text + i == at) {
+                qk_str_add(&out, "\n  \"select\": ");
+                qk_str_addn(&out, select->s, select->len);
+                qk_str_add(&out, ",");
+            }
+            if (!cut[i]) qk_str_addn(&out, text + i, 1);
+        }
         ok = qk_write_file(path, out.s, out.len, e);
         qk_str_free(&out);
     }
-    free(text);
-    free(path);
+    qkrt_json_free(doc);
+    free(line), free(cut), free(text), free(path);
     return ok;
 }
 
@@ -525,23 +579,28 @@ static bool model_has(const qk_model_case *mc, uint32_t n, const qk_tune_case *c
 int cmd_build_tuned(qk_args *a) {
     const char *spec_dir = NULL, *out = "out", *name = "tuned", *dbpath = NULL, *model = NULL;
     const char *templates = qk_default_templates(), *precision = "any";
+    uint64_t within = 3;
     bool quiet = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen build [SPEC_DIR] --tuned DB [--model FILE] [--precision P]\n"
-                 "                   [--out DIR] [--name NAME] [--templates DIR] [--quiet]\n\n"
+                 "                   [--out DIR] [--name NAME] [--within PCT] [--templates DIR]\n"
+                 "                   [--quiet]\n\n"
                  "Writes DIR/NAME (default out/tuned): the fastest correct kernel of each case\n"
                  "of the tuning database DB (of the model's cases with --model) on each device\n"
                  "it holds, among the precision classes P allows (f32, f16, q8 or any, the\n"
                  "default), plus one portable fallback per operation and format, and a select\n"
                  "table in the manifest (docs/manifest.md, \"Selection\") that says which kernel\n"
                  "runs for a device, operation, format and shape. Records of variants whose\n"
-                 "SPIR-V the generator no longer makes are ignored with a message.");
+                 "SPIR-V the generator no longer makes are ignored with a message. Where one\n"
+                 "kernel is within --within percent (default 3; 0: off) of a case's best, by\n"
+                 "the times of one stage, it serves that case too, so the bundle holds fewer.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--tuned", &dbpath) || qk_opt(a, "--model", &model) ||
             qk_opt(a, "--out", &out) || qk_opt(a, "--name", &name) ||
-            qk_opt(a, "--templates", &templates) || qk_opt(a, "--precision", &precision))
+            qk_opt(a, "--templates", &templates) || qk_opt(a, "--precision", &precision) ||
+            qk_opt_u64(a, "--within", &within))
             continue;
         if (qk_flag(a, "--quiet") || qk_flag(a, "-q")) {
             quiet = true;
@@ -608,6 +667,8 @@ int cmd_build_tuned(qk_args *a) {
     for (uint32_t i = 0; i < n; i++)
         if (!model || model_has(mc, nmc, &oc[i].c)) oc[kept++] = oc[i];
     n = kept;
+    /* fewer kernels where one serves several cases within --within percent */
+    if (within && n) qk_tune_consolidate(&db, oc, n, within / 100.0, precision);
     qk_tune_default *defs = qk_xcalloc(n + nmc + 1, sizeof *defs);
     uint32_t nd = 0, winners = 0;
     memset(want, 0, sizeof *want * plan.variant_count);
@@ -674,17 +735,31 @@ int cmd_build_tuned(qk_args *a) {
         rc = QK_EXIT_FAIL;
     }
     qk_str sel = {0};
+    uint32_t extra = 0;
     if (rc == QK_EXIT_OK) {
         qk_tune_select_json(&sel, oc, n, defs, nd);
-        if (!add_select(st.path, &sel, &e)) {
+        /* the manifest lists the winners, the fallbacks and the quantizer */
+        char **keep = qk_xcalloc(n + nd + plan.variant_count + 1, sizeof *keep);
+        uint32_t nkeep = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
+        for (uint32_t d = 0; d < nd; d++)
+            keep[nkeep++] = defs[d].kernel;
+        for (uint32_t i = 0; any_q8 && i < plan.variant_count; i++)
+            if (!strcmp(plan.variants[i].kernel->family, "quantize"))
+                keep[nkeep++] = plan.variants[i].name;
+        bool fin = finish_manifest(st.path, &sel, keep, nkeep, &extra, &e);
+        free(keep);
+        if (!fin) {
             fprintf(stderr, "qkgen build: %s\n", e.msg);
             rc = QK_EXIT_FAIL;
         }
     }
     if (rc == QK_EXIT_OK && !quiet)
-        printf("built %s: %u variants (%u winners of %u tuned cases, %u fallbacks) with a select "
-               "table (precision %s), in %.2f s\n",
-               st.path, st.variants, winners, n, nd, precision, qk_now_s() - t0);
+        printf(
+            "built %s: %u variants (winners of %u of %u tuned cases, %u fallbacks) with a select "
+            "table (precision %s), in %.2f s\n",
+            st.path, st.variants - extra, winners, n, nd, precision, qk_now_s() - t0);
     qk_str_free(&sel);
     for (uint32_t i = 0; i < tr.nh; i++)
         free(tr.names[i]), free(tr.hashes[i]);

@@ -64,8 +64,9 @@ bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune
         strcmp(v->format->variant, c->format_variant) || strcmp(v->activation, "f32") || v->fusion)
         return false;
     bool listed = !s->kernel_count;
-    for (uint32_t i = 0; i < s->kernel_count && !listed; i++)
-        listed = !strcmp(s->kernels[i], v->kernel->name);
+    for (uint32_t i = 0; i < s->kernel_count && !listed; i++) /* a kernel, or its family spec */
+        listed = !strcmp(s->kernels[i], v->kernel->name) ||
+                 !strcmp(s->kernels[i], v->kernel->origin);
     if (!listed) return false;
     if (s->precision && strcmp(s->precision, "any") &&
         strcmp(s->precision, qk_precision_of(v->kernel->family, variant_mma(v))))
@@ -95,10 +96,11 @@ const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char 
             strcmp(v->format->variant, option) || strcmp(v->activation, "f32") || v->fusion)
             continue;
         const char *f[16];
-        /* the family's own kernel spec (matvec.yaml for matvec) is its
-         * plainest; a few rows per workgroup (4) beat one on any device */
+        /* the family spec named after the operation (matvec.yaml for matvec
+         * and matvec_id) is its plainest; a few rows per workgroup (4) beat
+         * one on any device */
         int64_t key[8] = {precision_rank(qk_precision_of(v->kernel->family, variant_mma(v))),
-                          strcmp(v->kernel->name, op) != 0,
+                          strncmp(v->kernel->origin, op, strlen(v->kernel->origin)) != 0,
                           qk_variant_features(v, f, 16),
                           v->constraint_count,
                           v->kernel->min_subgroup_size,
@@ -343,4 +345,82 @@ bool qk_tune_build_subset(const qk_spec_set *specs, const qk_plan *plan, const b
     if (!quiet && isatty(2)) fputs("\r\033[K", stderr);
     free(sub.variants), free(take), free(at);
     return ok;
+}
+
+/* The record of variant in the outcome's case at stage, or NULL. */
+static const qk_tune_record *record_at(const qk_tune_db *db, const qk_tune_outcome *o,
+                                       const char *variant, const char *stage) {
+    for (uint32_t i = 0; i < db->count; i++) {
+        const qk_tune_record *r = &db->recs[i];
+        if (!strcmp(r->variant, variant) && !strcmp(r->stage, stage) && !strcmp(r->status, "ok") &&
+            qk_tune_same_device(&r->dev, &o->dev) && qk_tune_same_case(&r->c, &o->c))
+            return r;
+    }
+    return NULL;
+}
+
+/* The case's time of variant in the stage its best is compared at; 0: none. */
+static double time_at(const qk_tune_db *db, const qk_tune_outcome *o, const char *variant) {
+    const char *stage = record_at(db, o, o->best->variant, "screen") ? "screen" : "full";
+    const qk_tune_record *r = record_at(db, o, variant, stage);
+    return r ? r->us : 0;
+}
+
+uint32_t qk_tune_consolidate(const qk_tune_db *db, qk_tune_outcome *oc, uint32_t n, double within,
+                             const char *precision) {
+    bool *done = qk_xcalloc(n + 1, 1), *covered = qk_xcalloc(n + 1, 1);
+    uint32_t distinct = 0;
+    for (uint32_t g = 0; g < n; g++) {
+        if (done[g] || !oc[g].best) continue;
+        /* the group of g: same device, op, format and option, with a winner */
+        uint32_t *grp = qk_xcalloc(n, sizeof *grp), ng = 0;
+        for (uint32_t i = g; i < n; i++)
+            if (!done[i] && oc[i].best && qk_tune_same_device(&oc[i].dev, &oc[g].dev) &&
+                !strcmp(oc[i].c.op, oc[g].c.op) && !strcmp(oc[i].c.format, oc[g].c.format) &&
+                !strcmp(oc[i].c.format_variant, oc[g].c.format_variant))
+                grp[ng++] = i, done[i] = true;
+        /* each case's best time at its comparison stage */
+        double *best = qk_xcalloc(ng, sizeof *best);
+        for (uint32_t a = 0; a < ng; a++)
+            best[a] = time_at(db, &oc[grp[a]], oc[grp[a]].best->variant);
+        for (uint32_t left = ng; left;) {
+            /* the winner of some case acceptable to the most uncovered cases */
+            const char *pick = NULL;
+            uint32_t pick_n = 0;
+            double pick_sum = 0;
+            for (uint32_t a = 0; a < ng; a++) {
+                if (covered[grp[a]]) continue;
+                const char *v = oc[grp[a]].best->variant;
+                uint32_t cnt = 0;
+                double sum = 0;
+                for (uint32_t b = 0; b < ng; b++) {
+                    if (covered[grp[b]]) continue;
+                    double t = time_at(db, &oc[grp[b]], v);
+                    if (t > 0 && best[b] > 0 && t <= best[b] * (1 + within))
+                        cnt++, sum += t / best[b];
+                }
+                if (!pick || cnt > pick_n || (cnt == pick_n && sum < pick_sum))
+                    pick = v, pick_n = cnt, pick_sum = sum;
+            }
+            for (uint32_t b = 0; b < ng; b++) {
+                qk_tune_outcome *o = &oc[grp[b]];
+                double t = covered[grp[b]] ? 0 : time_at(db, o, pick);
+                bool own = !strcmp(o->best->variant, pick); /* a case's own winner serves it */
+                if (covered[grp[b]] ||
+                    !(own || (t > 0 && best[b] > 0 && t <= best[b] * (1 + within))))
+                    continue;
+                const qk_tune_record *r = record_at(db, o, pick, "full");
+                if (!r) r = record_at(db, o, pick, "screen");
+                if (r && allowed(precision, r)) o->best = r;
+                covered[grp[b]] = true;
+                left--;
+            }
+            distinct++;
+        }
+        free(best);
+        free(grp);
+    }
+    free(done);
+    free(covered);
+    return distinct;
 }

@@ -78,3 +78,12 @@ bool qk_tune_manifest_hashes(const char *bundle_dir, char ***names, char ***hash
 bool qk_tune_build_subset(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
                           const char *templates, const char *out_dir, const char *name, bool quiet,
                           qk_build_stats *st, qk_error *e);
+
+/* Fewer distinct kernels: within each device's (op, format, option), a case
+ * takes a kernel that already serves other cases where its time there is
+ * within `within` (0.03: 3%) of the case's best, comparing the times of one
+ * stage (the screen's where the case's best has one, else the full
+ * timing's); greedily, the kernel acceptable to the most cases first.
+ * Re-points oc[].best; returns the number of distinct winners left. */
+uint32_t qk_tune_consolidate(const qk_tune_db *db, qk_tune_outcome *oc, uint32_t n, double within,
+                             const char *precision);

@@ -26,7 +26,8 @@ typedef struct qk_model_spec {
     uint32_t decode_count, prefill_count;
     uint32_t decode[QK_MAX_TOKENS], prefill[QK_MAX_TOKENS];
     uint32_t expert_count, top_k; /* 0: a dense model */
-    /* optional: only these kernel specs are candidates (a small search for CI) */
+    /* optional: only these kernels (by kernel name or family spec) compete: a
+     * small search for CI */
     uint32_t kernel_count;
     char kernels[QK_MAX_LIST][QK_MAX_NAME];
     uint32_t op_count;
