@@ -86,7 +86,8 @@ void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *
     svg_text(s, 10, 38, "start", "fill=\"#444\"",
              "green: winner; blue ring: portable fallback; grey: timed in full; light: screen "
              "only; red x: wrong; orange: failed");
-    /* decade grid with 2x and 5x ticks */
+    /* decade grid with 2x and 5x ticks, labelled where there is room */
+    const bool crowded = log10(hi / lo) > 3.5;
     for (double d = lo; d <= hi * 1.001; d *= 10)
         for (int m = 1; m <= 5; m += (m == 1 ? 1 : 3)) {
             double v = d * m;
@@ -96,8 +97,9 @@ void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *
                         "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"%s\"/>\n",
                         x, top - 8, x, top + row * n, m == 1 ? "#bbb" : "#eee");
             char t[32];
-            snprintf(t, sizeof t, "%g", v);
-            svg_text(s, x, top + row * n + 16, "middle", "fill=\"#444\"", t);
+            snprintf(t, sizeof t, "%.0f", v);
+            if (m == 1 || !crowded)
+                svg_text(s, x, top + row * n + 16, "middle", "fill=\"#444\"", t);
         }
     svg_text(s, xbad, top - 12, "middle", "fill=\"#444\"", "wrong/failed");
     for (uint32_t i = 0; i < n; i++) {
