@@ -257,7 +257,7 @@ int vk_create_device(eng_vk *v, const eng_kernel *const *kernels, uint32_t count
 
 int vk_buffer(eng_vk *v, size_t size, eng_buf *b, char *err, size_t n) {
     memset(b, 0, sizeof *b);
-    b->size = size ? size : 4;
+    b->size = size ? (size + 3) / 4 * 4 : 4; /* storage buffers are read as words */
     VkBufferCreateInfo bci = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                               NULL,
                               0,
