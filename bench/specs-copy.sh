@@ -17,8 +17,9 @@ sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$dir"/formats/*.yaml
 sed -i 's/^  bits: .*/  bits: [4]/; s/^  group: .*/  group: [64]/; s/^  scale_type: .*/  scale_type: [bf16]/' \
     "$dir/formats/mlx.yaml"
 
-# Narrows every kernel spec in $k to the formats named (and `none`), with no
-# fusion; a spec left with none of them is an error.
+# Narrows every kernel and family spec in $k to the formats named (and
+# `none`), with no fusion (the family's lists and its axis values' and
+# cases'); a list left with none of them is an error.
 keep_formats() {
   python3 - "$k" "$@" <<'PY'
 import glob, re, sys
@@ -26,12 +27,30 @@ keep = sys.argv[2:]
 for path in glob.glob(sys.argv[1] + "/*.yaml"):
     text = open(path).read()
     def formats(m):
-        have = [f.strip() for f in m.group(1).split(",")]
-        return "formats: [" + ", ".join(f for f in have if f in keep or f == "none") + "]"
-    text = re.sub(r"^formats: \[(.*)\]", formats, text, flags=re.M)
-    text = re.sub(r"^fusions: .*", "fusions: [none]", text, flags=re.M)
-    if re.search(r"^formats: \[\]", text, flags=re.M):
+        have = [f.strip() for f in m.group(2).split(",")]
+        return m.group(1) + "formats: [" + ", ".join(f for f in have if f in keep or f == "none") + "]"
+    text = re.sub(r"^(\s*)formats: \[(.*)\]", formats, text, flags=re.M)
+    text = re.sub(r"^(\s*)fusions: .*", r"\1fusions: [none]", text, flags=re.M)
+    if re.search(r"^\s*formats: \[\]", text, flags=re.M):
         sys.exit(f"{path}: none of the formats {' '.join(keep)}")
     open(path, "w").write(text)
+PY
+}
+
+# Leaves out of family spec $k/FAMILY.yaml the points where WHEN holds (the
+# inside of a YAML flow mapping of axes to values, "activation: direct"),
+# as one more entry of its exclude: list:
+#   exclude_points FAMILY WHEN REASON
+exclude_points() {
+  python3 - "$k/$1.yaml" "$2" "$3" <<'PY'
+import re, sys
+path, when, reason = sys.argv[1:]
+text = open(path).read()
+entry = "  - { when: { %s }, reason: \"%s\" }\n" % (when, reason)
+if re.search(r"^exclude:\s*$", text, flags=re.M):
+    text = re.sub(r"^exclude:\s*\n", lambda m: "exclude:\n" + entry, text, count=1, flags=re.M)
+else:
+    text += "\nexclude:\n" + entry
+open(path, "w").write(text)
 PY
 }

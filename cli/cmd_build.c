@@ -160,18 +160,104 @@ int cmd_build(qk_args *a) {
     return rc;
 }
 
+/* The kernel a dropped point's name belongs to: the longest kernel name
+ * that the name continues with '_'. */
+static const qk_kernel_spec *dropped_kernel(const qk_spec_set *s, const char *name) {
+    const qk_kernel_spec *best = NULL;
+    for (uint32_t i = 0; i < s->kernel_count; i++) {
+        size_t n = strlen(s->kernels[i].name);
+        if (!strncmp(name, s->kernels[i].name, n) && name[n] == '_' &&
+            (!best || n > strlen(best->name)))
+            best = &s->kernels[i];
+    }
+    return best;
+}
+
+/* qkgen list --axes FAMILY: the axes and values with their meanings, each
+ * combination's kernel and variant count or the reason it has none, and the
+ * rules that dropped points of the family's kernels, with how many. */
+static int list_axes(const char *cmd, const qk_spec_set *s, const qk_plan *p, const char *name) {
+    const qk_family_spec *f = NULL;
+    for (uint32_t i = 0; i < s->family_count && !f; i++)
+        if (!strcmp(s->families[i].name, name)) f = &s->families[i];
+    if (!f) {
+        qk_str known = {0};
+        for (uint32_t i = 0; i < s->family_count; i++)
+            qk_str_addf(&known, "%s%s", i ? ", " : "", s->families[i].name);
+        int rc = qk_usage_error(cmd, "--axes: no family '%s' (the specs have: %s)", name,
+                                known.s ? known.s : "none");
+        qk_str_free(&known);
+        return rc;
+    }
+    printf("family %s (%s): %s\n\naxes (a variant name spells each value but an axis's first):\n",
+           f->name, f->path, f->description);
+    for (uint32_t a = 0; a < f->axis_count; a++) {
+        const qk_axis_spec *ax = &f->axes[a];
+        printf("  %s: %s%s\n", ax->name, ax->meaning,
+               ax->spelled ? "" : " (not spelled in the kernel name)");
+        for (uint32_t v = 0; v < ax->value_count; v++)
+            printf("    %-10s %s\n", ax->values[v].name, ax->values[v].meaning);
+    }
+    printf("\npoints:\n");
+    for (uint32_t i = 0; i < f->point_count; i++) {
+        const qk_family_point *pt = &f->points[i];
+        qk_str axes = {0};
+        for (uint32_t a = 0; a < f->axis_count; a++)
+            qk_str_addf(&axes, "%s%s=%s", a ? " " : "", f->axes[a].name,
+                        f->axes[a].values[pt->value[a]].name);
+        uint32_t n = 0;
+        for (uint32_t v = 0; v < p->variant_count; v++) {
+            const qk_kernel_spec *k = p->variants[v].kernel;
+            n += !strcmp(k->origin, f->name) && !strcmp(k->axes, axes.s);
+        }
+        if (pt->excluded[0])
+            printf("  %-40s %s\n  %40s excluded: %s\n", pt->kernel, axes.s, "", pt->excluded);
+        else
+            printf("  %-40s %s: %u variants\n", pt->kernel, axes.s, n);
+        qk_str_free(&axes);
+    }
+    /* reasons in order of first appearance, with their counts */
+    uint32_t nr = 0, *count = qk_xcalloc(p->dropped_count + 1, sizeof *count);
+    const char **reason = qk_xcalloc(p->dropped_count + 1, sizeof *reason);
+    for (uint32_t i = 0; i < p->dropped_count; i++) {
+        const qk_kernel_spec *k = dropped_kernel(s, p->dropped[i].name);
+        if (!k || strcmp(k->origin, f->name)) continue;
+        /* the built-in limit's reasons differ by the bytes: one line for all */
+        const char *why =
+            !strncmp(p->dropped[i].reason, "needs ", 6) &&
+                    strstr(p->dropped[i].reason, "bytes of shared memory")
+                ? "needs more shared memory than Vulkan devices commonly give (48 KiB)"
+                : p->dropped[i].reason;
+        uint32_t r = 0;
+        while (r < nr && strcmp(reason[r], why))
+            r++;
+        if (r == nr) reason[nr++] = why;
+        count[r]++;
+    }
+    printf("\npoints of the tile space dropped by rules (qkgen list --dropped names them):\n");
+    for (uint32_t r = 0; r < nr; r++)
+        printf("  %6u  %s\n", count[r], reason[r]);
+    free(count);
+    free(reason);
+    return QK_EXIT_OK;
+}
+
 int cmd_list(qk_args *a) {
-    const char *spec_dir = NULL, *filter = NULL;
+    const char *spec_dir = NULL, *filter = NULL, *axes = NULL;
     bool formats = false, variants = false, dropped = false, representative = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen list [SPEC_DIR] [--formats] [--variants] [--dropped]\n"
-                 "                  [--filter TEXT] [--representative]\n\n"
+                 "                  [--filter TEXT] [--representative] [--axes FAMILY]\n\n"
                  "Lists the formats and the kernel variants the specs expand to (both by\n"
                  "default), or the points of the search space that rules dropped, with why.\n"
-                 "--filter and --representative select variants as 'qkgen build' does.");
+                 "--filter and --representative select variants as 'qkgen build' does.\n"
+                 "--axes FAMILY prints a family spec's axes and values with their meanings,\n"
+                 "each combination's kernel and variant count or why it has none, and the\n"
+                 "rules that dropped points of its tile space.");
             return QK_EXIT_OK;
         }
+        if (qk_opt(a, "--axes", &axes)) continue;
         if (qk_flag(a, "--formats"))
             formats = true;
         else if (qk_flag(a, "--variants"))
@@ -192,6 +278,12 @@ int cmd_list(qk_args *a) {
     qk_plan plan;
     if (!load_plan(a->cmd, spec_dir ? spec_dir : qk_default_specs(), &specs, &plan))
         return QK_EXIT_USAGE;
+    if (axes) {
+        int rc = list_axes(a->cmd, &specs, &plan, axes);
+        qk_plan_free(&plan);
+        qk_spec_set_free(&specs);
+        return rc;
+    }
     if (formats) {
         printf("%-12s %-7s %-14s %8s %7s  %s\n", "format", "layout", "options", "elements",
                "bits/w", "spec");

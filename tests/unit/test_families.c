@@ -1,0 +1,331 @@
+/* The family specs keep the search space of the kernel specs they replaced:
+ * every name of tests/families/old_names.txt maps to one variant of a family
+ * point with the same template, format, activation, tile, math path, fusion
+ * and bindings, and no variant is new. Given the old spec folder too (a
+ * checkout before the switch), it also compares the generated GLSL (less the
+ * header comment) and the manifest's fields of every pair. */
+#define _GNU_SOURCE /* memmem */
+#include "emit/emit.h"
+#include "plan/plan.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        if (failures++ < 40) {                                                                     \
+            printf("FAIL ");                                                                       \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+        }                                                                                          \
+    } while (0)
+
+/* Each old kernel spec: the family point that replaces it, its template and
+ * the bindings after the weights. */
+static const struct old_kernel {
+    const char *name, *family, *axes, *template_name, *bindings;
+} old_kernels[] = {
+    {"copy", "", "", "copy.comp", "src,dst"},
+    {"embed", "", "", "embed.comp", "ids,y"},
+    {"moe_combine", "", "", "moe_combine.comp", "slots,route_w,y"},
+    {"moe_route", "", "", "moe_route.comp", "topk,tpe,ids,disp"},
+    {"quantize_q8", "", "", "quantize_q8.comp", "x,xq"},
+    {"router_topk", "", "", "router_topk.comp", "logits,ids,route_w"},
+    {"swiglu", "", "", "swiglu.comp", "g,u,y"},
+    {"matvec", "matvec", "routing=dense", "matvec.comp", "x,y"},
+    {"matvec_id", "matvec", "routing=ids", "matvec.comp", "x,ids,y"},
+    {"matvec_id_sep", "matvec", "routing=separate", "matvec_id_sep.comp", "x,ids,y"},
+    {"matvec_shared", "matvec_shared", "routing=dense", "matvec_shared.comp", "x,y"},
+    {"matvec_id_shared", "matvec_shared", "routing=ids", "matvec_shared.comp", "x,ids,y"},
+    {"matvec_mma", "matvec_mma", "weights=registers", "matvec_mma.comp", "x,y"},
+    {"matvec_mma_global", "matvec_mma", "weights=inplace", "matvec_mma.comp", "x,y"},
+    {"matvec_staged", "matvec_lanes",
+     "activation=direct routing=dense weights=registers split=none", "matvec_staged.comp", "x,y"},
+    {"matvec_id_staged", "matvec_lanes",
+     "activation=direct routing=ids weights=registers split=none", "matvec_staged.comp", "x,ids,y"},
+    {"matvec_xs", "matvec_lanes", "activation=slab routing=dense weights=registers split=none",
+     "matvec_xs.comp", "x,y"},
+    {"matvec_xs_global", "matvec_lanes", "activation=slab routing=dense weights=inplace split=none",
+     "matvec_xs.comp", "x,y"},
+    {"matvec_xs_split", "matvec_lanes",
+     "activation=slab routing=dense weights=registers split=splitk", "matvec_xs.comp",
+     "x,y,scratch"},
+    {"matvec_id_xs", "matvec_lanes", "activation=slab routing=ids weights=registers split=none",
+     "matvec_xs.comp", "x,ids,y"},
+    {"matvec_id_xs_global", "matvec_lanes",
+     "activation=slab routing=ids weights=inplace split=none", "matvec_xs.comp", "x,ids,y"},
+    {"matmul_id_xs", "matvec_lanes", "activation=slab routing=pairs weights=registers split=none",
+     "matvec_xs.comp", "x,ids,tpe,y"},
+    {"matvec_xq", "matvec_lanes", "activation=q8 routing=dense weights=registers split=none",
+     "matvec_xq.comp", "x,y"},
+    {"matvec_xq_global", "matvec_lanes", "activation=q8 routing=dense weights=inplace split=none",
+     "matvec_xq.comp", "x,y"},
+    {"matvec_xq_split", "matvec_lanes",
+     "activation=q8 routing=dense weights=registers split=splitk", "matvec_xq.comp", "x,y,scratch"},
+    {"matvec_xq_split_global", "matvec_lanes",
+     "activation=q8 routing=dense weights=inplace split=splitk", "matvec_xq.comp", "x,y,scratch"},
+    {"matvec_xq_pre", "matvec_lanes", "activation=q8pre routing=dense weights=registers split=none",
+     "matvec_xq.comp", "xq,y"},
+    {"matvec_xq_pre_global", "matvec_lanes",
+     "activation=q8pre routing=dense weights=inplace split=none", "matvec_xq.comp", "xq,y"},
+    {"matvec_id_xq", "matvec_lanes", "activation=q8 routing=ids weights=registers split=none",
+     "matvec_xq.comp", "x,ids,y"},
+    {"matvec_id_xq_global", "matvec_lanes", "activation=q8 routing=ids weights=inplace split=none",
+     "matvec_xq.comp", "x,ids,y"},
+    {"matvec_id_xq_pre", "matvec_lanes",
+     "activation=q8pre routing=ids weights=registers split=none", "matvec_xq.comp", "xq,ids,y"},
+    {"matmul_id_xq", "matvec_lanes", "activation=q8 routing=pairs weights=registers split=none",
+     "matvec_xq.comp", "x,ids,tpe,y"},
+    {"matmul_id_xq_global", "matvec_lanes",
+     "activation=q8 routing=pairs weights=inplace split=none", "matvec_xq.comp", "x,ids,tpe,y"},
+    {"matmul", "matmul", "routing=dense weights=inplace split=none", "matmul.comp", "x,y"},
+    {"matmul_id", "matmul", "routing=pairs weights=inplace split=none", "matmul.comp",
+     "x,ids,tpe,y"},
+    {"matmul_shared", "matmul", "routing=dense weights=shared split=none", "matmul.comp", "x,y"},
+    {"matmul_split", "matmul", "routing=dense weights=inplace split=splitk", "matmul.comp",
+     "x,y,scratch"},
+    {"matmul_shared_split", "matmul", "routing=dense weights=shared split=splitk", "matmul.comp",
+     "x,y,scratch"},
+    {"matmul_id_shared", "matmul", "routing=pairs weights=shared split=none", "matmul.comp",
+     "x,ids,tpe,y"},
+};
+enum { OLD_COUNT = sizeof old_kernels / sizeof old_kernels[0] };
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static uint32_t index_of(const qk_plan *p, const char *name) {
+    return (uint32_t)((const qk_variant *)(name - offsetof(qk_variant, name)) - p->variants);
+}
+
+/* The old kernel an old variant name starts with: the longest "NAME_" prefix. */
+static const struct old_kernel *old_kernel_of(const char *name) {
+    const struct old_kernel *best = NULL;
+    for (int i = 0; i < OLD_COUNT; i++) {
+        size_t n = strlen(old_kernels[i].name);
+        if (!strncmp(name, old_kernels[i].name, n) && name[n] == '_' &&
+            (!best || n > strlen(best->name)))
+            best = &old_kernels[i];
+    }
+    return best;
+}
+
+/* axes text "a=x b=y" names the point when every "k=v" of it is in want,
+ * but for the math path (mma=...), which the name's suffix spells. */
+static bool axes_match(const char *have, const char *want) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", have);
+    for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+        if (!strncmp(tok, "mma=", 4)) continue;
+        size_t n = strlen(tok);
+        const char *p = strstr(want, tok);
+        if (!p || (p != want && p[-1] != ' ') || (p[n] && p[n] != ' ')) return false;
+    }
+    return true;
+}
+
+/* The name's part after the kernel, from the variant's fields (plan's scheme). */
+static void rest_of(const qk_variant *v, char *out, size_t size) {
+    qk_str r = {0};
+    if (v->format != &qk_format_none) qk_str_addf(&r, "_%s", v->format->name);
+    if (v->format->variant[0]) qk_str_addf(&r, "_%s", v->format->variant);
+    qk_str_addf(&r, "_%s_nr%ux%ux%u_wg%u", v->activation, v->nr0, v->nr1, v->nk, v->wg);
+    if (v->kernel->tpr_count) qk_str_addf(&r, "_tpr%u", v->tpr);
+    if (v->kernel->sk_count) qk_str_addf(&r, "_sk%u", v->sk);
+    if (v->mma[0]) qk_str_addf(&r, "_%s", v->mma);
+    if (v->fusion) qk_str_addf(&r, "_%s", v->fusion->name);
+    snprintf(out, size, "%s", r.s);
+    qk_str_free(&r);
+}
+
+static void bindings_of(const qk_variant *v, char *out, size_t size) {
+    qk_binding_info b[QK_MAX_BINDINGS];
+    uint32_t n = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
+    qk_str s = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        qk_str_addf(&s, "%s%s/%s/%s/%d/%u/%u/%s", s.len ? "," : "", b[i].name, b[i].role, b[i].type,
+                    b[i].writable, b[i].binding, b[i].count, b[i].size);
+    }
+    snprintf(out, size, "%s", s.s ? s.s : "");
+    qk_str_free(&s);
+}
+
+/* The GLSL less the comments that name the spec files and the module. */
+static char *glsl_of(const qk_variant *v, const char *templates) {
+    qk_str src = {0};
+    qk_error e = {0};
+    if (!qk_emit_variant(v, templates, &src, NULL, NULL, &e)) {
+        FAIL("%s: %s", v->name, e.msg);
+        qk_str_free(&src);
+        return NULL;
+    }
+    /* the comments and #line names that name spec files and the module */
+    for (char *c = src.s; *c;) {
+        char *nl = strchr(c, '\n');
+        if (!nl) break;
+        if ((!strncmp(c, "// ", 3) || !strncmp(c, "#line ", 6)) &&
+            memmem(c, (size_t)(nl - c), "generated", 9))
+            memmove(c, nl + 1, strlen(nl + 1) + 1);
+        else
+            c = nl + 1;
+    }
+    return src.s;
+}
+
+/* What the manifest says of v beside its name and module, as text. */
+static void manifest_of(const qk_variant *v, char *out, size_t size) {
+    const char *c[QK_MAX_RULES], *feat[16], *push[QK_MAX_LIST + 8];
+    for (uint32_t i = 0; i < v->constraint_count; i++)
+        c[i] = v->constraints[i];
+    qsort(c, v->constraint_count, sizeof c[0], cmp_str);
+    uint32_t nf = qk_variant_features(v, feat, 16), np = qk_variant_push(v, push, QK_MAX_LIST + 8);
+    uint32_t ids[QK_TILE_COUNT], vals[QK_TILE_COUNT];
+    uint32_t ns = qk_variant_specialization(v, ids, vals);
+    char b[2048];
+    bindings_of(v, b, sizeof b);
+    qk_str s = {0};
+    qk_str_addf(&s, "family %s weights %u smem %u minsg %u grid %s|%s|%s bindings %s",
+                v->kernel->family, v->weights, v->shared_memory, v->kernel->min_subgroup_size,
+                v->grid[0], v->grid[1], v->grid[2], b);
+    for (uint32_t i = 0; i < v->constraint_count; i++)
+        qk_str_addf(&s, " c:%s", c[i]);
+    for (uint32_t i = 0; i < nf; i++)
+        qk_str_addf(&s, " f:%s", feat[i]);
+    for (uint32_t i = 0; i < np; i++)
+        qk_str_addf(&s, " p:%s", push[i]);
+    for (uint32_t i = 0; i < ns; i++)
+        qk_str_addf(&s, " s:%u=%u", ids[i], vals[i]);
+    snprintf(out, size, "%s", s.s);
+    qk_str_free(&s);
+}
+
+static bool load(const char *dir, qk_spec_set *s, qk_plan *p) {
+    qk_error e = {0};
+    if (!qk_spec_set_load(dir, s, &e) || !qk_plan_build(s, p, &e)) {
+        printf("FAIL %s\n", e.msg);
+        return false;
+    }
+    return true;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: test_families SPEC_DIR TEMPLATES_DIR OLD_NAMES [OLD_SPEC_DIR]\n");
+        return 2;
+    }
+    qk_spec_set s, os;
+    qk_plan p, op = {0};
+    if (!load(argv[1], &s, &p) || (argc == 5 && !load(argv[4], &os, &op))) return 1;
+    qk_error re = {0};
+    char *names = qk_read_file(argv[3], NULL, &re);
+    if (!names) {
+        printf("FAIL %s\n", re.msg);
+        return 1;
+    }
+    uint8_t *used = calloc(p.variant_count + 1, 1);
+    const char **sorted = malloc(sizeof *sorted * (p.variant_count + 1));
+    for (uint32_t i = 0; i < p.variant_count; i++)
+        sorted[i] = p.variants[i].name;
+    qsort(sorted, p.variant_count, sizeof *sorted, cmp_str);
+    uint32_t old_count = 0, compared = 0, modules = 0, old_modules = 0;
+    for (char *line = names, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        if (!line[0] || line[0] == '#') continue;
+        old_count++;
+        const struct old_kernel *ok = old_kernel_of(line);
+        if (!ok) {
+            FAIL("%s: no old kernel spec of that name in the table", line);
+            continue;
+        }
+        const char *rest = line + strlen(ok->name);
+        /* the new variant: the name of a kernel of the family point (or the
+         * same auxiliary kernel) plus the rest, with fields that spell it */
+        const qk_variant *v = NULL;
+        uint32_t vi = 0;
+        for (uint32_t i = 0; i < s.kernel_count && !v; i++) {
+            const qk_kernel_spec *k = &s.kernels[i];
+            if (strcmp(k->origin, ok->family) ||
+                (ok->family[0] ? !axes_match(k->axes, ok->axes) : strcmp(k->name, ok->name)))
+                continue;
+            char want[512];
+            snprintf(want, sizeof want, "%s%s", k->name, rest);
+            const char *key = want;
+            const char **hit = bsearch(&key, sorted, p.variant_count, sizeof *sorted, cmp_str);
+            if (!hit) continue;
+            vi = index_of(&p, *hit);
+            v = &p.variants[vi];
+        }
+        if (!v) {
+            FAIL("%s: no variant of %s %s with the same format, activation, tile, mma and fusion",
+                 line, ok->family[0] ? ok->family : ok->name, ok->axes);
+            continue;
+        }
+        char r[256];
+        rest_of(v, r, sizeof r);
+        if (strcmp(r, rest) || strcmp(v->kernel->origin, ok->family) ||
+            (ok->family[0] && !axes_match(v->kernel->axes, ok->axes)))
+            FAIL("%s -> %s: its fields spell %s at %s %s", line, v->name, r, v->kernel->origin,
+                 v->kernel->axes);
+        if (used[vi]++) FAIL("%s: maps to %s, which an earlier old name maps to", line, v->name);
+        char b[1024] = "";
+        for (uint32_t i = 0; i < v->kernel->binding_count; i++)
+            snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", i ? "," : "",
+                     v->kernel->bindings[i].name);
+        if (strcmp(v->kernel->template_name, ok->template_name) || strcmp(b, ok->bindings))
+            FAIL("%s -> %s: template %s, bindings %s; expected %s, %s", line, v->name,
+                 v->kernel->template_name, b, ok->template_name, ok->bindings);
+        if (argc != 5) continue;
+        const qk_variant *ov = NULL;
+        for (uint32_t i = 0; i < op.variant_count && !ov; i++)
+            if (!strcmp(op.variants[i].name, line)) ov = &op.variants[i];
+        if (!ov) {
+            FAIL("%s: not a variant of the old spec folder", line);
+            continue;
+        }
+        char *g = glsl_of(v, argv[2]), *og = glsl_of(ov, argv[2]);
+        if (g && og && strcmp(g, og)) {
+            FAIL("%s -> %s: the GLSL differs", line, v->name);
+            if (getenv("QK_DUMP")) {
+                FILE *f = fopen("/tmp/h8-new.glsl", "w"), *o = fopen("/tmp/h8-old.glsl", "w");
+                fputs(g, f);
+                fputs(og, o);
+                fclose(f);
+                fclose(o);
+                exit(1);
+            }
+        }
+        char m[8192], om[8192];
+        manifest_of(v, m, sizeof m);
+        manifest_of(ov, om, sizeof om);
+        if (strcmp(m, om))
+            FAIL("%s -> %s: manifest fields differ:\n  new %s\n  old %s", line, v->name, m, om);
+        free(g);
+        free(og);
+        compared++;
+        modules += v->module_first == vi;
+        old_modules += ov->module_first == (uint32_t)(ov - op.variants);
+    }
+    for (uint32_t i = 0; i < p.variant_count; i++)
+        if (!used[i]) FAIL("%s: a variant no old name maps to", p.variants[i].name);
+    printf("%u old names, %u variants", old_count, p.variant_count);
+    if (argc == 5)
+        printf("; %u compared with the old specs' (GLSL and manifest fields), modules %u vs %u",
+               compared, modules, old_modules);
+    printf("\n%s (%d failures)\n", failures ? "FAIL" : "ok", failures);
+    free(used);
+    free(sorted);
+    free(names);
+    qk_plan_free(&p);
+    qk_spec_set_free(&s);
+    if (argc == 5) {
+        qk_plan_free(&op);
+        qk_spec_set_free(&os);
+    }
+    return failures ? 1 : 0;
+}
