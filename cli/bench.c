@@ -28,15 +28,23 @@ static bool is_copy_kernel(qkrt_context *ctx, const qkrt_bundle *b, uint32_t i) 
 }
 
 /* n dispatches of copy kernel ki over `words` 32-bit words, from src[j % nbuf]
- * to dst[j % nbuf] (malloc'd). */
+ * to dst[j % nbuf]: one malloc'd block with the buffer pairs and the shape
+ * value they point to after the dispatches. */
 static qkrt_dispatch *copy_dispatches(const qkrt_bundle *b, uint32_t ki, qkrt_buffer **src,
                                       qkrt_buffer **dst, uint32_t nbuf, uint64_t words,
                                       uint32_t n) {
-    qkrt_dispatch *ds = malloc(sizeof *ds * n);
+    static const char *const names[] = {"N"};
+    qkrt_dispatch *ds = qk_xmalloc(sizeof *ds * n + sizeof(qkrt_buffer *) * 2 * n + 8);
+    qkrt_buffer **pairs = (qkrt_buffer **)(void *)(ds + n);
+    int64_t *value = (int64_t *)(void *)(pairs + 2 * n);
+    *value = (int64_t)words;
     for (uint32_t j = 0; j < n; j++) {
-        ds[j] =
-            (qkrt_dispatch){.bundle = b, .kernel = ki, .buffers = {src[j % nbuf], dst[j % nbuf]}};
-        ds[j].shape.names[0] = "N", ds[j].shape.values[0] = (int64_t)words, ds[j].shape.count = 1;
+        pairs[2 * j] = src[j % nbuf], pairs[2 * j + 1] = dst[j % nbuf];
+        ds[j] = (qkrt_dispatch){.bundle = b,
+                                .kernel = ki,
+                                .buffer_count = 2,
+                                .buffers = &pairs[2 * j],
+                                .shape = {1, names, value}};
     }
     return ds;
 }
@@ -208,7 +216,28 @@ typedef struct case_buffers {
     int qi;                   /* the bundle's quantizer writing xq, or -1 */
     qkrt_buffer **scratch;    /* split-K kernels: one scratch per weight copy, so that */
     size_t scratch_bytes;     /* dispatches in flight together never share one */
+    int64_t shape[7];         /* the values of case_shape's variables */
+    struct lists **lists;     /* the dispatches' buffer lists (list_alloc) */
 } case_buffers;
+
+/* Buffer lists that dispatches point to, in chunks that never move, freed
+ * with the case. */
+typedef struct lists {
+    struct lists *next;
+    uint32_t used;
+    qkrt_buffer *slot[4096];
+} lists;
+
+static qkrt_buffer **list_alloc(lists **head, uint32_t n) {
+    if (!*head || (*head)->used + n > 4096) {
+        lists *c = qk_xcalloc(1, sizeof *c);
+        c->next = *head;
+        *head = c;
+    }
+    qkrt_buffer **p = &(*head)->slot[(*head)->used];
+    (*head)->used += n;
+    return p;
+}
 
 static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
     for (uint32_t i = 0; cb->w && i < cb->copies * cb->planes; i++)
@@ -223,6 +252,11 @@ static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
     for (uint32_t i = 0; cb->scratch && i < cb->copies; i++)
         qkrt_buffer_destroy(ctx, cb->scratch[i]);
     free(cb->scratch);
+    for (lists *l = cb->lists ? *cb->lists : NULL, *next; l; l = next) {
+        next = l->next;
+        free(l);
+    }
+    free(cb->lists);
     memset(cb, 0, sizeof *cb);
 }
 
@@ -270,23 +304,23 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
         if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->tpe, 0, tpe, (size_t)c->E * 4);
         free(tpe), free(route);
     }
+    const int64_t shape[7] = {c->M, c->K, c->T, c->top_k, 1, c->E, cb->mpe};
+    memcpy(cb->shape, shape, sizeof shape);
+    cb->lists = qk_xcalloc(1, sizeof *cb->lists);
     return r;
 }
 
-/* The shape every dispatch of the case gets. */
-static qkrt_shape case_shape(const qk_bench_case *c, uint32_t mpe) {
-    qkrt_shape s = {7,
-                    {"M", "K", "T", "top_k", "ne11", "E", "max_per_expert"},
-                    {c->M, c->K, c->T, c->top_k, 1, c->E, mpe}};
-    return s;
+/* The shape every dispatch of the case gets (its values in cb). */
+static qkrt_shape case_shape(const case_buffers *cb) {
+    static const char *const names[] = {"M", "K", "T", "top_k", "ne11", "E", "max_per_expert"};
+    return (qkrt_shape){7, names, cb->shape};
 }
 
 /* One scratch per weight copy, zero-filled, as large as the largest scratch
  * of the case's kernels (none without split-K kernels). */
 static qkrt_result make_scratch(qkrt_context *ctx, const qkrt_bundle *b, const uint32_t *idx,
-                                uint32_t n, const qk_bench_case *c, case_buffers *cb, char *err,
-                                size_t err_size) {
-    qkrt_shape s = case_shape(c, cb->mpe);
+                                uint32_t n, case_buffers *cb, char *err, size_t err_size) {
+    qkrt_shape s = case_shape(cb);
     for (uint32_t v = 0; v < n; v++) {
         size_t bytes;
         if (!qk_scratch_bytes(qkrt_bundle_kernel(b, idx[v]), &s, &bytes, err, err_size))
@@ -302,13 +336,16 @@ static qkrt_result make_scratch(qkrt_context *ctx, const qkrt_bundle *b, const u
 }
 
 /* One dispatch of kernel ki on weight copy `copy`. */
-static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case *c,
-                          const case_buffers *cb, uint32_t copy, qkrt_dispatch *d) {
+static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const case_buffers *cb, uint32_t copy,
+                          qkrt_dispatch *d) {
     memset(d, 0, sizeof *d);
     d->bundle = b;
     d->kernel = ki;
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-    uint32_t slot = 0, plane = 0;
+    uint32_t slot = 0, plane = 0, count = 0;
+    for (uint32_t i = 0; i < k->binding_count; i++)
+        count += k->bindings[i].count;
+    qkrt_buffer **list = list_alloc(cb->lists, count);
     for (uint32_t i = 0; i < k->binding_count; i++) {
         const char *role = k->bindings[i].role;
         qkrt_buffer *buf = !strcmp(role, "weights")          ? cb->w[copy * cb->planes + plane++]
@@ -319,34 +356,36 @@ static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const qk_bench_case
                            : !strcmp(role, "scratch")        ? cb->scratch[copy]
                                                              : cb->y;
         for (uint32_t j = 0; j < k->bindings[i].count; j++)
-            d->buffers[slot++] = buf;
+            list[slot++] = buf;
     }
-    d->shape = case_shape(c, cb->mpe);
+    d->buffer_count = slot;
+    d->buffers = list;
+    d->shape = case_shape(cb);
 }
 
 /* One run of kernel ki on weight copy `copy` into d: the dispatch, or for a
  * kernel on pre-quantized activations the quantizer and then it (its
  * `depends` keeps the barrier between them back to back). Returns how many. */
-static uint32_t case_dispatches(const qkrt_bundle *b, uint32_t ki, const qk_bench_case *c,
-                                const case_buffers *cb, uint32_t copy, qkrt_dispatch *d) {
+static uint32_t case_dispatches(const qkrt_bundle *b, uint32_t ki, const case_buffers *cb,
+                                uint32_t copy, qkrt_dispatch *d) {
     if (cb->qi < 0 || !qk_takes_q8(qkrt_bundle_kernel(b, ki))) {
-        make_dispatch(b, ki, c, cb, copy, d);
+        make_dispatch(b, ki, cb, copy, d);
         return 1;
     }
-    make_dispatch(b, (uint32_t)cb->qi, c, cb, copy, &d[0]);
-    make_dispatch(b, ki, c, cb, copy, &d[1]);
+    make_dispatch(b, (uint32_t)cb->qi, cb, copy, &d[0]);
+    make_dispatch(b, ki, cb, copy, &d[1]);
     d[1].depends = true;
     return 2;
 }
 
 /* Keeps the GPU busy for `seconds` with kernel ki, so the clock is up. */
 static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                        const qk_bench_case *c, const case_buffers *cb, double seconds) {
+                        const case_buffers *cb, double seconds) {
     enum { BATCH = 64 };
     qkrt_dispatch *d = malloc(sizeof *d * 2 * BATCH);
     uint32_t n = 0;
     for (uint32_t i = 0; i < BATCH; i++)
-        n += case_dispatches(b, ki, c, cb, i % cb->copies, &d[n]);
+        n += case_dispatches(b, ki, cb, i % cb->copies, &d[n]);
     qkrt_result r = QKRT_OK;
     for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < seconds;)
         r = qkrt_run(ctx, d, n);
@@ -370,12 +409,12 @@ static void progress(const qk_bench_opts *o, const qk_bench_case *c, const char 
  * dispatches, the quantizer's included); d and ns are scratch for 2 * runs
  * dispatches, *nd gets how many were recorded. */
 static qkrt_result time_runs(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                             const qk_bench_case *c, const case_buffers *cb, uint32_t runs,
-                             qkrt_dispatch *d, double *ns, double *per, uint32_t *nd) {
+                             const case_buffers *cb, uint32_t runs, qkrt_dispatch *d, double *ns,
+                             double *per, uint32_t *nd) {
     uint32_t per_run = 1;
     *nd = 0;
     for (uint32_t i = 0; i < runs; i++) {
-        per_run = case_dispatches(b, ki, c, cb, i % cb->copies, &d[*nd]);
+        per_run = case_dispatches(b, ki, cb, i % cb->copies, &d[*nd]);
         *nd += per_run;
     }
     qkrt_result r = qkrt_run_timed(ctx, d, *nd, ns);
@@ -388,12 +427,12 @@ static qkrt_result time_runs(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
  * dispatches each between barriers (the median), then the same back to back;
  * d, ns and per are scratch for 2 * runs dispatches. Sets out's times. */
 static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                                const qk_bench_case *c, const case_buffers *cb, uint32_t runs,
-                                double warm_s, double copy_gbps, qkrt_dispatch *d, double *ns,
-                                double *per, qk_bench_result *out) {
+                                const case_buffers *cb, uint32_t runs, double warm_s,
+                                double copy_gbps, qkrt_dispatch *d, double *ns, double *per,
+                                qk_bench_result *out) {
     uint32_t nd = 0;
-    qkrt_result r = warm(ctx, b, ki, c, cb, warm_s);
-    if (r == QKRT_OK) r = time_runs(ctx, b, ki, c, cb, runs, d, ns, per, &nd);
+    qkrt_result r = warm(ctx, b, ki, cb, warm_s);
+    if (r == QKRT_OK) r = time_runs(ctx, b, ki, cb, runs, d, ns, per, &nd);
     if (r != QKRT_OK) return r;
     double lo = INFINITY, hi = 0;
     for (uint32_t i = 0; i < runs; i++)
@@ -548,7 +587,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     char qerr[512] = "";
     if (any_q8) cb.qi = qk_find_quantizer(ctx, b, qerr, sizeof qerr);
     qkrt_result r = make_buffers(ctx, &w, x, ids, (double)touched / E, c, o->rotate_bytes, &cb);
-    if (r == QKRT_OK) r = make_scratch(ctx, b, idx, n, c, &cb, err, err_size);
+    if (r == QKRT_OK) r = make_scratch(ctx, b, idx, n, &cb, err, err_size);
     uint32_t runs = o->runs < 20 ? 20 : o->runs;
     if (runs < cb.copies) runs = cb.copies;
     qkrt_dispatch *d = malloc(sizeof *d * 2 * runs);
@@ -624,7 +663,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         for (uint32_t i = 0; cb.scratch && i < cb.copies && r == QKRT_OK; i++)
             r = qkrt_buffer_fill(ctx, cb.scratch[i], 0);
         qkrt_dispatch one[2];
-        uint32_t per_run = case_dispatches(b, idx[v], c, &cb, 0, one);
+        uint32_t per_run = case_dispatches(b, idx[v], &cb, 0, one);
         double t_prep = qk_now_s();
         if (r == QKRT_OK) r = qkrt_run(ctx, one, per_run);
         out->prepare_ms = (qk_now_s() - t_prep) * 1e3;
@@ -652,8 +691,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             /* the screen: a few dispatches, every weight copy once, after a
              * short warm-up (the case's whole one before its first) */
             uint32_t nd;
-            r = warm(ctx, b, idx[v], c, &cb, warmed ? QK_SCREEN_WARM_S : o->warmup_s);
-            if (r == QKRT_OK) r = time_runs(ctx, b, idx[v], c, &cb, screen_runs, d, ns, per, &nd);
+            r = warm(ctx, b, idx[v], &cb, warmed ? QK_SCREEN_WARM_S : o->warmup_s);
+            if (r == QKRT_OK) r = time_runs(ctx, b, idx[v], &cb, screen_runs, d, ns, per, &nd);
             if (r != QKRT_OK) break;
             out->us_screen = median(per, screen_runs) / 1e3;
             out->screen_runs = screen_runs;
@@ -664,8 +703,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         /* the whole warm-up before the case's first timed variant, a shorter
          * one between variants (no compile idles the GPU between them: the
          * case's pipelines were made before the loop) */
-        r = time_variant(ctx, b, idx[v], c, &cb, runs, warmed ? o->rewarm_s : o->warmup_s,
-                         copy_gbps, d, ns, per, out);
+        r = time_variant(ctx, b, idx[v], &cb, runs, warmed ? o->rewarm_s : o->warmup_s, copy_gbps,
+                         d, ns, per, out);
         warmed = true;
         if (r != QKRT_OK) break;
         if (o->record) o->record(o->user, k, out, "full");
@@ -707,8 +746,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             char step[48];
             snprintf(step, sizeof step, "halving: %u at %u runs", field, rung);
             progress(o, c, step, q->kernel);
-            r = warm(ctx, b, ki, c, &cb, QK_SCREEN_WARM_S);
-            if (r == QKRT_OK) r = time_runs(ctx, b, ki, c, &cb, rung, d, ns, per, &nd);
+            r = warm(ctx, b, ki, &cb, QK_SCREEN_WARM_S);
+            if (r == QKRT_OK) r = time_runs(ctx, b, ki, &cb, rung, d, ns, per, &nd);
             if (r == QKRT_OK) q->us_screen = median(per, rung) / 1e3, q->screen_runs = rung;
         }
     }
@@ -727,7 +766,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         char step[48];
         snprintf(step, sizeof step, "finalist %u/%u", f + 1, finalists);
         progress(o, c, step, out->kernel);
-        r = time_variant(ctx, b, idx[pick - (int)first], c, &cb, runs,
+        r = time_variant(ctx, b, idx[pick - (int)first], &cb, runs,
                          f == 0 ? o->warmup_s : o->rewarm_s, copy_gbps, d, ns, per, out);
         if (r == QKRT_OK && o->record)
             o->record(o->user, qkrt_bundle_kernel(b, idx[pick - (int)first]), out, "full");

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+/* The shape variables a select table's rules may read. */
+static const char *const SELECT_NAMES[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
+
 static void log_cb(void *user, int level, const char *msg) {
     (void)user;
     if (level >= QKRT_LOG_WARN) fprintf(stderr, "qkrt: %s\n", msg);
@@ -177,9 +180,8 @@ static uint32_t verify_select(qkrt_context *ctx, const qkrt_bundle *b, uint32_t 
         bool id = strstr(k->family, "_id") != NULL;
         uint32_t K = verify_k(k->block_elements, !strncmp(k->family, "matmul", 6));
         for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
-            qkrt_shape s = {7,
-                            {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"},
-                            {M, K, tokens[t], id ? 4 : 1, id ? 2 : 1, 1, tokens[t]}};
+            const int64_t values[] = {M, K, tokens[t], id ? 4 : 1, id ? 2 : 1, 1, tokens[t]};
+            qkrt_shape s = QK_SHAPE(SELECT_NAMES, values);
             uint32_t ki;
             asked++;
             if (qkrt_select(ctx, b, k->family, fmt, &s, &ki) != QKRT_OK) {
@@ -470,9 +472,8 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
     char fmt[96];
     snprintf(fmt, sizeof fmt, "%s%s%s", w->format, w->variant[0] ? "/" : "", w->variant);
     bool id = moe && moe->E;
-    qkrt_shape s = {7,
-                    {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"},
-                    {M, K, T, id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1, T}};
+    const int64_t values[] = {M, K, T, id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1, T};
+    qkrt_shape s = QK_SHAPE(SELECT_NAMES, values);
     uint32_t ki;
     if (qkrt_select(ctx, b, family, fmt, &s, &ki) == QKRT_OK) return (int)ki;
     snprintf(err, err_size, "%s", qkrt_last_error(ctx));

@@ -20,6 +20,27 @@ typedef struct qk_weights {
     size_t bytes[4];
 } qk_weights;
 
+/* Room for what a qkrt_dispatch points to (its buffers, its shape's names
+ * and values), for the host operations that fill dispatches; qk_slots_use
+ * points d at it. */
+enum { QK_MAX_BUFFERS = 32, QK_MAX_VARS = 16 };
+typedef struct qk_slots {
+    qkrt_buffer *buffers[QK_MAX_BUFFERS];
+    const char *names[QK_MAX_VARS];
+    int64_t values[QK_MAX_VARS];
+} qk_slots;
+
+/* d's buffers and shape point into s; nbuf buffers and nvars variables. */
+static inline void qk_slots_use(qkrt_dispatch *d, qk_slots *s, uint32_t nbuf, uint32_t nvars) {
+    d->buffer_count = nbuf;
+    d->buffers = s->buffers;
+    d->shape = (qkrt_shape){nvars, s->names, s->values};
+}
+
+/* A qkrt_shape over two arrays of the same length. */
+#define QK_SHAPE(names, values)                                                                    \
+    ((qkrt_shape){sizeof(names) / sizeof((names)[0]), (names), (values)})
+
 /* Whether a shape (M, K, T and, for MoE kernels, E, top_k, ne11 and
  * max_per_expert) meets every constraint of kernel k. */
 bool qk_kernel_fits(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t T, uint32_t E,

@@ -22,7 +22,7 @@ bool qk_matmul_k_ok(const qkrt_kernel_info *k, uint32_t K, char *msg, size_t siz
 typedef struct pool {
     qkrt_context *ctx;
     uint32_t n;
-    qkrt_buffer *b[QKRT_MAX_BINDINGS * 2];
+    qkrt_buffer *b[QK_MAX_BUFFERS * 2];
 } pool;
 
 /* A buffer of bytes, uploaded from data, or filled with pattern if data is NULL. */
@@ -68,22 +68,22 @@ typedef struct role_buf {
     qkrt_buffer *buf;
 } role_buf;
 
-/* Fills d->buffers in binding order: weights from wb (see pool_weights), the
- * other bindings by role. */
+/* Fills d's buffers (kept in s) in binding order: weights from wb (see
+ * pool_weights), the other bindings by role. */
 static qkrt_result bind_roles(qkrt_context *ctx, const qkrt_kernel_info *k, qkrt_buffer **wb,
                               uint32_t planes, const role_buf *rb, uint32_t nrb, qkrt_dispatch *d,
-                              char *err, size_t err_size) {
+                              qk_slots *s, char *err, size_t err_size) {
     uint32_t slot = 0, plane = 0;
     for (uint32_t i = 0; i < k->binding_count; i++) {
         const qkrt_binding_info *bi = &k->bindings[i];
-        if (slot + bi->count > QKRT_MAX_BINDINGS) break;
+        if (slot + bi->count > QK_MAX_BUFFERS) break;
         if (!strcmp(bi->role, "weights")) {
             if (plane >= planes) {
                 snprintf(err, err_size, "%s: more weight planes than the weights have", k->name);
                 return QKRT_ERROR_ARGUMENT;
             }
             for (uint32_t m = 0; m < bi->count; m++)
-                d->buffers[slot++] = wb[m * planes + plane];
+                s->buffers[slot++] = wb[m * planes + plane];
             plane++;
             continue;
         }
@@ -97,21 +97,25 @@ static qkrt_result bind_roles(qkrt_context *ctx, const qkrt_kernel_info *k, qkrt
             return QKRT_ERROR_ARGUMENT;
         }
         for (uint32_t m = 0; m < bi->count; m++)
-            d->buffers[slot++] = rb[j].buf;
+            s->buffers[slot++] = rb[j].buf;
     }
+    d->buffers = s->buffers;
+    d->buffer_count = slot;
     (void)ctx;
     return QKRT_OK;
 }
 
-static void shape_add(qkrt_shape *s, const char *name, int64_t value) {
-    s->names[s->count] = name;
-    s->values[s->count++] = value;
+/* Appends name = value to sh, whose names and values are kept in s. */
+static void shape_add(qkrt_shape *sh, qk_slots *s, const char *name, int64_t value) {
+    s->names[sh->count] = name;
+    s->values[sh->count] = value;
+    *sh = (qkrt_shape){sh->count + 1, s->names, s->values};
 }
 
-static void moe_shape(qkrt_shape *sh, const qk_moe_shape *s, uint32_t mpe) {
-    shape_add(sh, "M", s->M), shape_add(sh, "K", s->K), shape_add(sh, "T", s->T);
-    shape_add(sh, "E", s->E), shape_add(sh, "top_k", s->top_k), shape_add(sh, "ne11", s->ne11);
-    shape_add(sh, "max_per_expert", mpe);
+static void moe_shape(qkrt_shape *sh, qk_slots *sl, const qk_moe_shape *s, uint32_t mpe) {
+    shape_add(sh, sl, "M", s->M), shape_add(sh, sl, "K", s->K), shape_add(sh, sl, "T", s->T);
+    shape_add(sh, sl, "E", s->E), shape_add(sh, sl, "top_k", s->top_k);
+    shape_add(sh, sl, "ne11", s->ne11), shape_add(sh, sl, "max_per_expert", mpe);
 }
 
 static qkrt_result finish(qkrt_context *ctx, pool *p, qkrt_result r, char *err, size_t err_size) {
@@ -134,14 +138,16 @@ qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
     qkrt_buffer *wb[8] = {0};
     pool_weights(&p, w, kernel_weights(k), wb, &r);
     qkrt_dispatch d = {.bundle = b, .kernel = ki};
-    shape_add(&d.shape, "M", M), shape_add(&d.shape, "K", K), shape_add(&d.shape, "T", T);
+    qk_slots sl;
+    shape_add(&d.shape, &sl, "M", M), shape_add(&d.shape, &sl, "K", K);
+    shape_add(&d.shape, &sl, "T", T);
     /* a split-K kernel's scratch, zero-filled: its counters start at 0 */
     size_t scratch = 0;
     if (!qk_scratch_bytes(k, &d.shape, &scratch, err, err_size)) r = QKRT_ERROR_ARGUMENT;
     role_buf rb[] = {{"activations", pool_buffer(&p, x, (size_t)T * K * 4, 0, &r)},
                      {"output", pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r)},
                      {"scratch", scratch ? pool_buffer(&p, NULL, scratch, 0, &r) : NULL}};
-    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 3, &d, err, err_size);
+    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 3, &d, &sl, err, err_size);
     /* a split-K kernel runs twice on one scratch, y poisoned again between:
      * the checked run finds the counters as the first left them, so a kernel
      * that did not set them back leaves y unwritten */
@@ -180,20 +186,21 @@ qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
                      {"tpe", pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r)},
                      {"output", pool_buffer(&p, NULL, ny * 4, NaN32, &r)}};
     qkrt_dispatch d = {.bundle = b, .kernel = ki};
-    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 4, &d, err, err_size);
-    moe_shape(&d.shape, s, s->T);
+    qk_slots sl;
+    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 4, &d, &sl, err, err_size);
+    moe_shape(&d.shape, &sl, s, s->T);
     if (r == QKRT_OK) r = qkrt_run_timed(ctx, &d, 1, ns);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[3].buf, 0, y, ny * 4);
     free(tpe), free(ids);
     return finish(ctx, &p, r, err, err_size);
 }
 
-static void route_shape(qkrt_shape *sh, uint32_t T, uint32_t top_k, uint32_t E,
+static void route_shape(qkrt_shape *sh, qk_slots *sl, uint32_t T, uint32_t top_k, uint32_t E,
                         const uint32_t gx[2], const uint32_t tn[2]) {
-    shape_add(sh, "T", T), shape_add(sh, "top_k", top_k), shape_add(sh, "E", E);
-    shape_add(sh, "max_per_expert", T); /* a token picks an expert at most once */
-    shape_add(sh, "groups_x0", gx[0]), shape_add(sh, "tile_n0", tn[0]);
-    shape_add(sh, "groups_x1", gx[1]), shape_add(sh, "tile_n1", tn[1]);
+    shape_add(sh, sl, "T", T), shape_add(sh, sl, "top_k", top_k), shape_add(sh, sl, "E", E);
+    shape_add(sh, sl, "max_per_expert", T); /* a token picks an expert at most once */
+    shape_add(sh, sl, "groups_x0", gx[0]), shape_add(sh, sl, "tile_n0", tn[0]);
+    shape_add(sh, sl, "groups_x1", gx[1]), shape_add(sh, sl, "tile_n1", tn[1]);
 }
 
 qkrt_result qk_run_moe_route(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
@@ -209,8 +216,9 @@ qkrt_result qk_run_moe_route(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
                      {"ids", pool_buffer(&p, NULL, (size_t)E * T * 4, ~0u, &r)},
                      {"indirect", pool_buffer(&p, NULL, 6 * 4, ~0u, &r)}};
     qkrt_dispatch d = {.bundle = b, .kernel = ki};
-    if (r == QKRT_OK) r = bind_roles(ctx, k, NULL, 0, rb, 4, &d, err, err_size);
-    route_shape(&d.shape, T, top_k, E, gx, tn);
+    qk_slots sl;
+    if (r == QKRT_OK) r = bind_roles(ctx, k, NULL, 0, rb, 4, &d, &sl, err, err_size);
+    route_shape(&d.shape, &sl, T, top_k, E, gx, tn);
     if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, tpe, (size_t)E * 4);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[2].buf, 0, ids, (size_t)E * T * 4);
@@ -248,8 +256,9 @@ qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t rou
      * rule (a tiled matmul's row tiles, or a mat-vec tile's row groups),
      * y from the busiest expert's pairs over the kernel's NR1 */
     qk_moe_shape sg = {F, H, T, E, top_k, 1}, sd = {H, F, T, E, top_k, top_k};
+    qk_slots sl[3];
     qkrt_shape shg = {0}, shd = {0};
-    moe_shape(&shg, &sg, T), moe_shape(&shd, &sd, T);
+    moe_shape(&shg, &sl[1], &sg, T), moe_shape(&shd, &sl[2], &sd, T);
     int64_t gx64[2] = {0, 0};
     if (r == QKRT_OK) r = qkrt_eval(kg->grid[0], &shg, &gx64[0], err, err_size);
     if (r == QKRT_OK) r = qkrt_eval(kd->grid[0], &shd, &gx64[1], err, err_size);
@@ -262,10 +271,12 @@ qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t rou
     role_buf rr[] = {{"topk", topk_b}, {"tpe", tpe_b}, {"ids", ids_b}, {"indirect", disp_b}};
     role_buf rg[] = {{"activations", x_b}, {"ids", ids_b}, {"tpe", tpe_b}, {"output", h_b}};
     role_buf rd[] = {{"activations", h_b}, {"ids", ids_b}, {"tpe", tpe_b}, {"output", y_b}};
-    if (r == QKRT_OK) r = bind_roles(ctx, kr, NULL, 0, rr, 4, &d[0], err, err_size);
-    if (r == QKRT_OK) r = bind_roles(ctx, kg, wbg, wgu[0].plane_count, rg, 4, &d[1], err, err_size);
-    if (r == QKRT_OK) r = bind_roles(ctx, kd, wbd, wd->plane_count, rd, 4, &d[2], err, err_size);
-    route_shape(&d[0].shape, T, top_k, E, gx, tn);
+    if (r == QKRT_OK) r = bind_roles(ctx, kr, NULL, 0, rr, 4, &d[0], &sl[0], err, err_size);
+    if (r == QKRT_OK)
+        r = bind_roles(ctx, kg, wbg, wgu[0].plane_count, rg, 4, &d[1], &sl[1], err, err_size);
+    if (r == QKRT_OK)
+        r = bind_roles(ctx, kd, wbd, wd->plane_count, rd, 4, &d[2], &sl[2], err, err_size);
+    route_shape(&d[0].shape, &sl[0], T, top_k, E, gx, tn);
     d[1].shape = shg, d[2].shape = shd;
     if (r == QKRT_OK) r = qkrt_run(ctx, d, 3);
     if (r == QKRT_OK && h) r = qkrt_buffer_download(ctx, h_b, 0, h, (size_t)T * top_k * F * 4);

@@ -11,15 +11,15 @@
 qkrt_result qk_dispatch_setup(const qkrt_bundle *b, uint32_t ki, const qk_wbufs *mats,
                               uint32_t nmats, const qk_bind *binds, uint32_t nbinds,
                               const char *const *names, const int64_t *values, uint32_t nvars,
-                              qkrt_dispatch *d, char *err, size_t err_size) {
+                              qkrt_dispatch *d, qk_slots *s, char *err, size_t err_size) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
     memset(d, 0, sizeof *d);
     d->bundle = b, d->kernel = ki;
     uint32_t slot = 0, plane = 0;
     for (uint32_t i = 0; i < k->binding_count; i++) {
         const qkrt_binding_info *bi = &k->bindings[i];
-        if (slot + bi->count > QKRT_MAX_BINDINGS) {
-            snprintf(err, err_size, "%s: more than %d buffers", k->name, QKRT_MAX_BINDINGS);
+        if (slot + bi->count > QK_MAX_BUFFERS) {
+            snprintf(err, err_size, "%s: more than %d buffers", k->name, QK_MAX_BUFFERS);
             return QKRT_ERROR_ARGUMENT;
         }
         if (!strcmp(bi->role, "weights")) {
@@ -28,7 +28,7 @@ qkrt_result qk_dispatch_setup(const qkrt_bundle *b, uint32_t ki, const qk_wbufs 
                 return QKRT_ERROR_ARGUMENT;
             }
             for (uint32_t m = 0; m < bi->count; m++)
-                d->buffers[slot++] = mats[m < nmats ? m : nmats - 1].plane[plane];
+                s->buffers[slot++] = mats[m < nmats ? m : nmats - 1].plane[plane];
             plane++;
             continue;
         }
@@ -41,11 +41,15 @@ qkrt_result qk_dispatch_setup(const qkrt_bundle *b, uint32_t ki, const qk_wbufs 
             return QKRT_ERROR_ARGUMENT;
         }
         for (uint32_t m = 0; m < bi->count; m++)
-            d->buffers[slot++] = buf;
+            s->buffers[slot++] = buf;
     }
-    for (uint32_t i = 0; i < nvars && i < QKRT_MAX_VARS; i++)
-        d->shape.names[i] = names[i], d->shape.values[i] = values[i];
-    d->shape.count = nvars < QKRT_MAX_VARS ? nvars : QKRT_MAX_VARS;
+    if (nvars > QK_MAX_VARS) {
+        snprintf(err, err_size, "%s: more than %d shape variables", k->name, QK_MAX_VARS);
+        return QKRT_ERROR_ARGUMENT;
+    }
+    for (uint32_t i = 0; i < nvars; i++)
+        s->names[i] = names[i], s->values[i] = values[i];
+    qk_slots_use(d, s, slot, nvars);
     return QKRT_OK;
 }
 
@@ -96,9 +100,7 @@ qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     const char *names[] = {"M", "K", "T", "top_k", "ne11", "E"};
     int64_t vals[] = {M, K, T, top_k, ne11, E}, qvals[] = {K, (int64_t)T * ne11};
     /* a split-K kernel's scratch, zero-filled: its counters start at 0 */
-    qkrt_shape shape = {6,
-                        {names[0], names[1], names[2], names[3], names[4], names[5]},
-                        {vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]}};
+    qkrt_shape shape = QK_SHAPE(names, vals);
     size_t scratch = 0;
     if (r == QKRT_OK &&
         !qk_scratch_bytes(qkrt_bundle_kernel(b, ki), &shape, &scratch, err, err_size))
@@ -107,14 +109,19 @@ qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     if (sb && r == QKRT_OK) r = qkrt_buffer_fill(ctx, sb, 0);
     if (r == QKRT_OK) {
         qkrt_dispatch d[2];
+        qk_slots slots[2];
         qk_bind binds[] = {{"x", xb}, {"ids", ib}, {"y", yb}, {"xq", qb}, {"scratch", sb}};
         uint32_t n = 0;
-        if (q8)
-            r = qk_dispatch_setup(b, (uint32_t)qi, NULL, 0, binds, 5, names + 1, qvals, 2, &d[n++],
-                                  err, err_size);
-        if (r == QKRT_OK)
-            r = qk_dispatch_setup(b, ki, mats, nw, binds, 5, names, vals, 6, &d[n++], err,
+        if (q8) {
+            r = qk_dispatch_setup(b, (uint32_t)qi, NULL, 0, binds, 5, names + 1, qvals, 2, &d[n],
+                                  &slots[n], err, err_size);
+            n++;
+        }
+        if (r == QKRT_OK) {
+            r = qk_dispatch_setup(b, ki, mats, nw, binds, 5, names, vals, 6, &d[n], &slots[n], err,
                                   err_size);
+            n++;
+        }
         d[n - 1].depends = q8;
         double t[2] = {0, 0};
         /* a split-K kernel runs twice on one scratch, y poisoned again

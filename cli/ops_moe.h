@@ -22,14 +22,16 @@ typedef struct qk_bind {
 
 enum { QK_MOE_MAX_MATS = 8 };
 
-/* Fills d (zeroed first) for kernel ki: weight binding slot m takes mats[m]
- * (mats[nmats - 1] for slots past nmats, so an 8-slot array may hold fewer
- * experts), every other binding the buffer of its name in binds; the shape
- * from names/values. QKRT_ERROR_ARGUMENT with a message if a binding has no buffer. */
+/* Fills d (zeroed first) for kernel ki, its buffers and shape kept in s
+ * (which must live as long as d is used): weight binding slot m takes
+ * mats[m] (mats[nmats - 1] for slots past nmats, so an 8-slot array may hold
+ * fewer experts), every other binding the buffer of its name in binds; the
+ * shape from names/values. QKRT_ERROR_ARGUMENT with a message if a binding
+ * has no buffer. */
 qkrt_result qk_dispatch_setup(const qkrt_bundle *b, uint32_t ki, const qk_wbufs *mats,
                               uint32_t nmats, const qk_bind *binds, uint32_t nbinds,
                               const char *const *names, const int64_t *values, uint32_t nvars,
-                              qkrt_dispatch *d, char *err, size_t err_size);
+                              qkrt_dispatch *d, qk_slots *s, char *err, size_t err_size);
 
 /* Creates a buffer holding bytes of data (data NULL: filled with NaN). */
 qkrt_result qk_buffer_from(qkrt_context *ctx, const void *data, size_t bytes, qkrt_buffer **out);

@@ -625,7 +625,7 @@ int qkrt_bundle_find(const qkrt_bundle *bundle, const char *name) {
 
 bool qkrt_shape_lookup(void *user, const char *name, size_t len, int64_t *value) {
     const qkrt_shape *s = user;
-    uint32_t count = s ? (s->count < QKRT_MAX_VARS ? s->count : QKRT_MAX_VARS) : 0;
+    uint32_t count = s && s->names && s->values ? s->count : 0;
     for (uint32_t i = 0; i < count; i++) {
         if (s->names[i] && strlen(s->names[i]) == len && memcmp(s->names[i], name, len) == 0) {
             *value = s->values[i];

@@ -477,6 +477,9 @@ static qkrt_result grid(qkrt_context *ctx, uint32_t i, const qkrt_kernel *k, con
 static qkrt_result buffer_writes(qkrt_context *ctx, uint32_t i, const qkrt_kernel *k,
                                  const qkrt_dispatch *d, VkWriteDescriptorSet *writes,
                                  VkDescriptorBufferInfo *infos) {
+    if (d->buffer_count != k->descriptor_count || !d->buffers)
+        return fail_at(ctx, i, k, "%u buffers for its %u descriptors%s", d->buffer_count,
+                       k->descriptor_count, d->buffers ? "" : " (buffers is NULL)");
     uint32_t slot = 0;
     for (uint32_t b = 0; b < k->info.binding_count; b++) {
         const qkrt_binding_info *bi = &k->info.bindings[b];

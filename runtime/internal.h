@@ -15,6 +15,10 @@
 #define QKRT_PRINTF(f, a)
 #endif
 
+/* Descriptors of one kernel (the sum of its binding counts): dispatches
+ * write them from arrays on the stack. */
+enum { QKRT_MAX_BINDINGS = 32 };
+
 /* Features a manifest may name ("features": [...]); bits of qkrt_kernel.features. */
 enum {
     QKRT_FEATURE_SUBGROUP_ARITHMETIC = 1u << 0,

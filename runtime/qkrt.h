@@ -205,9 +205,6 @@ qkrt_result qkrt_buffer_fill(qkrt_context *ctx, qkrt_buffer *buf, uint32_t patte
 
 /* ---- bundles: manifest.json + .spv files ---- */
 
-/* Buffers of one dispatch (qkrt_dispatch.buffers) and variables of one shape. */
-enum { QKRT_MAX_BINDINGS = 32, QKRT_MAX_VARS = 32 };
-
 /* The manifest's names as enums, for switches; each *_OTHER stands for a
  * name this runtime does not know (a newer bundle): the string field beside
  * the enum always has the manifest's name. */
@@ -365,8 +362,8 @@ uint32_t qkrt_kernels_prepare(qkrt_context *ctx, const qkrt_bundle *bundle, cons
 /* ---- shapes: named integer variables (M, K, T, ...) ---- */
 typedef struct qkrt_shape {
     uint32_t count;
-    const char *names[QKRT_MAX_VARS];
-    int64_t values[QKRT_MAX_VARS];
+    const char *const *names; /* count names, each looked up by exact match */
+    const int64_t *values;    /* their values */
 } qkrt_shape;
 
 /* Evaluates an integer expression (+ - * / % and parentheses, / rounding
@@ -387,9 +384,11 @@ qkrt_result qkrt_eval_bool(const char *expr, const qkrt_shape *shape, bool *valu
 /* ---- dispatch ---- */
 typedef struct qkrt_dispatch {
     const qkrt_bundle *bundle;
-    uint32_t kernel;                         /* index in the bundle */
-    qkrt_buffer *buffers[QKRT_MAX_BINDINGS]; /* one per buffer, in binding order
-                                                (an array binding takes count slots) */
+    uint32_t kernel; /* index in the bundle */
+    /* one buffer per descriptor, in binding order (an array binding of count
+     * n takes n): buffer_count is the sum of the kernel's binding counts */
+    uint32_t buffer_count;
+    qkrt_buffer *const *buffers;
     qkrt_shape shape;                        /* push constants and the grid come from here */
     uint32_t groups[3];                      /* all zero: evaluate the manifest's grid rule */
     qkrt_buffer *indirect;                   /* non-NULL: vkCmdDispatchIndirect from here */

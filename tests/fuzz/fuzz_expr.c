@@ -62,11 +62,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         qkfuzz_fail("a condition's value differs from the expression's or is not 0/1", expr);
 
     /* libqkrt's entry points over the same variables must agree */
-    qkrt_shape shape = {.count = VAR_COUNT};
+    const char *names[VAR_COUNT];
+    int64_t values[VAR_COUNT];
     for (uint32_t i = 0; i < VAR_COUNT; i++) {
-        shape.names[i] = vars[i].name;
-        shape.values[i] = vars[i].value;
+        names[i] = vars[i].name;
+        values[i] = vars[i].value;
     }
+    qkrt_shape shape = {VAR_COUNT, names, values};
     char error[512] = "";
     int64_t rv = 0;
     qkrt_result r = qkrt_eval(expr, &shape, &rv, error, sizeof error);

@@ -14,16 +14,16 @@ static const uint32_t module[5] = {0x07230203u, 0x00010300u, 0u, 1u, 0u};
 /* The bundle's expressions over a shape of its push constants (64 each) and
  * the usual variables; whatever they give, they must not crash or go silent. */
 static void evaluate(const qkrt_kernel_info *k) {
-    static const char *const names[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
-    qkrt_shape shape = {0};
-    for (uint32_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        shape.names[shape.count] = names[i];
-        shape.values[shape.count++] = 64;
-    }
-    for (uint32_t i = 0; i < k->push_count && shape.count < QKRT_MAX_VARS; i++) {
-        shape.names[shape.count] = k->push[i].name;
-        shape.values[shape.count++] = 64;
-    }
+    enum { MAX_VARS = 64 };
+    static const char *const usual[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
+    const char *names[MAX_VARS];
+    int64_t values[MAX_VARS];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < sizeof usual / sizeof usual[0]; i++)
+        names[count] = usual[i], values[count++] = 64;
+    for (uint32_t i = 0; i < k->push_count && count < MAX_VARS; i++)
+        names[count] = k->push[i].name, values[count++] = 64;
+    qkrt_shape shape = {count, names, values};
     char error[512];
     int64_t v;
     bool b;

@@ -121,7 +121,9 @@ static inline uint32_t gpu_fit_k(const qkrt_kernel_info *k, uint32_t want) {
     const uint32_t step = k->nk > k->block_elements ? k->nk : k->block_elements;
     want = (want + step - 1) / step * step;
     for (uint32_t K = want, i = 0; i < 64; i++, K += step) {
-        qkrt_shape s = {1, {"K"}, {K}};
+        static const char *const names[] = {"K"};
+        const int64_t values[] = {K};
+        qkrt_shape s = {1, names, values};
         bool all = true;
         for (uint32_t c = 0; c < k->constraint_count && all; c++) {
             bool v;

@@ -115,12 +115,13 @@ static int test_quantizer(qkrt_context *ctx, const qkrt_bundle *b, uint64_t *rng
         qkrt_result r = qk_buffer_from(ctx, x, 4 * n, &xb);
         if (r == QKRT_OK) r = qk_buffer_from(ctx, NULL, nq, &qb); /* poisoned */
         qkrt_dispatch d;
+        qk_slots slots;
         qk_bind binds[] = {{"x", xb}, {"xq", qb}};
         const char *names[] = {"K", "T"};
         int64_t vals[] = {K, T};
         if (r == QKRT_OK)
-            r = qk_dispatch_setup(b, (uint32_t)qi, NULL, 0, binds, 2, names, vals, 2, &d, err,
-                                  sizeof err);
+            r = qk_dispatch_setup(b, (uint32_t)qi, NULL, 0, binds, 2, names, vals, 2, &d, &slots,
+                                  err, sizeof err);
         if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
         if (r == QKRT_OK) r = qkrt_buffer_download(ctx, qb, 0, q, nq);
         uint32_t off = 0, worst = 0, bad_scale = 0;

@@ -94,10 +94,12 @@ static void test_matvec_swiglu(qkrt_context *ctx, const qkrt_bundle *b, uint32_t
     if (r == QKRT_OK) r = qk_buffer_from(ctx, NULL, ny * 4, &yb);
     if (r == QKRT_OK) {
         qkrt_dispatch d;
+        qk_slots slots;
         qk_bind binds[] = {{"x", xb}, {"y", yb}};
         const char *names[] = {"M", "K", "T"};
         int64_t vals[] = {M, K, T};
-        r = qk_dispatch_setup(b, ki, mats, 2, binds, 2, names, vals, 3, &d, err, sizeof err);
+        r = qk_dispatch_setup(b, ki, mats, 2, binds, 2, names, vals, 3, &d, &slots, err,
+                              sizeof err);
         if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
         if (r == QKRT_OK) r = qkrt_buffer_download(ctx, yb, 0, y, ny * 4);
     }
@@ -174,31 +176,32 @@ static void test_block(qkrt_context *ctx, const qkrt_bundle *b, const char *form
 
     char err[1024] = "";
     qkrt_dispatch d[5];
+    qk_slots ds[5];
     const char *nm[] = {"M", "K", "T", "top_k", "ne11", "E", "N", "eps_bits"};
     if (r == QKRT_OK) {
         qk_bind b0[] = {{"x", bx}, {"y", blog}};
         int64_t v0[] = {E, H, T};
-        r = qk_dispatch_setup(b, (uint32_t)bk->router, &mr, 1, b0, 2, nm, v0, 3, &d[0], err,
+        r = qk_dispatch_setup(b, (uint32_t)bk->router, &mr, 1, b0, 2, nm, v0, 3, &d[0], &ds[0], err,
                               sizeof err);
     }
     if (r == QKRT_OK) {
         qk_bind b1[] = {{"logits", blog}, {"ids", bids}, {"route_w", brw}};
         const char *n1[] = {"E", "T", "top_k"};
         int64_t v1[] = {E, T, TK};
-        r = qk_dispatch_setup(b, (uint32_t)bk->topk, NULL, 0, b1, 3, n1, v1, 3, &d[1], err,
+        r = qk_dispatch_setup(b, (uint32_t)bk->topk, NULL, 0, b1, 3, n1, v1, 3, &d[1], &ds[1], err,
                               sizeof err);
     }
     if (r == QKRT_OK) {
         qk_wbufs gu[2] = {mg, mu};
         qk_bind b2[] = {{"x", bx}, {"ids", bids}, {"y", bact}};
         int64_t v2[] = {F, H, T, TK, 1, E};
-        r = qk_dispatch_setup(b, (uint32_t)bk->gate_up, gu, 2, b2, 3, nm, v2, 6, &d[2], err,
+        r = qk_dispatch_setup(b, (uint32_t)bk->gate_up, gu, 2, b2, 3, nm, v2, 6, &d[2], &ds[2], err,
                               sizeof err);
     }
     if (r == QKRT_OK) {
         qk_bind b3[] = {{"x", bact}, {"ids", bids}, {"y", bslots}};
         int64_t v3[] = {H, F, T, TK, TK, E};
-        r = qk_dispatch_setup(b, (uint32_t)bk->down, &md, 1, b3, 3, nm, v3, 6, &d[3], err,
+        r = qk_dispatch_setup(b, (uint32_t)bk->down, &md, 1, b3, 3, nm, v3, 6, &d[3], &ds[3], err,
                               sizeof err);
     }
     if (r == QKRT_OK) {
@@ -206,8 +209,8 @@ static void test_block(qkrt_context *ctx, const qkrt_bundle *b, const char *form
                         {"residual", bres}, {"norm_w", bnw},  {"normed", bnormed}};
         const char *n4[] = {"N", "T", "top_k", "eps_bits"};
         int64_t v4[] = {H, T, TK, eps_bits};
-        r = qk_dispatch_setup(b, (uint32_t)bk->combine, NULL, 0, b4, 6, n4, v4, 4, &d[4], err,
-                              sizeof err);
+        r = qk_dispatch_setup(b, (uint32_t)bk->combine, NULL, 0, b4, 6, n4, v4, 4, &d[4], &ds[4],
+                              err, sizeof err);
     }
     if (r == QKRT_OK) r = qkrt_run(ctx, d, 5);
 

@@ -27,9 +27,10 @@ static bool run_host(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const
         if (r != QKRT_OK) break;
     }
     qkrt_dispatch d;
+    qk_slots slots;
     if (r == QKRT_OK)
         r = qk_dispatch_setup(b, ki, w ? &wb : NULL, w ? 1 : 0, binds, n, names, vals, nvars, &d,
-                              err, sizeof err);
+                              &slots, err, sizeof err);
     if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
     for (uint32_t i = 0; i < n && r == QKRT_OK; i++)
         if (hb[i].out) r = qkrt_buffer_download(ctx, binds[i].buf, 0, hb[i].data, hb[i].bytes);

@@ -27,9 +27,9 @@ int main(int argc, char **argv) {
     char op[64], fmt[96];
     long long M, K, T, E, top_k;
     while (scanf("%63s %95s %lld %lld %lld %lld %lld", op, fmt, &M, &K, &T, &E, &top_k) == 7) {
-        qkrt_shape s = {7,
-                        {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"},
-                        {M, K, T, E ? E : 1, top_k ? top_k : 1, 1, T}};
+        static const char *const names[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
+        const int64_t values[] = {M, K, T, E ? E : 1, top_k ? top_k : 1, 1, T};
+        qkrt_shape s = {7, names, values};
         uint32_t ki;
         if (qkrt_select(ctx, b, op, fmt, &s, &ki) == QKRT_OK)
             printf("%s\n", qkrt_bundle_kernel(b, ki)->name);

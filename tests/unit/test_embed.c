@@ -324,17 +324,21 @@ static void run_mode(engine *g, const char *dir, int mode, uint64_t *rng) {
     if (r == QKRT_OK) r = qkrt_buffer_wrap(ctx, hx.buffer, hx.bytes, &bx);
     if (r == QKRT_OK) r = qkrt_buffer_wrap(ctx, hy.buffer, hy.bytes, &by);
     if (r == QKRT_OK) r = qkrt_buffer_wrap(ctx, hy2.buffer, hy2.bytes, &by2);
+    static const char *const names[] = {"M", "K", "T"};
+    const int64_t values[] = {M, K, T}, bad_values[] = {M, K + 1, T}; /* K % 32 != 0 */
+    qkrt_buffer *bufs[] = {bw, bx, by}, *bufs2[] = {bw, bx, by2};
     qkrt_dispatch d = {.bundle = b,
                        .kernel = (uint32_t)ki,
-                       .buffers = {bw, bx, by},
-                       .shape = {3, {"M", "K", "T"}, {M, K, T}}};
+                       .buffer_count = 3,
+                       .buffers = bufs,
+                       .shape = {3, names, values}};
     /* a second kernel of the same module into a second output, no barrier
      * between the two (they only read the same inputs) */
     int k2 = mode == MODE_OWN_SET ? -1 : find_sibling(ctx, b, (uint32_t)ki);
     CHECK(mode == MODE_OWN_SET || k2 >= 0, "no other kernel of %s with other constants", k->spv);
     qkrt_dispatch d2 = d;
     d2.kernel = (uint32_t)(k2 >= 0 ? k2 : ki);
-    d2.buffers[2] = by2;
+    d2.buffers = bufs2;
     VkDescriptorPool own_pool = VK_NULL_HANDLE;
     if (r == QKRT_OK && mode == MODE_OWN_SET) {
         /* the engine allocates and writes the set itself */
@@ -364,14 +368,14 @@ static void run_mode(engine *g, const char *dir, int mode, uint64_t *rng) {
                                                .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                                .pBufferInfo = &bi[i]};
             vkUpdateDescriptorSets(g->device, 3, wr, 0, NULL);
-            memset(d.buffers, 0, sizeof d.buffers); /* not read with a set */
+            d.buffers = NULL, d.buffer_count = 0; /* not read with a set */
         }
     }
     CHECK(r == QKRT_OK, "%s: set-up: %s", MODE_NAME[mode], qkrt_last_error(ctx));
 
     /* a dispatch that fails its checks records nothing and says why */
     qkrt_dispatch bad = d;
-    bad.shape.values[1] = K + 1; /* breaks K % 32 == 0 */
+    bad.shape.values = bad_values;
     VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     vkBeginCommandBuffer(g->cmd, &begin);

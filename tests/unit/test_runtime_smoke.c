@@ -213,9 +213,15 @@ static void remove_file(const char *dir, const char *name) {
     remove(path);
 }
 
-static qkrt_shape shape2(const char *a, int64_t va, const char *b, int64_t vb) {
-    qkrt_shape s = {.count = 2, .names = {a, b}, .values = {va, vb}};
-    return s;
+/* Two variables, kept in v (a qkrt_shape points to its names and values). */
+typedef struct vars2 {
+    const char *names[2];
+    int64_t values[2];
+} vars2;
+
+static qkrt_shape shape2(vars2 *v, const char *a, int64_t va, const char *b, int64_t vb) {
+    *v = (vars2){{a, b}, {va, vb}};
+    return (qkrt_shape){2, v->names, v->values};
 }
 
 static void test_devices(void) {
@@ -243,7 +249,8 @@ static void test_devices(void) {
 }
 
 static void test_eval(void) {
-    qkrt_shape s = shape2("M", 7, "K", 64);
+    vars2 v2;
+    qkrt_shape s = shape2(&v2, "M", 7, "K", 64);
     char error[256];
     int64_t v = 0;
     CHECK(qkrt_eval("(M + 1) / 2", &s, &v, error, sizeof error) == QKRT_OK && v == 4, "%s", error);
@@ -344,14 +351,25 @@ static void test_run(qkrt_context *ctx, qkrt_bundle *bundle) {
 
     /* y = 2x + 3 by the grid rule, then z = x + y through an indirect dispatch:
      * the second reads what the first wrote, so the barrier between them matters */
+    vars2 v[3];
+    qkrt_buffer *b0[] = {bx, by}, *b1[] = {bx, by, bz}, *b2[] = {bx, unused};
     qkrt_dispatch d[3] = {
-        {.bundle = bundle, .kernel = 0, .buffers = {bx, by}, .shape = shape2("N", N, "M", 3)},
+        {.bundle = bundle,
+         .kernel = 0,
+         .buffer_count = 2,
+         .buffers = b0,
+         .shape = shape2(&v[0], "N", N, "M", 3)},
         {.bundle = bundle,
          .kernel = 1,
-         .buffers = {bx, by, bz},
-         .shape = shape2("N", N, "M", 0),
+         .buffer_count = 3,
+         .buffers = b1,
+         .shape = shape2(&v[1], "N", N, "M", 0),
          .indirect = ind},
-        {.bundle = bundle, .kernel = 0, .buffers = {bx, unused}, .shape = shape2("N", 0, "M", 0)},
+        {.bundle = bundle,
+         .kernel = 0,
+         .buffer_count = 2,
+         .buffers = b2,
+         .shape = shape2(&v[2], "N", 0, "M", 0)},
     };
     double ns[3] = {-1, -1, -1};
     OK(ctx, qkrt_run_timed(ctx, d, 3, ns));
@@ -370,17 +388,24 @@ static void test_run(qkrt_context *ctx, qkrt_bundle *bundle) {
 
     /* errors a caller gets back, each naming what is wrong */
     qkrt_dispatch e = d[0];
-    e.buffers[1] = NULL;
+    qkrt_buffer *no_y[] = {bx, NULL};
+    e.buffers = no_y;
     CHECK(qkrt_run(ctx, &e, 1) == QKRT_ERROR_ARGUMENT &&
               strstr(qkrt_last_error(ctx), "binding 'y'"),
           "%s", qkrt_last_error(ctx));
     e = d[0];
-    e.shape.names[1] = "Mx";
+    e.buffer_count = 1;
+    CHECK(qkrt_run(ctx, &e, 1) == QKRT_ERROR_ARGUMENT &&
+              strstr(qkrt_last_error(ctx), "1 buffers for its 2 descriptors"),
+          "%s", qkrt_last_error(ctx));
+    vars2 ve;
+    e = d[0];
+    e.shape = shape2(&ve, "N", N, "Mx", 3);
     CHECK(qkrt_run(ctx, &e, 1) == QKRT_ERROR_ARGUMENT &&
               strstr(qkrt_last_error(ctx), "push constant 'M'"),
           "%s", qkrt_last_error(ctx));
     e = d[0];
-    e.shape.values[1] = -1;
+    e.shape = shape2(&ve, "N", N, "M", -1);
     CHECK(qkrt_run(ctx, &e, 1) == QKRT_ERROR_ARGUMENT &&
               strstr(qkrt_last_error(ctx), "breaks constraint 'M >= 0'"),
           "%s", qkrt_last_error(ctx));
@@ -402,10 +427,11 @@ static void test_run(qkrt_context *ctx, qkrt_bundle *bundle) {
     /* many dispatches in one call, over several descriptor pools */
     enum { MANY = 3000 };
     qkrt_dispatch *many = calloc(MANY, sizeof *many);
+    vars2 *many_vars = calloc(MANY, sizeof *many_vars);
     double *many_ns = calloc(MANY, sizeof *many_ns);
     for (int i = 0; i < MANY; i++) {
         many[i] = d[0];
-        many[i].shape = shape2("N", 1000, "M", i);
+        many[i].shape = shape2(&many_vars[i], "N", 1000, "M", i);
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -424,6 +450,7 @@ static void test_run(qkrt_context *ctx, qkrt_bundle *bundle) {
     OK(ctx, qkrt_buffer_download(ctx, by, 0, y, 1000 * sizeof(float)));
     CHECK(y[5] == x[5] * 2.0f + (MANY - 1), "last of many: %g", y[5]);
     free(many);
+    free(many_vars);
     free(many_ns);
 
     double copy_ns[3] = {0};
@@ -499,8 +526,12 @@ int main(void) {
             OK(ctx, qkrt_bundle_load(ctx, dir, &bundle));
             qkrt_buffer *b = NULL;
             OK(ctx, qkrt_buffer_create(ctx, 64, &b));
-            qkrt_dispatch d = {
-                .bundle = bundle, .buffers = {b, b}, .shape = shape2("N", 1, "M", 0)};
+            vars2 v;
+            qkrt_buffer *bb[] = {b, b};
+            qkrt_dispatch d = {.bundle = bundle,
+                               .buffer_count = 2,
+                               .buffers = bb,
+                               .shape = shape2(&v, "N", 1, "M", 0)};
             if (bundle && b) qkrt_run(ctx, &d, 1);
             CHECK(qkrt_validation_errors(ctx) > 0, "a bad push-constant range went unnoticed");
             printf("validation errors counted for a bad kernel: %u\n", qkrt_validation_errors(ctx));
