@@ -844,6 +844,170 @@ static void api_defs(exporter *x, qk_str *o) {
         p, p, p, p);
 }
 
+/* ---- the tuned selection table (manifest.md, "Selection"), when the bundle has one ---- */
+
+static int kernel_index(const qkrt_json *kernels, const char *name) {
+    for (uint32_t i = 0; i < kernels->count; i++) {
+        const qkrt_json *n = qkrt_json_get(&kernels->items[i], "name");
+        if (n && n->type == QKRT_JSON_STRING && !strcmp(n->string, name)) return (int)i;
+    }
+    return -1;
+}
+
+/* A range [lo, hi] (hi null: unbounded, -1 in C) as "{lo, hi}". */
+static bool range(exporter *x, const qkrt_json *r, const char *key, qk_str *o) {
+    const qkrt_json *v = field(x, r, key, QKRT_JSON_ARRAY, true);
+    if (!v) return false;
+    const qkrt_json *lo = v->count == 2 ? &v->items[0] : NULL, *hi = lo ? &v->items[1] : NULL;
+    if (!lo || lo->type != QKRT_JSON_NUMBER || !lo->integral || lo->integer < 0 ||
+        !(hi->type == QKRT_JSON_NULL || (hi->type == QKRT_JSON_NUMBER && hi->integral)))
+        return bad(x, v, "\"%s\": expected [lo, hi] with hi an integer or null", key);
+    qk_str_addf(o, "{INT64_C(%lld), INT64_C(%lld)}, ", (long long)lo->integer,
+                hi->type == QKRT_JSON_NULL ? -1LL : (long long)hi->integer);
+    return true;
+}
+
+/* A list of rules as a static array (its name in name, "NULL" when empty). */
+static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, const char *what,
+                  char name[64]) {
+    snprintf(name, 64, "NULL");
+    if (!l || !l->count) return !x->e->set;
+    snprintf(name, 64, "%s__%s", x->p, what);
+    qk_str_addf(&x->defs, "static const %s_rule %s[] = {\n", x->p, name);
+    for (uint32_t i = 0; i < l->count; i++) {
+        const qkrt_json *r = &l->items[i];
+        const char *op = str(x, r, "op", true), *format = str(x, r, "format", true);
+        const char *variant = str(x, r, "format_variant", false);
+        const char *kernel = str(x, r, "kernel", true), *precision = str(x, r, "precision", false);
+        if (!op || !format || !kernel) return false;
+        int k = kernel_index(kernels, kernel);
+        if (k < 0) return bad(x, r, "select: kernel '%s' is not in the manifest", kernel);
+        qk_str_add(&x->defs, "    {");
+        c_str_field(&x->defs, op);
+        c_str_field(&x->defs, format);
+        c_str_field(&x->defs, variant ? variant : "");
+        qk_str_addf(&x->defs, "%d, ", k);
+        c_str_field(&x->defs, precision);
+        if (!range(x, r, "M", &x->defs) || !range(x, r, "K", &x->defs) ||
+            !range(x, r, "T", &x->defs))
+            return false;
+        qk_str_add(&x->defs, "},\n");
+    }
+    qk_str_add(&x->defs, "};\n");
+    return true;
+}
+
+/* The table as P_selection and its rule as P_select(); true with nothing
+ * written when the manifest has no "select". */
+static bool selection(exporter *x, const qkrt_json *root, const qkrt_json *kernels, qk_str *decl) {
+    const qkrt_json *t = field(x, root, "select", QKRT_JSON_OBJECT, false);
+    if (!t) return !x->e->set;
+    uint32_t version;
+    if (!u32(x, t, "version", true, &version)) return false;
+    if (version != 1) return bad(x, t, "select: version %u, this exporter knows 1", version);
+    const qkrt_json *devices = list(x, t, "devices", true), *defaults = list(x, t, "default", true);
+    char dname[64], names[64];
+    if (!devices || !defaults || !rules(x, kernels, defaults, "select_default", dname))
+        return false;
+    qk_str devs = {0};
+    for (uint32_t i = 0; i < devices->count; i++) {
+        const qkrt_json *d = &devices->items[i];
+        uint32_t vendor, device, driver;
+        char what[32];
+        snprintf(what, sizeof what, "select_device_%u", i);
+        if (!u32(x, d, "vendor_id", true, &vendor) || !u32(x, d, "device_id", true, &device) ||
+            !u32(x, d, "driver_version", true, &driver) ||
+            !rules(x, kernels, list(x, d, "rules", false), what, names)) {
+            qk_str_free(&devs);
+            return false;
+        }
+        qk_str_addf(&devs, "    {%uu, %uu, %uu, ", vendor, device, driver);
+        c_str_field(&devs, str(x, d, "cache_uuid", false));
+        c_str_field(&devs, str(x, d, "name", false));
+        const qkrt_json *rl = qkrt_json_get(d, "rules");
+        qk_str_addf(&devs, "%u, %s},\n", rl && rl->type == QKRT_JSON_ARRAY ? rl->count : 0, names);
+    }
+    if (devices->count)
+        qk_str_addf(&x->defs, "static const %s_device_rules %s__select_devices[] = {\n%s};\n", x->p,
+                    x->p, devs.s);
+    qk_str_free(&devs);
+    const char *p = x->p;
+    qk_str_addf(&x->defs, "const %s_selection %s_selection_table = {%u, %s%s, %u, %s};\n\n", p, p,
+                devices->count, devices->count ? p : "NULL",
+                devices->count ? "__select_devices" : "", defaults->count, dname);
+    qk_str_addf(
+        decl,
+        "/* The tuned selection table (docs/manifest.md, \"Selection\"). */\n"
+        "#define %s_HAS_SELECT 1\n"
+        "typedef struct %s_rule {\n"
+        "    const char *op, *format, *format_variant;\n"
+        "    int kernel; /* index into %s_kernels */\n"
+        "    const char *precision;\n"
+        "    int64_t M[2], K[2], T[2]; /* inclusive; an upper bound of -1 has no bound */\n"
+        "} %s_rule;\n"
+        "typedef struct %s_device_rules {\n"
+        "    uint32_t vendor_id, device_id, driver_version;\n"
+        "    const char *cache_uuid, *name;\n"
+        "    uint32_t rule_count;\n"
+        "    const %s_rule *rules;\n"
+        "} %s_device_rules;\n"
+        "typedef struct %s_selection {\n"
+        "    uint32_t device_count;\n"
+        "    const %s_device_rules *devices;\n"
+        "    uint32_t default_count;\n"
+        "    const %s_rule *defaults;\n"
+        "} %s_selection;\n"
+        "extern const %s_selection %s_selection_table;\n"
+        "/* The kernel the table picks for a device (VkPhysicalDeviceProperties' IDs and\n"
+        " * driverVersion), an op and format (format_variant NULL: any) and shape s:\n"
+        " * its index, or -1. can_run (NULL: every kernel) says whether the device\n"
+        " * runs a kernel (its features and limits). */\n"
+        "int %s_select(uint32_t vendor_id, uint32_t device_id, uint32_t driver_version,\n"
+        "    const char *op, const char *format, const char *format_variant,\n"
+        "    const %s_shape *s, int (*can_run)(const %s_kernel *k, void *user), void *user);\n\n",
+        x->up, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
+    bool has[3] = {false, false, false};
+    for (uint32_t i = 0; i < x->var_count; i++)
+        for (int j = 0; j < 3; j++)
+            has[j] |= !strcmp(x->vars[i], j == 0 ? "M" : j == 1 ? "K" : "T");
+    qk_str_addf(
+        &x->defs,
+        "int %s_select(uint32_t vendor_id, uint32_t device_id, uint32_t driver_version,\n"
+        "    const char *op, const char *format, const char *format_variant,\n"
+        "    const %s_shape *s, int (*can_run)(const %s_kernel *k, void *user), void *user) {\n"
+        "    const %s_selection *t = &%s_selection_table;\n"
+        "    const %s_device_rules *dev = NULL;\n"
+        "    uint32_t i, pass;\n"
+        "    int64_t v[3];\n"
+        "    v[0] = %s;\n    v[1] = %s;\n    v[2] = %s;\n"
+        "    for (i = 0; i < t->device_count; i++) {\n"
+        "        const %s_device_rules *d = &t->devices[i];\n"
+        "        if (d->vendor_id != vendor_id || d->device_id != device_id) continue;\n"
+        "        if (d->driver_version == driver_version) {\n"
+        "            dev = d;\n            break;\n        }\n"
+        "        if (!dev) dev = d;\n    }\n"
+        "    for (pass = 0; pass < 2; pass++) {\n"
+        "        const %s_rule *r = pass ? t->defaults : dev ? dev->rules : NULL;\n"
+        "        uint32_t n = pass ? t->default_count : dev ? dev->rule_count : 0;\n"
+        "        for (i = 0; i < n; i++, r++) {\n"
+        "            const int64_t *range[3];\n"
+        "            int j, in = 1;\n"
+        "            range[0] = r->M;\n            range[1] = r->K;\n"
+        "            range[2] = r->T;\n"
+        "            if (strcmp(r->op, op) || strcmp(r->format, format) ||\n"
+        "                (format_variant && strcmp(r->format_variant, format_variant)))\n"
+        "                continue;\n"
+        "            for (j = 0; j < 3; j++)\n"
+        "                in &= v[j] >= range[j][0] && (range[j][1] < 0 || v[j] <= range[j][1]);\n"
+        "            if (!in || %s_kernels[r->kernel].check(s) >= 0) continue;\n"
+        "            if (can_run && !can_run(&%s_kernels[r->kernel], user)) continue;\n"
+        "            return r->kernel;\n"
+        "        }\n    }\n    return -1;\n}\n",
+        p, p, p, p, p, p, has[0] ? "s->M" : "0", has[1] ? "s->K" : "0", has[2] ? "s->T" : "0", p, p,
+        p, p);
+    return true;
+}
+
 static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
     char *mpath = qk_path_join(dir, "manifest.json");
     x->manifest_path = mpath;
@@ -863,6 +1027,8 @@ static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
     char(*hashes)[65] = qk_xcalloc(nk + 1, sizeof *hashes);
     for (uint32_t i = 0; i < nk && !x->e->set; i++)
         kernel(x, dir, &kernels->items[i], i, mods, &nmods, hashes, &rows);
+    qk_str select_decl = {0};
+    if (!x->e->set) selection(x, root, kernels, &select_decl);
     bool ok = !x->e->set;
     if (ok) {
         const char *hash = str(x, root, "inputs_hash", false);
@@ -881,6 +1047,7 @@ static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
                     x->var_count ? x->var_count : 1);
         header_types(x, &o);
         header_api(x, &o);
+        if (select_decl.len) qk_str_add(&o, select_decl.s);
         qk_str_addf(&o,
                     "#ifdef __cplusplus\n}\n#endif\n#endif /* %s_H */\n\n"
                     "#if defined(%s_IMPLEMENTATION) && !defined(%s_IMPLEMENTED)\n"
@@ -897,6 +1064,7 @@ static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
     }
     qk_str_free(&rows);
     qk_str_free(&o);
+    qk_str_free(&select_decl);
     free(mods);
     free(hashes);
     qkrt_json_free(root);

@@ -1,7 +1,8 @@
 # qkgen export: a bundle with the cooperative-matrix, int8-dot, MoE, split-K
 # (scratch sizes) and MLX kernels as one header that compiles without a warning
 # as C99 (-pedantic) and as C++, whose dispatch functions agree with the
-# manifest's expressions on random shapes; a tampered module is refused.
+# manifest's expressions on random shapes, a select table that picks as
+# select_eval.py does; a tampered module is refused.
 . "$(dirname "$0")/../cli/lib.sh"
 qkgen=$1 bundle=$2
 seed=${QKGEN_SEED:-$RANDOM}
@@ -24,6 +25,9 @@ for prog in check_c check_cpp; do
   /usr/bin/python3 "$(dirname "$0")/check_header.py" "$bundle/manifest.json" "$scratch/$prog" "$seed" ||
     fail "$prog: the header's functions differ from the manifest (seed $seed)"
 done
+# a select table: qkb_select against tests/tools/select_eval.py
+python3 "$(dirname "$0")/check_select.py" "$qkgen" "$bundle" "$scratch" "$seed" ||
+  fail "qkb_select differs from select_eval.py (seed $seed)"
 # a module that is not the one the manifest hashed
 cp -r "$bundle" "$scratch/tampered"
 spv=$(ls "$scratch/tampered"/*.spv | head -1)

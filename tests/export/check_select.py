@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""The exported header's select table and qkb_select against select_eval.py
+(docs/manifest.md's rule, evaluated independently): a copy of BUNDLE gets a
+random select table over its kernels, is exported, and both answer the same
+queries (devices known, known with another driver, unknown; shapes inside,
+between and beyond the ranges)."""
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+import select_eval  # noqa: E402
+
+
+def rule(rng, k):
+    def rng_range():
+        lo = rng.choice([1, 1, 2, 17, 100])
+        return [lo, rng.choice([None, lo + rng.randint(0, 300)])]
+    return {"op": k["family"], "format": k["format"], "format_variant": k["format_variant"],
+            "kernel": k["name"], "precision": k["precision"],
+            "M": rng_range(), "K": rng_range(), "T": rng_range()}
+
+
+def main(argv):
+    qkgen, bundle, scratch, seed = argv[1], argv[2], argv[3], int(argv[4])
+    rng = random.Random(seed)
+    copy = os.path.join(scratch, "selected")
+    shutil.copytree(bundle, copy)
+    with open(os.path.join(copy, "manifest.json")) as f:
+        man = json.load(f)
+    ks = [k for k in man["kernels"] if k["family"] in ("matvec", "matvec_id", "matmul", "matmul_id")]
+    devices = [{"vendor_id": 4318, "device_id": 8961, "driver_version": d, "cache_uuid": "0" * 32,
+                "name": f"device {d}", "rules": [rule(rng, rng.choice(ks)) for _ in range(12)]}
+               for d in (100, 200)]
+    man["select"] = {"version": 1, "devices": devices,
+                     "default": [rule(rng, rng.choice(ks)) for _ in range(8)]}
+    with open(os.path.join(copy, "manifest.json"), "w") as f:
+        json.dump(man, f, indent=1)
+    header = os.path.join(scratch, "qkb_bundle.h")
+    subprocess.run([qkgen, "export", copy, "--c", header], check=True)
+    exe = os.path.join(scratch, "select_check")
+    src = os.path.join(os.path.dirname(__file__), "select_check.c")
+    flags = ["-Wall", "-Wextra", "-pedantic", "-Werror", "-I", scratch]
+    subprocess.run(["cc", "-std=c99", *flags, src, "-o", exe], check=True)
+    shutil.copy(src, os.path.join(scratch, "select_check.cpp"))
+    subprocess.run(["c++", "-std=c++11", *flags, os.path.join(scratch, "select_check.cpp"), "-o",
+                    exe + "_cpp"], check=True)
+    with open(header) as f:
+        text = f.read()
+    listed = re.search(r"shape_names\[\w+\] = \{([^}]*)\}", text).group(1)
+    names = [n.strip().strip('"') for n in listed.split(",")]
+    queries, expected = [], []
+    for _ in range(600):
+        r = rng.choice(devices[0]["rules"] + devices[1]["rules"] + man["select"]["default"])
+        dev = rng.choice([(4318, 8961, 100), (4318, 8961, 200), (4318, 8961, 300), (1, 2, 3)])
+        variant = rng.choice(["-", r["format_variant"]])
+        shape = {n: rng.randint(1, 8) for n in names}
+        shape.update(M=rng.randint(1, 450), K=rng.choice([32, 64, 256, 320, 33]),
+                     T=rng.randint(1, 450), ne11=1, top_k=2, E=8)
+        shape["max_per_expert"] = shape["T"]
+        fmt = r["format"] + ("" if variant == "-" else "/" + variant)
+        want, _ = select_eval.select(man, dev, r["op"], fmt, shape)
+        queries.append(" ".join(str(x) for x in (*dev, r["op"], r["format"],
+                                                 variant if variant else "-")) + " " +
+                       " ".join(str(shape[n]) for n in names))
+        expected.append(want)
+    run = subprocess.run([exe], input="\n".join(queries) + "\n", capture_output=True, text=True)
+    got = run.stdout.split()
+    wrong = [(q, w, g) for q, w, g in zip(queries, expected, got) if w != g]
+    for q, w, g in wrong[:10]:
+        print(f"FAIL: {q}\n  select_eval: {w}\n  header:      {g}")
+    picked = sum(w != "-" for w in expected)
+    print(f"seed {seed}: {len(queries)} queries ({picked} pick a kernel), "
+          f"{len(wrong) + abs(len(got) - len(expected))} differ")
+    return 1 if wrong or len(got) != len(expected) or run.returncode else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,26 @@
+/* Reads queries (vendor device driver op format variant|- and a value for each
+ * shape variable in the order of qkb_shape_names) and prints the kernel
+ * qkb_select picks, or "-"; check_select.py compares with select_eval.py. */
+#define QKB_IMPLEMENTATION
+#include "qkb_bundle.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int main(void) {
+    unsigned vendor, device, driver;
+    char op[64], format[64], variant[64];
+    while (scanf("%u %u %u %63s %63s %63s", &vendor, &device, &driver, op, format, variant) == 6) {
+        qkb_shape s;
+        int i, k;
+        memset(&s, 0, sizeof s);
+        for (i = 0; i < QKB_SHAPE_COUNT; i++) {
+            long long v;
+            if (scanf("%lld", &v) != 1 || qkb_shape_set(&s, qkb_shape_names[i], v)) return 3;
+        }
+        k = qkb_select(vendor, device, driver, op, format, strcmp(variant, "-") ? variant : NULL, &s,
+                       NULL, NULL);
+        printf("%s\n", k < 0 ? "-" : qkb_kernels[k].name);
+    }
+    return 0;
+}
