@@ -277,6 +277,7 @@ void qkrt_device_query(VkInstance instance, uint32_t instance_api, VkPhysicalDev
     info->index = index;
     snprintf(info->name, sizeof info->name, "%s", props.deviceName);
     snprintf(info->type, sizeof info->type, "%s", type_name(props.deviceType));
+    info->device_type = props.deviceType;
     info->vendor_id = props.vendorID;
     info->device_id = props.deviceID;
     info->api_version = props.apiVersion;

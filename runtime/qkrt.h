@@ -71,8 +71,9 @@ typedef struct qkrt_desc {
 typedef struct qkrt_device_info {
     uint32_t index;
     char name[256];
-    char type[16];    /* "discrete", "integrated", "virtual", "cpu", "other" */
-    char driver[256]; /* driver name and info */
+    char type[16];                    /* "discrete", "integrated", "virtual", "cpu", "other" */
+    VkPhysicalDeviceType device_type; /* the same as Vulkan's enum */
+    char driver[256];                 /* driver name and info */
     uint32_t vendor_id, device_id;
     uint32_t api_version;                          /* VK_MAKE_API_VERSION form */
     uint32_t subgroup_size;                        /* default subgroup size */
@@ -389,9 +390,9 @@ typedef struct qkrt_dispatch {
      * n takes n): buffer_count is the sum of the kernel's binding counts */
     uint32_t buffer_count;
     qkrt_buffer *const *buffers;
-    qkrt_shape shape;                        /* push constants and the grid come from here */
-    uint32_t groups[3];                      /* all zero: evaluate the manifest's grid rule */
-    qkrt_buffer *indirect;                   /* non-NULL: vkCmdDispatchIndirect from here */
+    qkrt_shape shape;      /* push constants and the grid come from here */
+    uint32_t groups[3];    /* all zero: evaluate the manifest's grid rule */
+    qkrt_buffer *indirect; /* non-NULL: vkCmdDispatchIndirect from here */
     size_t indirect_offset;
     bool depends; /* reads what the dispatch before it wrote: a barrier before
                      it even without QKRT_BARRIER_BETWEEN */
