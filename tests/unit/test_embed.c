@@ -435,6 +435,112 @@ done:
     qkrt_destroy(ctx);
 }
 
+/* Two mat-vecs where the second reads what the first wrote (y2 = W2 (W1 x)),
+ * recorded in one qkrt_cmd_dispatch with QKRT_BARRIER_BETWEEN: the barrier
+ * libqkrt puts between them is all that orders them. */
+static void chain(engine *g, const char *dir, uint64_t *rng) {
+    qkrt_vulkan_desc desc = {.instance = g->instance,
+                             .api_version = g->api,
+                             .physical_device = g->physical,
+                             .device = g->device,
+                             .device_info = &g->device_info,
+                             .queue_family = g->family};
+    qkrt_context *ctx = NULL;
+    qkrt_bundle *b = NULL;
+    if (qkrt_create_from_vulkan(&desc, &ctx) != QKRT_OK ||
+        qkrt_bundle_load(ctx, dir, &b) != QKRT_OK) {
+        CHECK(0, "chain: %s", ctx ? qkrt_last_error(ctx) : qkrt_last_error(NULL));
+        qkrt_destroy(ctx);
+        return;
+    }
+    int ki = find_matvec(ctx, b);
+    const uint32_t M1 = 64, K1 = 256, M2 = 33, T = 2; /* the second's K is the first's M */
+    qk_weights w1 = {0}, w2 = {0};
+    bool ok = ki >= 0 && qk_random_weights("q4_0", "", M1, K1, rng, &w1) &&
+              qk_random_weights("q4_0", "", M2, M1, rng, &w2);
+    host_buffer h[5]; /* w1, w2, x, y1, y2 */
+    size_t bytes[5] = {w1.bytes[0], w2.bytes[0], 4 * (size_t)T * K1, 4 * (size_t)T * M1,
+                       4 * (size_t)T * M2};
+    for (int i = 0; i < 5 && ok; i++)
+        ok = buffer_make(g, bytes[i], &h[i]);
+    CHECK(ok, "chain: set-up");
+    if (!ok) {
+        qk_free_weights(&w1), qk_free_weights(&w2);
+        qkrt_bundle_destroy(ctx, b);
+        qkrt_destroy(ctx);
+        return;
+    }
+    memcpy(h[0].map, w1.plane[0], bytes[0]);
+    memcpy(h[1].map, w2.plane[0], bytes[1]);
+    float *x = h[2].map, *y1 = h[3].map, *y2 = h[4].map;
+    double *xd = malloc(sizeof *xd * T * K1), *r1 = malloc(sizeof *r1 * T * M1);
+    double *y1d = malloc(sizeof *y1d * T * M1), *r2 = malloc(sizeof *r2 * T * M2);
+    for (size_t i = 0; i < (size_t)T * K1; i++)
+        xd[i] = x[i] = (float)rnd_unit(rng);
+    qkrt_buffer *q[5] = {0};
+    qkrt_result r = QKRT_OK;
+    for (int i = 0; i < 5 && r == QKRT_OK; i++)
+        r = qkrt_buffer_wrap(ctx, h[i].buffer, bytes[i], &q[i]);
+    static const char *const names[] = {"M", "K", "T"};
+    const int64_t v1[] = {M1, K1, T}, v2[] = {M2, M1, T};
+    qkrt_buffer *b1[] = {q[0], q[2], q[3]}, *b2[] = {q[1], q[3], q[4]};
+    qkrt_dispatch d[2] = {
+        {.bundle = b,
+         .kernel = (uint32_t)ki,
+         .buffer_count = 3,
+         .buffers = b1,
+         .shape = {3, names, v1}},
+        {.bundle = b,
+         .kernel = (uint32_t)ki,
+         .buffer_count = 3,
+         .buffers = b2,
+         .shape = {3, names, v2}},
+    };
+    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                      .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    vkBeginCommandBuffer(g->cmd, &begin);
+    vkCmdFillBuffer(g->cmd, h[3].buffer, 0, VK_WHOLE_SIZE, 0x7fc00000u);
+    vkCmdFillBuffer(g->cmd, h[4].buffer, 0, VK_WHOLE_SIZE, 0x7fc00000u);
+    barrier(g->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+    if (r == QKRT_OK)
+        r = qkrt_cmd_dispatch(ctx, g->cmd, d, 2, QKRT_BARRIER_BETWEEN | QKRT_BARRIER_AFTER);
+    CHECK(r == QKRT_OK, "chain: qkrt_cmd_dispatch: %s", qkrt_last_error(ctx));
+    barrier(g->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+            VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+    vkEndCommandBuffer(g->cmd);
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                           .commandBufferCount = 1,
+                           .pCommandBuffers = &g->cmd};
+    CHECK(vkQueueSubmit(g->queue, 1, &submit, g->fence) == VK_SUCCESS, "vkQueueSubmit");
+    vkWaitForFences(g->device, 1, &g->fence, VK_TRUE, UINT64_MAX);
+    vkResetFences(g->device, 1, &g->fence);
+    vkResetCommandBuffer(g->cmd, 0);
+    if (r == QKRT_OK) {
+        /* the second product against the first's device result, so each is
+         * held to its own bound */
+        qk_ref_matvec(&w1, xd, M1, K1, T, r1);
+        for (size_t i = 0; i < (size_t)T * M1; i++)
+            y1d[i] = y1[i];
+        qk_ref_matvec(&w2, y1d, M2, M1, T, r2);
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, (uint32_t)ki);
+        double e1 = qk_nmse(y1, r1, (size_t)T * M1), e2 = qk_nmse(y2, r2, (size_t)T * M2);
+        bool good = e1 <= qk_nmse_bound(k) && e2 <= qk_nmse_bound(k);
+        CHECK(good, "chain: NMSE %.3g then %.3g", e1, e2);
+        printf("%s %s twice, the second on the first's output (QKRT_BARRIER_BETWEEN): NMSE %.3g, "
+               "%.3g\n",
+               good ? "ok  " : "FAIL", k->name, e1, e2);
+    }
+    for (int i = 0; i < 5; i++) {
+        qkrt_buffer_destroy(ctx, q[i]);
+        buffer_free(g, &h[i]);
+    }
+    free(xd), free(r1), free(y1d), free(r2);
+    qk_free_weights(&w1), qk_free_weights(&w2);
+    qkrt_bundle_destroy(ctx, b);
+    qkrt_destroy(ctx);
+}
+
 /* A copy of bundle dir in a temporary folder (its .spv linked) whose
  * manifest has the features list of kernel `name` replaced by `features`. */
 static bool edited_bundle(const char *dir, const char *name, const char *features, char *out,
@@ -639,6 +745,7 @@ int main(int argc, char **argv) {
         }
         run_mode(&g, argv[1], mode, &rng);
     }
+    chain(&g, argv[1], &rng);
     refusals(&g, argv[1]);
     engine_close(&g);
     convenience(argv[1], &rng);
