@@ -1,5 +1,5 @@
-/* The qkrt context: instance and validation messenger, device choice, the one
- * command buffer every transfer and dispatch goes through, errors and logging. */
+/* The convenience context (qkrt_create): instance, validation messenger, device
+ * choice, the command buffer its calls submit and wait on; errors and logging. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 

@@ -1,5 +1,5 @@
-/* Running kernels: pipelines created on first use (through the persisted cache),
- * dispatches recorded into one command buffer with barriers and timestamps. */
+/* Running kernels: pipelines per (module, specialization) made on first use,
+ * dispatches recorded into the caller's command buffer or the context's own. */
 #include "internal.h"
 #include "qk_util.h"
 
