@@ -97,6 +97,16 @@ void *qk_xrealloc(void *p, size_t n) {
     return p;
 }
 
+void *qk_grow(void *a, size_t count, size_t size) {
+    if (count & (count - 1)) return a; /* not a power of two: there is room */
+    size_t cap = count ? 2 * count : 1;
+    if (cap < count || cap > SIZE_MAX / size) {
+        fputs("qkgen: out of memory\n", stderr);
+        abort();
+    }
+    return qk_xrealloc(a, cap * size);
+}
+
 char *qk_xstrdup(const char *s) {
     size_t n = strlen(s) + 1;
     return memcpy(qk_xmalloc(n), s, n);

@@ -41,6 +41,11 @@ void *qk_xmalloc(size_t n);
 void *qk_xcalloc(size_t n, size_t size);
 void *qk_xrealloc(void *p, size_t n);
 char *qk_xstrdup(const char *s);
+/* Room for element number count (0-based) of an array of size-byte elements
+ * that grows by doubling, its capacity implied by count (the next power of
+ * two): appending n elements costs O(n), where growing by one each time is
+ * quadratic (and minutes under AddressSanitizer, whose realloc always moves). */
+void *qk_grow(void *a, size_t count, size_t size);
 
 /* ---- SHA-256 ---- */
 typedef struct qk_sha256 {
