@@ -5,7 +5,11 @@
 # script's first argument, else the default: a fresh directory holding
 # specs/formats and specs/fusions, MLX restricted to mlx4_g64 with bf16
 # scales (the standard set's), and $k=$dir/kernels, empty, for the script's
-# kernels; then `keep_formats F...` narrows those kernels to the formats F.
+# kernels; then `keep_formats F...` narrows those kernels to the formats F
+# and `exclude_points FAMILY WHEN REASON` leaves points of a family out.
+# The scripts that copy kernel spec files by their old names (matvec_xq.yaml,
+# matmul_id.yaml, ...) recreate runs of the commits before the family specs
+# (f6227e7): check one of those out to run them again.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dir=${2:-$1}
