@@ -1,4 +1,5 @@
-/* The family specs keep the search space of the kernel specs they replaced:
+/* The family language on tests/families/semantics.yaml, and the family specs
+ * keep the search space of the kernel specs they replaced:
  * every name of tests/families/old_names.txt maps to one variant of a family
  * point with the same template, format, activation, tile, math path, fusion
  * and bindings, and no variant is new. Given the old spec folder too (a
@@ -204,6 +205,64 @@ static void manifest_of(const qk_variant *v, char *out, size_t size) {
     qk_str_free(&s);
 }
 
+/* tests/families/semantics.yaml expands as the language says (its comment). */
+static void check_semantics(const char *path) {
+    qk_family_spec f;
+    qk_kernel_spec *ks = NULL;
+    uint32_t n = 0;
+    qk_error e = {0};
+    if (!qk_family_spec_load(path, &f, &ks, &n, &e)) {
+        FAIL("%s", e.msg);
+        return;
+    }
+    static const struct {
+        const char *name, *axes, *template_name, *family, *bindings, *push, *grid, *smem;
+        uint32_t rules, nr0, sk;
+    } want[] = {
+        {"fam", "route=dense split=none math=narrow", "narrow.comp", "op", "x,y", "M,K", "M|1|1",
+         "NR0 * 4", 1, 2, 0},
+        {"fam", "route=dense split=none math=wide", "wide.comp", "op", "x,y", "M,K", "M|1|1",
+         "NR0 * 8", 1, 2, 0},
+        {"fam-k", "route=dense split=k math=narrow", "narrow.comp", "op", "x,y,scratch", "M,K",
+         "M|1|SK", "NR0 * 4 + 4", 1, 2, 1},
+        {"fam-k", "route=dense split=k math=wide", "wide.comp", "op", "x,y,scratch", "M,K",
+         "M|1|SK", "NR0 * 8 + 4", 1, 2, 1},
+        {"fam-ids", "route=ids split=none math=wide", "wide.comp", "op_id", "x,ids,y", "M,K,E",
+         "M|E|1", "NR0 * 8", 2, 1, 0},
+        {"fam-ids-k", "route=ids split=k math=narrow", "case.comp", "op_id", "x,ids,y,scratch",
+         "M,K,E", "M|E|SK", "NR0 * 4 + 4", 1, 1, 1},
+        {"fam-ids-k", "route=ids split=k math=wide", "case.comp", "op_id", "x,ids,y,scratch",
+         "M,K,E", "M|E|SK", "NR0 * 8 + 4", 2, 1, 1},
+    };
+    if (n != sizeof want / sizeof want[0] || f.point_count != 8 ||
+        strcmp(f.points[4].excluded, "no such kernel") || strcmp(f.points[4].kernel, "fam-ids"))
+        FAIL("semantics: %u kernels, %u points, point 4 '%s' excluded '%s'", n, f.point_count,
+             f.point_count > 4 ? f.points[4].kernel : "",
+             f.point_count > 4 ? f.points[4].excluded : "");
+    for (uint32_t i = 0; i < n && i < sizeof want / sizeof want[0]; i++) {
+        const qk_kernel_spec *k = &ks[i];
+        char b[256] = "", pc[256] = "", g[512];
+        for (uint32_t j = 0; j < k->binding_count; j++)
+            snprintf(b + strlen(b), sizeof b - strlen(b), "%s%s", j ? "," : "",
+                     k->bindings[j].name);
+        for (uint32_t j = 0; j < k->push_count; j++)
+            snprintf(pc + strlen(pc), sizeof pc - strlen(pc), "%s%s", j ? "," : "", k->push[j]);
+        snprintf(g, sizeof g, "%s|%s|%s", k->grid[0], k->grid[1], k->grid[2]);
+        bool sk = (k->specialize >> QK_TILE_SK) & 1;
+        if (strcmp(k->name, want[i].name) || strcmp(k->axes, want[i].axes) ||
+            strcmp(k->origin, "fam") || strcmp(k->template_name, want[i].template_name) ||
+            strcmp(k->family, want[i].family) || strcmp(b, want[i].bindings) ||
+            strcmp(pc, want[i].push) || strcmp(g, want[i].grid) ||
+            strcmp(k->shared_memory, want[i].smem) || k->rule_count != want[i].rules ||
+            k->nr0_count != want[i].nr0 || k->sk_count != want[i].sk || sk != (want[i].sk > 0))
+            FAIL("semantics: kernel %u is %s (%s) %s %s [%s] [%s] %s '%s' %u rules, %u NR0, %u SK",
+                 i, k->name, k->axes, k->template_name, k->family, b, pc, g, k->shared_memory,
+                 k->rule_count, k->nr0_count, k->sk_count);
+    }
+    free(ks);
+    qk_family_spec_free(&f);
+}
+
 static bool load(const char *dir, qk_spec_set *s, qk_plan *p) {
     qk_error e = {0};
     if (!qk_spec_set_load(dir, s, &e) || !qk_plan_build(s, p, &e)) {
@@ -218,6 +277,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_families SPEC_DIR TEMPLATES_DIR OLD_NAMES [OLD_SPEC_DIR]\n");
         return 2;
     }
+    /* the language itself, on a family next to the old names */
+    char *fdir = qk_path_dir(argv[3]), *sem = qk_path_join(fdir, "semantics.yaml");
+    check_semantics(sem);
+    free(fdir);
+    free(sem);
     qk_spec_set s, os;
     qk_plan p, op = {0};
     if (!load(argv[1], &s, &p) || (argc == 5 && !load(argv[4], &os, &op))) return 1;
