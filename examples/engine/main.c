@@ -340,26 +340,32 @@ int main(int argc, char **argv) {
         {"q4_K moe", NULL, &Q4_K, {0}, 40, 512, 3, 6, 2, 6},
         {"q4_0 mm", NULL, &Q4_0, {0}, 70, 256, 37, 0, 0, 37},
     };
-    int failed = 0, worst = 0;
+    int failed = 0, worst = 0, runs = 0;
     for (int i = 0; i < 3; i++)
-        for (uint32_t j = first[i]; j < first[i + 1]; j++) {
-            problem p = kinds[i];
-            p.k = picked[j];
-            set(&p.shape, "M", p.M);
-            set(&p.shape, "K", p.K);
-            set(&p.shape, "T", p.T);
-            if (p.top_k) {
-                set(&p.shape, "top_k", p.top_k);
-                set(&p.shape, "ne11", 1);
-                set(&p.shape, "E", p.E);
+        for (uint32_t j = first[i]; j < first[i + 1]; j++)
+            /* MoE: ne11 = 1, a row per token (gate, up), then ne11 = top_k, a row
+             * per (token, slot) pair (down) */
+            for (int pass = 0; pass < (kinds[i].top_k > 1 ? 2 : 1); pass++) {
+                uint32_t ne11 = pass ? kinds[i].top_k : 1;
+                problem p = kinds[i];
+                p.k = picked[j];
+                set(&p.shape, "M", p.M);
+                set(&p.shape, "K", p.K);
+                set(&p.shape, "T", p.T);
+                if (p.top_k) {
+                    if (ne11 > 1) p.title = "q4_K down";
+                    set(&p.shape, "top_k", p.top_k);
+                    set(&p.shape, "ne11", ne11);
+                    set(&p.shape, "E", p.E);
+                }
+                int rc = run(v, &p);
+                runs++;
+                failed += rc != 0;
+                worst = rc > worst ? rc : worst;
             }
-            int rc = run(v, &p);
-            failed += rc != 0;
-            worst = rc > worst ? rc : worst;
-        }
     uint32_t errors = vk_errors(v);
     vk_close(v);
     eng_bundle_close(&b);
-    printf("%d passed, %d failed, %u validation errors\n", (int)count - failed, failed, errors);
+    printf("%d passed, %d failed, %u validation errors\n", runs - failed, failed, errors);
     return errors ? 1 : worst;
 }
