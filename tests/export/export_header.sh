@@ -36,4 +36,15 @@ rc=0
 "$qkgen" export "$scratch/tampered" --c "$scratch/t.h" 2>"$scratch/err" || rc=$?
 [ $rc = 2 ] && grep -q "SHA-256" "$scratch/err" || fail "a tampered module: exit $rc, $(cat "$scratch/err")"
 [ ! -e "$scratch/t.h" ] || fail "a refused export left a header"
+# bad arguments exit 2 with the argument named, a file that cannot be written 1
+expect_rc() {
+  local want=$1 text=$2 rc=0
+  shift 2
+  "$@" 2>"$scratch/err" || rc=$?
+  [ $rc = "$want" ] && grep -q -- "$text" "$scratch/err" || fail "$*: exit $rc, $(cat "$scratch/err")"
+}
+expect_rc 2 "nonexistent/manifest.json" "$qkgen" export "$scratch/nonexistent" --c "$scratch/x.h"
+expect_rc 2 "\-\-c FILE.h is required" "$qkgen" export "$bundle"
+expect_rc 2 "'9a' is not a C identifier" "$qkgen" export "$bundle" --c "$scratch/x.h" --prefix 9a
+expect_rc 1 "cannot create" "$qkgen" export "$bundle" --c "$scratch/no/such/x.h"
 echo "1 passed, 0 failed"

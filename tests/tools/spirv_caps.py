@@ -62,11 +62,8 @@ def module_needs(path):
     return caps, exts
 
 
-def main(argv):
-    if len(argv) != 2:
-        print("usage: spirv_caps.py BUNDLE_DIR", file=sys.stderr)
-        return 2
-    bundle = argv[1]
+def check(bundle):
+    """The problems of one bundle, and its kernel count and capabilities seen."""
     with open(f"{bundle}/manifest.json") as f:
         manifest = json.load(f)
     problems, seen_caps = [], set()
@@ -92,11 +89,22 @@ def main(argv):
                     problems.append(f"{k['name']}: uses {e}, its entry lacks {EXTENSIONS[e]}")
         for e in sorted(listed - used):
             problems.append(f"{k['name']}: lists {e}, which its module does not use")
-    for p in problems[:40]:
-        print("FAIL:", p)
-    print(f"{len(manifest['kernels'])} kernels; capabilities seen: {', '.join(sorted(seen_caps))}; "
-          f"{len(problems)} problems")
-    return 1 if problems else 0
+    return problems, len(manifest["kernels"]), seen_caps
+
+
+def main(argv):
+    if len(argv) < 2:
+        print("usage: spirv_caps.py BUNDLE_DIR...", file=sys.stderr)
+        return 2
+    failed = False
+    for bundle in argv[1:]:
+        problems, count, seen = check(bundle)
+        for p in problems[:40]:
+            print("FAIL:", p)
+        print(f"{bundle}: {count} kernels; capabilities seen: {', '.join(sorted(seen))}; "
+              f"{len(problems)} problems")
+        failed |= bool(problems)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
