@@ -16,8 +16,6 @@ dir=${2:-$1}
 k=$dir/kernels
 rm -rf "$dir" && mkdir -p "$k"
 cp -r specs/formats specs/fusions "$dir/"
-# the formats' layout checks name ggml's structs relative to specs/formats
-sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$dir"/formats/*.yaml
 sed -i 's/^  bits: .*/  bits: [4]/; s/^  group: .*/  group: [64]/; s/^  scale_type: .*/  scale_type: [bf16]/' \
     "$dir/formats/mlx.yaml"
 

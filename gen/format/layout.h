@@ -31,7 +31,7 @@ typedef struct qk_layout {
  * the size of struct_name (a struct tag or a typedef name) and its fields in order. Anonymous
  * structs and unions are flattened: a union contributes its first member, recursively, and every
  * field gets its absolute offset. Returns 0, or -1 with a message in err such as
- * "tests/ggml_blocks.h: no struct named 'block_q9_0'", the first clang error as
+ * "specs/formats/ggml_blocks.h: no struct named 'block_q9_0'", the first clang error as
  * "file:line:col: message", or "file:line:col: field X of struct Y has unsupported type T". */
 int qk_layout_read(const char *header, const char *struct_name, qk_layout *out, char *err,
                    size_t err_size);

@@ -6,7 +6,6 @@
 qkgen=$1 out=$2
 only=(--filter matvec_shared_)
 cp -r specs templates "$scratch/"
-mkdir -p "$scratch/tests" && cp tests/ggml_blocks.h "$scratch/tests/"  # the specs' c_struct headers
 "$qkgen" build "$scratch/specs" --templates "$scratch/templates" --out "$scratch/out" "${only[@]}" -q || fail "first build"
 stamp=$(stat -c %Y.%i "$scratch/out/default/manifest.json")
 start=$(date +%s.%N)

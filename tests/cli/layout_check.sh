@@ -1,16 +1,15 @@
 # The libclang layout check in `qkgen build`: every GGUF format's YAML passes against
-# tests/ggml_blocks.h, and pointing one at the drifted structs of tests/ggml_blocks_wrong.h
-# fails the build with exit 2, a file:line:col message naming the format, and no bundle.
+# specs/formats/ggml_blocks.h, and pointing one at the drifted structs of
+# tests/ggml_blocks_wrong.h fails the build with exit 2, a file:line:col message naming the
+# format, and no bundle.
 . "$(dirname "$0")/lib.sh"
 qkgen=$1
-# The specs reach the headers as ../../tests/*.h: keep that shape in the scratch copy.
-mkdir -p "$scratch/tests"
-cp tests/ggml_blocks.h tests/ggml_blocks_wrong.h "$scratch/tests/"
+# The specs carry their header: a copy of specs/ alone must check.
 cp -r specs "$scratch/specs"
 n=0
 for f in specs/formats/*.yaml; do
   grep -q '^layout: planar' "$f" && continue
-  grep -q '^c_struct: { header: ../../tests/ggml_blocks.h' "$f" || fail "$f has no c_struct on tests/ggml_blocks.h"
+  grep -q '^c_struct: { header: ggml_blocks.h,' "$f" || fail "$f has no c_struct on ggml_blocks.h"
   n=$((n + 1))
 done
 echo "$n GGUF formats name their ggml struct"
@@ -21,6 +20,7 @@ pass=1
 # Each struct of the wrong header drifts differently: a count, an order, padding, a type.
 for fmt in q4_0 q8_0 mxfp4 q6_K; do
   rm -rf "$scratch/specs" && cp -r specs "$scratch/specs"
+  cp tests/ggml_blocks_wrong.h "$scratch/specs/formats/"
   sed -i 's#ggml_blocks\.h#ggml_blocks_wrong.h#' "$scratch/specs/formats/$fmt.yaml"
   rc=0
   "$qkgen" build "$scratch/specs" --out "$scratch/bad-$fmt" --filter "$one" -q 2>"$scratch/err" || rc=$?

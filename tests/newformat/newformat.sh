@@ -7,9 +7,8 @@ here=$(dirname "$0")
 for d in gen cli runtime common tests/ref; do
   ! grep -rqw q3s "$d" || fail "$d mentions q3s: a new format must need no C change"
 done
-# 1. the YAML and the GLSL beside it in formats/ (the specs reach ggml's structs as ../../tests)
+# 1. the YAML and the GLSL beside it in formats/
 cp -r specs "$scratch/specs"
-mkdir -p "$scratch/tests" && cp tests/ggml_blocks.h "$scratch/tests/"
 cp "$here/q3s.yaml" "$here/q3s.glsl" "$scratch/specs/formats/"
 # 2. the format named in the kernels that should support it
 sed -i 's/^formats: \[/formats: [q3s, /' "$scratch/specs/kernels/matvec.yaml"

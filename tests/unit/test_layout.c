@@ -121,9 +121,9 @@ static void diff_layout(const qk_layout *l, const expect_block *e, char *out, si
 #undef ADD
 }
 
-static void test_ggml_blocks(const char *tests) {
+static void test_ggml_blocks(const char *formats) {
     char header[512], err[512], diff[1024];
-    snprintf(header, sizeof header, "%s/ggml_blocks.h", tests);
+    snprintf(header, sizeof header, "%s/ggml_blocks.h", formats);
     printf("-- every block of %s against the table\n", header);
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
         qk_layout l;
@@ -267,17 +267,17 @@ static void test_generated(const char *dir) {
     check(ok, "flattening, absolute offsets, float typedef names, array counts:%s", rc ? err : got);
 }
 
-static void test_missing_struct(const char *tests) {
+static void test_missing_struct(const char *formats) {
     char header[512], want[600];
-    snprintf(header, sizeof header, "%s/ggml_blocks.h", tests);
+    snprintf(header, sizeof header, "%s/ggml_blocks.h", formats);
     printf("-- a struct the header lacks\n");
     snprintf(want, sizeof want, "%s: no struct named 'block_q9_0'", header);
     expect_error(header, "block_q9_0", "missing struct", want, NULL);
 }
 
-static void test_yaml(const char *tests) {
+static void test_yaml(const char *formats) {
     char header[512], err[512];
-    snprintf(header, sizeof header, "%s/ggml_blocks.h", tests);
+    snprintf(header, sizeof header, "%s/ggml_blocks.h", formats);
     printf("-- YAML output\n");
     qk_layout l;
     if (qk_layout_read(header, "block_q4_K", &l, err, sizeof err) != 0) {
@@ -307,12 +307,15 @@ static void test_yaml(const char *tests) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s TESTS_DIR (the folder with ggml_blocks.h)\n", argv[0]);
+    if (argc != 3) {
+        fprintf(stderr,
+                "usage: %s FORMATS_DIR TESTS_DIR (the folders with ggml_blocks.h and "
+                "ggml_blocks_wrong.h)\n",
+                argv[0]);
         return 2;
     }
     test_ggml_blocks(argv[1]);
-    test_wrong_blocks(argv[1]);
+    test_wrong_blocks(argv[2]);
     test_missing_struct(argv[1]);
     test_yaml(argv[1]);
 
