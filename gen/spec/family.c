@@ -55,7 +55,8 @@ typedef struct contrib {
     char shared_add[256]; /* shared_memory: { add: TERM }: bytes on top of the rest */
 } contrib;
 
-enum { MAX_CASES = 48 };
+/* bounds for hostile input: 6 axes of 8 values would be 262,144 kernels */
+enum { MAX_CASES = 48, MAX_POINTS = 256 };
 
 typedef struct exclusion {
     uint32_t when[QK_MAX_AXES];
@@ -662,11 +663,13 @@ static bool expand(family_reader *r, qk_kernel_spec **kernels, uint32_t *kernel_
     uint32_t total = 1;
     for (uint32_t a = 0; a < f->axis_count; a++)
         total *= f->axes[a].value_count;
+    if (total > MAX_POINTS)
+        return fail_at(r, r->contribs[0].mark, "axes",
+                       "%u combinations of axis values, more than the %d a family may have", total,
+                       MAX_POINTS);
     f->points = qk_xcalloc(total, sizeof *f->points);
-    qk_kernel_spec *k = qk_xcalloc(1, sizeof *k);
-    bool ok = true;
     uint32_t made = 0;
-    for (uint32_t i = 0; ok && i < total; i++) {
+    for (uint32_t i = 0; i < total; i++) {
         qk_family_point *pt = &f->points[f->point_count++];
         uint32_t rest = i;
         for (uint32_t a = f->axis_count; a-- > 0;) {
@@ -676,17 +679,21 @@ static bool expand(family_reader *r, qk_kernel_spec **kernels, uint32_t *kernel_
         for (uint32_t x = 0; x < r->exclusion_count && !pt->excluded[0]; x++)
             if (when_matches(r->exclusions[x].when, pt->value, f->axis_count))
                 snprintf(pt->excluded, sizeof pt->excluded, "%s", r->exclusions[x].reason);
-        ok = pt->excluded[0] ? point_name(r, pt->value, k) : expand_point(r, pt->value, k);
-        snprintf(pt->kernel, sizeof pt->kernel, "%s", k->name);
-        if (!ok || pt->excluded[0]) continue;
-        *kernels = qk_xrealloc(*kernels, sizeof **kernels * (*kernel_count + 1));
-        (*kernels)[(*kernel_count)++] = *k;
-        made++;
+        made += !pt->excluded[0];
     }
-    free(k);
-    if (ok && !made)
+    if (!made)
         return fail_at(r, r->contribs[0].mark, "exclude",
                        "every combination of the axes is excluded");
+    *kernels = qk_xrealloc(*kernels, sizeof **kernels * (*kernel_count + made));
+    qk_kernel_spec *k = qk_xcalloc(1, sizeof *k);
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < f->point_count; i++) {
+        qk_family_point *pt = &f->points[i];
+        ok = pt->excluded[0] ? point_name(r, pt->value, k) : expand_point(r, pt->value, k);
+        snprintf(pt->kernel, sizeof pt->kernel, "%s", k->name);
+        if (ok && !pt->excluded[0]) (*kernels)[(*kernel_count)++] = *k;
+    }
+    free(k);
     return ok;
 }
 
