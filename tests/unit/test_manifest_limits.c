@@ -115,8 +115,8 @@ static void test_many_keys(qkrt_context *ctx) {
     CHECK(r == QKRT_OK && qkrt_bundle_kernel_count(b) == 0, "%s", qkrt_last_error(ctx));
     qkrt_bundle_destroy(ctx, b);
     printf("%d keys in one object: %.3f s\n", KEYS, s);
-    /* every pair compared took minutes; a hash set takes milliseconds */
-    CHECK(s < 2.0, "%d keys took %.1f s", KEYS, s);
+    /* every pair compared took minutes; a hash set 0.6 s (2 s under ASan) */
+    CHECK(s < 10.0, "%d keys took %.1f s", KEYS, s);
     /* duplicates are still found, at the second one */
     strcpy(text + n, ",\n\"key123\": 1}\n");
     write_text("manifest.json", text);
