@@ -592,8 +592,12 @@ static bool expand_point(family_reader *r, const uint8_t *p, qk_kernel_spec *k) 
     memset(k, 0, sizeof *k);
     snprintf(k->path, sizeof k->path, "%s", f->path);
     snprintf(k->origin, sizeof k->origin, "%s", f->name);
-    snprintf(k->description, sizeof k->description, "%s", f->description);
     if (!point_name(r, p, k)) return false;
+    /* the manifest's line on what the kernel does: the family's, and the point */
+    qk_str d = {0};
+    qk_str_addf(&d, "%s%s(%s)", f->description, f->description[0] ? " " : "", k->axes);
+    snprintf(k->description, sizeof k->description, "%s", d.s);
+    qk_str_free(&d);
 
     /* keys set in place: the last setter wins */
     char operation[QK_MAX_NAME] = "";
