@@ -14,7 +14,9 @@
 # tune's pick and its time, the exhaustive best, their ratio (target: within
 # 3%) and both commands' device times (target: the tune at most a quarter).
 # QKGEN (default build-gpu/pkg/qkgen, bench/build-gpu.sh's static build),
-# OUT (default tune-out), SEED (default 88).
+# OUT (default tune-out), SEED (default 88); CASES (family,m,k,tokens[,experts,
+# top_k] separated by spaces) replaces the part's cases, TUNE_OPTS and
+# BENCH_OPTS add options (a smoke test on lavapipe: small shapes, short runs).
 set -uo pipefail
 fmt=${1:-} part=${2:-}
 qkgen=${QKGEN:-build-gpu/pkg/qkgen}
@@ -32,6 +34,7 @@ prefill) cases="matmul,4096,14336,512 moe_matmul,768,2048,32,128,8 moe_matmul,76
 *) echo "usage: $0 FORMAT decode|moe|prefill" >&2; exit 2 ;;
 esac
 [ -n "$fmt" ] || { echo "usage: $0 FORMAT decode|moe|prefill" >&2; exit 2; }
+cases=${CASES:-$cases}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$out/gpu.txt" 2>&1
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv -lms 200 \
@@ -42,13 +45,18 @@ for c in $cases; do
   IFS=, read -r fam m k t e tk <<< "$c"
   ids=() name="$fam-$fmt-m$m-k$k-t$t"
   if [ -n "${e:-}" ]; then ids=(--experts "$e" --top-k "$tk"); name="$name-e$e"; fi
+  # the candidates built and every pipeline made and checked once, untimed, so
+  # that neither timed command pays the driver's compiles the other saves
+  "$qkgen" tune --family "$fam" --m "$m" --k "$k" --tokens "$t" "${ids[@]}" --formats "$fmt" \
+    --out "$out/work" --dry-run > "$out/prepare-$name.txt" 2>&1
+  "$qkgen" verify --bundle "$out/work/tune" >> "$out/prepare-$name.txt" 2>&1
   t0=$(date +%s.%N)
   "$qkgen" tune --family "$fam" --m "$m" --k "$k" --tokens "$t" "${ids[@]}" --formats "$fmt" \
-    --out "$out/work" --db "$out/tune-$fmt.jsonl" --seed "$seed" > "$out/tune-$name.txt" 2>&1
+    --out "$out/work" --db "$out/tune-$fmt.jsonl" --seed "$seed" ${TUNE_OPTS:-} > "$out/tune-$name.txt" 2>&1
   rc_t=$?
   t1=$(date +%s.%N)
   "$qkgen" bench --bundle "$out/work/tune" --family "$fam" --m "$m" --k "$k" --tokens "$t" \
-    "${ids[@]}" --formats "$fmt" --finalists 0 --seed "$seed" --json "$out/bench-$name.json" \
+    "${ids[@]}" --formats "$fmt" --finalists 0 --seed "$seed" --json "$out/bench-$name.json" ${BENCH_OPTS:-} \
     > "$out/bench-$name.txt" 2>&1
   rc_b=$?
   t2=$(date +%s.%N)

@@ -746,7 +746,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             char step[48];
             snprintf(step, sizeof step, "halving: %u at %u runs", field, rung);
             progress(o, c, step, q->kernel);
-            r = warm(ctx, b, ki, &cb, QK_SCREEN_WARM_S);
+            /* the GPU has been busy since the screen: a third of its warm-up */
+            r = warm(ctx, b, ki, &cb, QK_SCREEN_WARM_S / 3);
             if (r == QKRT_OK) r = time_runs(ctx, b, ki, &cb, rung, d, ns, per, &nd);
             if (r == QKRT_OK) q->us_screen = median(per, rung) / 1e3, q->screen_runs = rung;
         }

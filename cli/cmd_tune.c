@@ -208,6 +208,7 @@ static const char *usage =
     "                  [--budget SECONDS] [--strategy halving|exhaustive]\n"
     "                  [--precision f32|f16|q8|any] [--filter A,B] [--out DIR]\n"
     "                  [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--finalists N] [--seed N]\n"
+    "                  [--dry-run]\n"
     "       qkgen tune --merge A [B ...] --db C\n"
     "       qkgen tune --report DB [--svg FILE] [--precision P]\n\n"
     "Times the candidate kernels of each case on the device and appends every\n"
@@ -225,11 +226,13 @@ static const char *usage =
     "dispatches, halves the field at twice the runs until --finalists (default 3)\n"
     "are left, and times those in full; exhaustive times every candidate in full.\n"
     "--budget spreads SECONDS over the cases left: past a case's share no more\n"
-    "candidates are screened (a resumed tune measures them). A tune resumes from\n"
+    "candidates are screened, and past the budget no case is started (a resumed\n"
+    "tune measures what is left: run it again). A tune resumes from\n"
     "the database: what it has for this device and content hash is not measured\n"
     "again. --precision keeps the classes that may win: q8 (activations rounded\n"
     "to 8 bits: int8-dot kernels), f16 (f16 staging: tiled matmuls, cooperative\n"
     "matrices), f32, or any (default: each within its class's error bound).\n"
+    "--dry-run builds the candidates into DIR/tune and lists them; nothing is timed.\n"
     "--merge writes the records of A, B, ... (and C's own) into C, each once.\n"
     "--report prints per case the winner, its time, the fallback's time and the\n"
     "speedup, and with --svg writes a plot of the search.\n"
@@ -245,10 +248,15 @@ int cmd_tune(qk_args *a) {
     uint32_t nmerge = 0;
     uint64_t m = 0, k = 0, t = 0, experts = 0, topk = 0, budget = 0, runs = 50, warm_ms = 1000;
     uint64_t rotate_mb = 200, finalists = 3, seed = (uint64_t)time(NULL);
+    bool dry_run = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts(usage);
             return QK_EXIT_OK;
+        }
+        if (qk_flag(a, "--dry-run")) {
+            dry_run = true;
+            continue;
         }
         if (qk_flag(a, "--merge")) {
             while (a->i < a->argc && a->argv[a->i][0] != '-' && nmerge < 64)
@@ -412,8 +420,22 @@ int cmd_tune(qk_args *a) {
                        .record = record,
                        .user = &tr};
     tr.t0 = qk_now_s();
+    if (dry_run && rc == QK_EXIT_OK) { /* the candidates built, nothing timed */
+        for (uint32_t c = 0; c < nc; c++)
+            printf("%s %s m=%u k=%u t=%u: %u candidates (the fallback %s included)\n", cases[c].op,
+                   cases[c].format, cases[c].M, cases[c].K, cases[c].T, per_case[c],
+                   fb[c] ? fb[c] : "(none)");
+        nc = 0;
+    }
     uint32_t no_winner = 0;
+    uint32_t tuned = nc;
     for (uint32_t c = 0; c < nc && rc == QK_EXIT_OK; c++) {
+        if (budget && qk_now_s() - tr.t0 >= (double)budget) { /* the rest for a later run */
+            printf("budget of %llu s spent: %u cases left for a later run (it resumes)\n",
+                   (unsigned long long)budget, nc - c);
+            tuned = c;
+            break;
+        }
         qk_bench_case bc = {cases[c].op, cases[c].format, cases[c].format_variant,
                             cases[c].M,  cases[c].K,      cases[c].T,
                             cases[c].E,  cases[c].top_k};
@@ -469,9 +491,9 @@ int cmd_tune(qk_args *a) {
         fflush(stdout);
         free(res);
     }
-    if (rc == QK_EXIT_OK)
-        printf("tuned %u cases in %.1f s (device work and checks); database %s: %u records\n", nc,
-               qk_now_s() - tr.t0, dbpath, tr.db.count);
+    if (rc == QK_EXIT_OK && !dry_run)
+        printf("tuned %u cases in %.1f s (device work and checks); database %s: %u records\n",
+               tuned, qk_now_s() - tr.t0, dbpath, tr.db.count);
     if (ctx && qkrt_validation_errors(ctx)) {
         fprintf(stderr, "qkgen tune: the validation layer reported %u errors\n",
                 qkrt_validation_errors(ctx));
