@@ -25,6 +25,7 @@ typedef struct tune_run {
     char **names, **hashes; /* the work bundle's content hashes */
     uint32_t nh;
     bool exhaustive;
+    double warm_ms;       /* the case's warm-up (--warmup-ms), for the records' notes */
     uint32_t done, total; /* candidates measured, of all cases */
     double t0;
     uint32_t case_i, case_n, case_done, case_total;
@@ -93,7 +94,18 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
         rec.us = rec.us_min = rec.us_max = r->us_screen, rec.runs = r->screen_runs;
     else if (!check)
         rec.us = r->us, rec.us_min = r->us_min, rec.us_max = r->us_max, rec.runs = r->runs;
-    snprintf(rec.note, sizeof rec.note, "%s", check ? r->error : "");
+    if (check)
+        snprintf(rec.note, sizeof rec.note, "%s", r->error);
+    else if (!strcmp(stage, "screen"))
+        snprintf(rec.note, sizeof rec.note,
+                 "screen: median of %u dispatches after a %.0f ms "
+                 "warm-up (the case's first: %.0f ms)",
+                 r->screen_runs, 30.0, t->warm_ms);
+    else
+        snprintf(rec.note, sizeof rec.note,
+                 "full: median of %u dispatches between barriers "
+                 "after a warm-up of %.0f ms or more",
+                 r->runs, t->warm_ms / 4);
     rec.time = (double)time(NULL);
     if (!qk_tune_db_append(&t->db, &rec, &t->e)) t->failed_write = true;
     if (strcmp(stage, "full") || !r->us_screen) t->case_done++, t->done++;
@@ -383,6 +395,7 @@ int cmd_tune(qk_args *a) {
                    .case_n = nc,
                    .total = total};
     device_of(ctx, &tr.dev);
+    tr.warm_ms = (double)warm_ms;
     printf("device %u: %s (vendor 0x%x, device 0x%x, driver %u), %u cases, seed %llu\n", dev->index,
            dev->name, tr.dev.vendor_id, tr.dev.device_id, tr.dev.driver_version, nc,
            (unsigned long long)seed);
@@ -452,6 +465,9 @@ int cmd_tune(qk_args *a) {
         bar(&tr, "");
         qkrt_result r = qk_bench_case_run(ctx, b, &bc, &o, 0, &res, &nres, err, sizeof err);
         if (tr.tty) fputs("\r\033[K", stderr);
+        /* the plan's count was an upper bound (the bench keeps the token
+         * tiles that fit): what was not measured leaves the total */
+        if (per_case[c] > tr.case_done) tr.total -= per_case[c] - tr.case_done;
         if (tr.failed_write) {
             fprintf(stderr, "qkgen tune: %s\n", tr.e.msg);
             rc = QK_EXIT_FAIL;
