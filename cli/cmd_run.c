@@ -261,7 +261,14 @@ int cmd_verify(qk_args *a) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (filter && !strstr(k->name, filter)) continue;
         if (i % shard_n != shard_k) continue;
-        if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) {
+        qkrt_result check = qkrt_kernel_check(ctx, b, i);
+        if (check == QKRT_ERROR_MANIFEST) { /* the bundle's fault, not the device's */
+            printf("%-48s %-24.24s %10s %8s  FAIL: %s\n", k->name, dev->name, "-", "-",
+                   qkrt_last_error(ctx));
+            fail++;
+            continue;
+        }
+        if (check != QKRT_OK) {
             if (verbose)
                 printf("%-48s %-24.24s %10s %8s  skip: %s\n", k->name, dev->name, "-", "-",
                        qkrt_last_error(ctx));
