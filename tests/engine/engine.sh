@@ -1,7 +1,8 @@
 # examples/engine, an engine with no qkgen inside, built as a project of its own
 # against a bundle qkgen builds for it and against that bundle exported as a C
 # header; both run a q4_0 mat-vec, a q4_K MoE mat-vec and a tiled matmul on the
-# default device under the validation layer, checked against their own references.
+# default device under the validation layer, checked against their own references;
+# and the engine's expression evaluator against tests/export/check_header.py's.
 . "$(dirname "$0")/../cli/lib.sh"
 qkgen=$1 out=$2
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +22,11 @@ for exe in engine engine_embedded; do
   extra=$(ldd "$scratch/build/$exe" | grep -v -E "libvulkan|libcjson|libm\.|libc\.|ld-linux|linux-vdso" || true)
   [ -z "$extra" ] || fail "$exe links more than Vulkan and cJSON: $extra"
 done
+# the engine's own expression evaluator against a third one, on random expressions
+cc -std=c11 -Wall -Wextra -Werror -I "$src/examples/engine" "$(dirname "$0")/expr_check.c" \
+  "$src/examples/engine/expr.c" -o "$scratch/expr_check" || fail "expr_check does not build"
+python3 "$(dirname "$0")/check_expr.py" "$scratch/expr_check" "${ENGINE_SEED:-$RANDOM}" ||
+  fail "the engine's evaluator differs from the grammar's"
 export ENGINE_VALIDATION=1 ENGINE_SEED=${ENGINE_SEED:-$RANDOM$RANDOM}
 "$scratch/build/engine" "$out/engine" || fail "engine (folder) exited $?"
 "$scratch/build/engine_embedded" || fail "engine_embedded (header) exited $?"
