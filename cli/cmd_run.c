@@ -331,6 +331,11 @@ typedef struct matmul_io {
     qk_npy w, x, s, b, ids;
 } matmul_io;
 
+static void matmul_io_free(matmul_io *io) {
+    qk_npy_free(&io->w), qk_npy_free(&io->x), qk_npy_free(&io->s), qk_npy_free(&io->b);
+    qk_npy_free(&io->ids);
+}
+
 /* Tokens up to which the mat-vec families (weights read once for all tokens
  * of a workgroup) beat the tiled matmul; beyond, matmul if the bundle has it. */
 enum { QK_MATVEC_MAX_TOKENS = 8 };
@@ -567,19 +572,23 @@ int cmd_matmul(qk_args *a) {
         (mlx && (!qk_npy_read(io.spath, &io.s, &e) || !qk_npy_read(io.bpath, &io.b, &e))) ||
         (io.idspath && !qk_npy_read(io.idspath, &io.ids, &e))) {
         fprintf(stderr, "qkgen matmul: %s\n", e.msg);
-        qk_npy_free(&io.w), qk_npy_free(&io.x), qk_npy_free(&io.s), qk_npy_free(&io.b);
+        matmul_io_free(&io);
         return QK_EXIT_USAGE;
     }
     qk_weights w = {.format = io.format, .variant = ""};
     if (mlx && !(w.variant = scale_type_of(&io.s))) {
         qk_usage_error(a->cmd, "%s: dtype %s is not a scale type (<f4, <f2 or <u2 for bf16)",
                        io.spath, io.s.dtype);
+        matmul_io_free(&io);
         return QK_EXIT_USAGE;
     }
     qkrt_context *ctx;
     qkrt_bundle *b;
     int rc = qk_open(a->cmd, device, validation, false, bundle, &ctx, &b);
-    if (rc) return rc;
+    if (rc) {
+        matmul_io_free(&io);
+        return rc;
+    }
     char err[1024] = "";
     uint32_t M, K, T;
     qk_moe_shape moe = {0};
@@ -621,8 +630,7 @@ int cmd_matmul(qk_args *a) {
         rc = QK_EXIT_FAIL;
     }
     free(y);
-    qk_npy_free(&io.w), qk_npy_free(&io.x), qk_npy_free(&io.s), qk_npy_free(&io.b);
-    qk_npy_free(&io.ids);
+    matmul_io_free(&io);
     qkrt_bundle_destroy(ctx, b);
     qkrt_destroy(ctx);
     return rc;
