@@ -4,11 +4,13 @@
 #include "compile/compile.h"
 #include "compile/features.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef QKGEN_SOURCE_DIR
 #define QKGEN_SOURCE_DIR "."
@@ -130,20 +132,52 @@ int qk_bad_arg(qk_args *a) {
     return qk_usage_error(a->cmd, "unexpected argument '%s' (see 'qkgen %s --help')", arg, a->cmd);
 }
 
-static const char *pick_dir(const char *env, const char *local, const char *source) {
+static bool is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* An installed qkgen's data: share/qkgen beside its bin/ (cmake --install),
+ * found from the executable's own path; NULL when there is none (a build
+ * folder's qkgen). */
+static const char *installed_share(void) {
+    static char dir[PATH_MAX];
+    static bool looked;
+    if (!looked) {
+        looked = true;
+        char exe[PATH_MAX], share[PATH_MAX + 32];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0'; /* the executable's folder */
+            snprintf(share, sizeof share, "%s/../share/qkgen", exe);
+            if (!realpath(share, dir) || !is_dir(dir)) dir[0] = '\0';
+        }
+    }
+    return dir[0] ? dir : NULL;
+}
+
+/* A default folder: $env, else ./name (run from a source tree or a project
+ * with its own), else the installed share/qkgen/name, else the source tree
+ * this qkgen was built from. */
+static const char *pick_dir(const char *env, const char *name, char *buf, size_t size) {
     const char *e = getenv(env);
     if (e && e[0]) return e;
-    struct stat st;
-    if (stat(local, &st) == 0 && S_ISDIR(st.st_mode)) return local;
-    return source;
+    if (is_dir(name)) return name;
+    const char *share = installed_share();
+    snprintf(buf, size, "%s/%s", share ? share : QKGEN_SOURCE_DIR, name);
+    return buf;
 }
 
 const char *qk_default_specs(void) {
-    return pick_dir("QKGEN_SPECS", "specs", QKGEN_SOURCE_DIR "/specs");
+    static char buf[PATH_MAX + 16];
+    return pick_dir("QKGEN_SPECS", "specs", buf, sizeof buf);
 }
 
 const char *qk_default_templates(void) {
-    return pick_dir("QKGEN_TEMPLATES", "templates", QKGEN_SOURCE_DIR "/templates");
+    static char buf[PATH_MAX + 16];
+    return pick_dir("QKGEN_TEMPLATES", "templates", buf, sizeof buf);
 }
 
 const char *qk_default_bundle(void) {
