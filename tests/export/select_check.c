@@ -18,8 +18,8 @@ int main(void) {
             long long v;
             if (scanf("%lld", &v) != 1 || qkb_shape_set(&s, qkb_shape_names[i], v)) return 3;
         }
-        k = qkb_select(vendor, device, driver, op, format, strcmp(variant, "-") ? variant : NULL, &s,
-                       NULL, NULL);
+        k = qkb_select(vendor, device, driver, op, format, strcmp(variant, "-") ? variant : NULL,
+                       &s, NULL, NULL);
         printf("%s\n", k < 0 ? "-" : qkb_kernels[k].name);
     }
     return 0;
