@@ -28,6 +28,21 @@ grep -q '"stage": "full"' "$db" || fail "no candidate timed in full"
   fail "build --tuned --precision f32"
 "$qkgen" verify --bundle "$out/tuned" --validation | tee "$scratch/verify" || fail "verify of the tuned bundle"
 grep -q "^select table: [0-9]* shapes asked" "$scratch/verify" || fail "verify did not check the select table"
+# complete for its model: a rule tuned at each case, a fallback for each operation
+python3 - "$out/tuned/manifest.json" <<'PY' || fail "the tuned bundle is not complete for the model"
+import json, sys
+m = json.load(open(sys.argv[1]))
+at = {(r["op"], tuple(r["at"])) for d in m["select"]["devices"] for r in d["rules"]}
+cases = [(op, (mm, 256, t)) for op, mm, ts in (("matvec", 64, (1, 4)), ("matmul", 64, (16,)),
+         ("matvec_id", 32, (1, 4)), ("matmul_id", 32, (16,))) for t in ts]
+missing = [c for c in cases if c not in at]
+ops = {r["op"] for r in m["select"]["default"]}
+names = {k["name"] for k in m["kernels"]}
+kernels = {r["kernel"] for d in m["select"]["devices"] for r in d["rules"]} | {r["kernel"] for r in m["select"]["default"]}
+assert not missing and ops == {"matvec", "matmul", "matvec_id", "matmul_id"}, (missing, ops)
+assert kernels <= names, kernels - names
+print(len(cases), "cases tuned,", len(ops), "fallbacks,", len(names), "kernels in the bundle")
+PY
 python3 tests/tools/select_eval.py "$test_select" "$out/tuned" --expect-device-rules ||
   fail "qkrt_select disagrees with the rule"
 # an unknown device: the same bundle with another vendor id in its table
