@@ -17,7 +17,6 @@ typedef struct exporter {
     uint32_t var_count;
     char vars[QK_EXPORT_MAX_VARS][64];
     qk_str defs; /* the implementation part */
-    uint32_t fn_count;
 } exporter;
 
 /* Sets x->e to "manifest:line:col: message" (node NULL: no position); false. */
