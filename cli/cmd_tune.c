@@ -494,11 +494,12 @@ int cmd_tune(qk_args *a) {
             if (r != QKRT_ERROR_ARGUMENT) rc = QK_EXIT_FAIL;
             no_winner++;
         } else if (best) {
-            printf("%-40s %3u candidates (%u wrong, %u failed%s%.0u%s): %s %.2f us; fallback "
-                   "%.2f us (%.2fx); %.1f s\n",
+            char fbs[64] = "fallback not measured";
+            if (fb_us > 0)
+                snprintf(fbs, sizeof fbs, "fallback %.2f us (%.2fx)", fb_us, fb_us / best->us);
+            printf("%-40s %3u candidates (%u wrong, %u failed%s%.0u%s): %s %.2f us; %s; %.1f s\n",
                    shape, nres, wrong, failed, skipped ? ", " : "", skipped,
-                   skipped ? " over budget" : "", best->kernel, best->us, fb_us,
-                   fb_us > 0 ? fb_us / best->us : 0, qk_now_s() - tc);
+                   skipped ? " over budget" : "", best->kernel, best->us, fbs, qk_now_s() - tc);
         } else {
             printf("%-40s %3u candidates (%u wrong, %u failed): no correct candidate\n", shape,
                    nres, wrong, failed);

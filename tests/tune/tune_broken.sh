@@ -1,6 +1,8 @@
 # A deliberately broken kernel (a copy of matvec whose template scales its
 # sums by 1.01) is checked, recorded as wrong and never selected; under
-# --precision f32 no 8-bit-activation kernel is a candidate or a winner.
+# --precision f32 no 8-bit-activation kernel is a candidate or a winner; a
+# tune SIGKILLed while it writes records resumes with none repeated; a spent
+# --budget leaves candidates that a later run measures.
 . "$(dirname "$0")/../cli/lib.sh"
 qkgen=$1
 cp -r specs "$scratch/specs" && cp -r templates "$scratch/templates"
@@ -38,4 +40,52 @@ PY
 # --precision f32 in the tune itself: no q8 candidate is measured
 "$qkgen" tune $opts $case_ --filter $filter --db "$scratch/f32.jsonl" --precision f32 || fail "tune --precision f32"
 grep -q '"precision": "q8"' "$scratch/f32.jsonl" && fail "tune --precision f32 measured a q8 kernel"
+# a tune killed (SIGKILL) at random moments resumes: every record whole and
+# none twice; a spent --budget starts no more cases, and a later run does them
+db="$scratch/killed.jsonl"
+for i in 1 2 3; do
+  before=$(cat "$db" 2>/dev/null | wc -l)
+  "$qkgen" tune $opts $case_ --formats q4_0,q8_0 --filter $filter --db "$db" > /dev/null 2>&1 &
+  # once it writes records, at a random moment of the next half second
+  for w in $(seq 600); do
+    [ "$(cat "$db" 2>/dev/null | wc -l)" -gt "$before" ] && break
+    sleep 0.05
+  done
+  sleep "$(python3 -c "import random; print(random.uniform(0, 0.5))")"
+  kill -9 $! 2>/dev/null
+  wait $! 2>/dev/null
+  echo "killed after $(wc -l < "$db" 2>/dev/null || echo 0) records"
+done
+"$qkgen" tune $opts $case_ --formats q4_0,q8_0 --filter $filter --db "$db" > "$scratch/rest" ||
+  fail "tune after the kills"
+n=$(wc -l < "$db")
+"$qkgen" tune $opts $case_ --formats q4_0,q8_0 --filter $filter --db "$db" > /dev/null || fail "tune, resumed"
+[ "$(wc -l < "$db")" -eq "$n" ] || fail "a resumed tune measured again"
+python3 - "$db" <<'PY' || fail "records lost, repeated or torn"
+import json, sys
+keys, bad = {}, 0
+lines = open(sys.argv[1]).read().split("\n")
+for line in lines[:-1]:
+    try:
+        r = json.loads(line)
+    except ValueError:
+        bad += 1  # a line a kill cut off, reported and skipped by readers
+        continue
+    k = (r["variant"], r["spv_sha256"], r["stage"], json.dumps(r["case"], sort_keys=True))
+    keys[k] = keys.get(k, 0) + 1
+dup = [k for k, n in keys.items() if n > 1]
+assert not dup, dup[:3]
+cases = {k[3] for k in keys}
+assert len(cases) == 2, cases  # both formats, all of each measured by now
+print(len(keys), "records,", bad, "cut lines, no repeats")
+PY
+b="$scratch/budget.jsonl"
+"$qkgen" tune $opts $case_ --formats q4_0,q8_0 --filter $filter --db "$b" --budget 1 |
+  tee "$scratch/budget" || fail "tune --budget 1"
+grep -q "over budget" "$scratch/budget" || fail "the budget measured every candidate"
+n=$(wc -l < "$b")
+"$qkgen" tune $opts $case_ --formats q4_0,q8_0 --filter $filter --db "$b" | tee "$scratch/rest" ||
+  fail "tune after the budget"
+grep -q "over budget" "$scratch/rest" && fail "the later run left candidates"
+[ "$(wc -l < "$b")" -gt "$n" ] || fail "the later run measured nothing"
 echo "passed"
