@@ -19,7 +19,8 @@ typedef struct parser {
     void *user;
     qk_error *e;
     int depth;
-    bool cond; /* the last value parsed is a comparison or logical result */
+    bool cond;        /* the last value parsed is a comparison or logical result */
+    bool syntax_only; /* qk_expr_check: any name is 1, arithmetic is not checked */
 } parser;
 
 static bool fail_at(parser *ps, const char *at, const char *fmt, ...) QK_PRINTF(3, 4);
@@ -51,6 +52,8 @@ static bool accept(parser *ps, const char *tok) {
     return true;
 }
 
+/* false with the message; callers skip it in syntax_only mode, whose values
+ * are made up: the (defined, wrapped) result stands and parsing goes on */
 static bool overflow(parser *ps, const char *at, char op) {
     return fail_at(ps, at, "'%c' overflows 64-bit integers", op);
 }
@@ -76,6 +79,7 @@ static bool variable(parser *ps, int64_t *v) {
     while (isalnum((unsigned char)*ps->p) || *ps->p == '_')
         ps->p++;
     int len = (int)(ps->p - s);
+    if (ps->syntax_only) return *v = 1, true;
     if (!ps->lookup || !ps->lookup(ps->user, s, (size_t)len, v))
         return fail_at(ps, s, "unknown variable '%.*s'", len, s);
     return true;
@@ -93,7 +97,8 @@ static bool primary(parser *ps, int64_t *v) {
         if (ok && !accept(ps, ")")) ok = fail_at(ps, at, "unclosed '('");
     } else if (accept(ps, "-")) {
         ok = primary(ps, v);
-        if (ok && __builtin_sub_overflow((int64_t)0, *v, v)) ok = overflow(ps, at, '-');
+        if (ok && __builtin_sub_overflow((int64_t)0, *v, v) && !ps->syntax_only)
+            ok = overflow(ps, at, '-');
         ps->cond = false;
     } else if (accept(ps, "+")) {
         ok = primary(ps, v);
@@ -141,12 +146,13 @@ static bool term(parser *ps, int64_t *v) {
         if (!primary(ps, &r)) return false;
         ps->cond = false;
         if (op == '*') {
-            if (__builtin_mul_overflow(*v, r, v)) return overflow(ps, at, op);
+            if (__builtin_mul_overflow(*v, r, v) && !ps->syntax_only) return overflow(ps, at, op);
             continue;
         }
+        if (r == 0 && ps->syntax_only) r = 1;
         if (r == 0) return fail_at(ps, at, op == '/' ? "division by zero" : "modulo by zero");
         if (*v == INT64_MIN && r == -1) {
-            if (op == '/') return overflow(ps, at, op);
+            if (op == '/' && !ps->syntax_only) return overflow(ps, at, op);
             *v = 0;
             continue;
         }
@@ -167,7 +173,7 @@ static bool sum(parser *ps, int64_t *v) {
         if (!term(ps, &r)) return false;
         ps->cond = false;
         bool o = op == '+' ? __builtin_add_overflow(*v, r, v) : __builtin_sub_overflow(*v, r, v);
-        if (o) return overflow(ps, at, op);
+        if (o && !ps->syntax_only) return overflow(ps, at, op);
     }
 }
 
@@ -231,14 +237,14 @@ static bool expr_or(parser *ps, int64_t *v) {
     return true;
 }
 
-bool qk_expr_eval_as(const char *expr, const char *what, qk_expr_kind kind, qk_lookup_fn lookup,
-                     void *user, int64_t *value, qk_error *e) {
+static bool run(const char *expr, const char *what, qk_expr_kind kind, qk_lookup_fn lookup,
+                void *user, bool syntax_only, int64_t *value, qk_error *e) {
     if (!what) what = kind == QK_EXPR_CONDITION ? "condition" : "expression";
     if (!expr) {
         qk_error_set(e, "no %s", what);
         return false;
     }
-    parser ps = {expr, expr, what, lookup, user, e, 0, false};
+    parser ps = {expr, expr, what, lookup, user, e, 0, false, syntax_only};
     int64_t v = 0;
     if (!expr_or(&ps, &v)) return false;
     skip(&ps);
@@ -250,6 +256,16 @@ bool qk_expr_eval_as(const char *expr, const char *what, qk_expr_kind kind, qk_l
     return true;
 }
 
+bool qk_expr_eval_as(const char *expr, const char *what, qk_expr_kind kind, qk_lookup_fn lookup,
+                     void *user, int64_t *value, qk_error *e) {
+    return run(expr, what, kind, lookup, user, false, value, e);
+}
+
 bool qk_expr_eval(const char *expr, qk_lookup_fn lookup, void *user, int64_t *value, qk_error *e) {
-    return qk_expr_eval_as(expr, NULL, QK_EXPR_VALUE, lookup, user, value, e);
+    return run(expr, NULL, QK_EXPR_VALUE, lookup, user, false, value, e);
+}
+
+bool qk_expr_check(const char *expr, const char *what, qk_expr_kind kind, qk_error *e) {
+    int64_t v;
+    return run(expr, what, kind, NULL, NULL, true, &v, e);
 }

@@ -127,5 +127,9 @@ typedef enum qk_expr_kind {
 bool qk_expr_eval_as(const char *expr, const char *what, qk_expr_kind kind, qk_lookup_fn lookup,
                      void *user, int64_t *value, qk_error *e);
 bool qk_expr_eval(const char *expr, qk_lookup_fn lookup, void *user, int64_t *value, qk_error *e);
+/* Checks expr's syntax (and, for QK_EXPR_CONDITION, that it is a condition)
+ * without values: every name is accepted and arithmetic is not checked, so
+ * a spec's expressions fail at their line when loaded, not at planning. */
+bool qk_expr_check(const char *expr, const char *what, qk_expr_kind kind, qk_error *e);
 
 #endif

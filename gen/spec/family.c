@@ -209,7 +209,8 @@ static bool load_grid(family_reader *r, contrib *c, ynode *n, bool family) {
         if (yw_seq_len(n) != 3)
             return yw_fail(w, n, where, "expected a list of three expressions (x, y, z)");
         for (int i = 0; i < 3; i++) {
-            if (!yw_str(w, yw_seq_at(w, n, (size_t)i), where, c->grid[i], sizeof c->grid[i]))
+            if (!yw_expr(w, yw_seq_at(w, n, (size_t)i), where, QK_EXPR_VALUE, c->grid[i],
+                         sizeof c->grid[i]))
                 return false;
             c->sets[K_GRID_X + i] = true;
         }
@@ -220,7 +221,7 @@ static bool load_grid(family_reader *r, contrib *c, ynode *n, bool family) {
     for (int i = 0; i < 3; i++) {
         ynode *d = yw_get(w, n, dims[i]);
         if (!d) continue;
-        if (!yw_str(w, d, where, c->grid[i], sizeof c->grid[i])) return false;
+        if (!yw_expr(w, d, where, QK_EXPR_VALUE, c->grid[i], sizeof c->grid[i])) return false;
         c->sets[K_GRID_X + i] = true;
     }
     return true;
@@ -234,12 +235,13 @@ static bool load_shared(family_reader *r, contrib *c, ynode *n, bool family) {
     snprintf(where, sizeof where, "%s%sshared_memory", c->where, c->where[0] ? "." : "");
     if (!yw_is_map(n)) {
         c->sets[K_SHARED_MEMORY] = true;
-        return yw_str(w, n, where, c->k.shared_memory, sizeof c->k.shared_memory);
+        return yw_expr(w, n, where, QK_EXPR_VALUE, c->k.shared_memory, sizeof c->k.shared_memory);
     }
     static const char *const keys[] = {"add", NULL};
     if (family) return yw_fail(w, n, where, "the family's shared_memory is an expression");
     return yw_check_map(w, n, where, keys, keys) &&
-           yw_str(w, yw_get(w, n, "add"), where, c->shared_add, sizeof c->shared_add);
+           yw_expr(w, yw_get(w, n, "add"), where, QK_EXPR_VALUE, c->shared_add,
+                   sizeof c->shared_add);
 }
 
 /* The keys of a mapping that are kernel keys: parsed into c. */

@@ -312,7 +312,7 @@ bool qk_spec_binding(yw *w, ynode *m, const char *where, qk_binding_spec *b) {
     ynode *c = yw_get(w, m, "count");
     if (c && !yw_uint(w, c, where, 1, 8, &b->count)) return false;
     ynode *sz = yw_get(w, m, "size");
-    if (sz && !yw_str(w, sz, where, b->size, sizeof b->size)) return false;
+    if (sz && !yw_expr(w, sz, where, QK_EXPR_VALUE, b->size, sizeof b->size)) return false;
     return true;
 }
 
@@ -374,7 +374,7 @@ static bool load_staged(yw *w, ynode *n, qk_staging *out) {
 
 bool qk_spec_rule(yw *w, ynode *m, const char *where, qk_rule_spec *r) {
     r->mark = yw_mark(m);
-    return yw_str(w, yw_get(w, m, "check"), where, r->check, sizeof r->check) &&
+    return yw_expr(w, yw_get(w, m, "check"), where, QK_EXPR_VALUE, r->check, sizeof r->check) &&
            yw_str(w, yw_get(w, m, "reason"), where, r->reason, sizeof r->reason);
 }
 
@@ -516,16 +516,22 @@ bool qk_spec_kernel_keys(yw *w, ynode *root, qk_kernel_spec *k, bool partial) {
         if (!yw_is_seq(n) || yw_seq_len(n) != 3)
             return yw_fail(w, n, "grid", "expected a list of three expressions (x, y, z)");
         for (int i = 0; i < 3; i++)
-            if (!yw_str(w, yw_seq_at(w, n, (size_t)i), "grid", k->grid[i], sizeof k->grid[i]))
+            if (!yw_expr(w, yw_seq_at(w, n, (size_t)i), "grid", QK_EXPR_VALUE, k->grid[i],
+                         sizeof k->grid[i]))
                 return false;
     }
     if (!partial && (n = yw_get(w, root, "shared_memory")) &&
-        !yw_str(w, n, "shared_memory", k->shared_memory, sizeof k->shared_memory))
+        !yw_expr(w, n, "shared_memory", QK_EXPR_VALUE, k->shared_memory, sizeof k->shared_memory))
         return false;
     if ((n = yw_get(w, root, "constraints")) &&
         !yw_str_list(w, n, "constraints", k->constraints[0], sizeof k->constraints[0], QK_MAX_RULES,
                      &k->constraint_count))
         return false;
+    for (uint32_t i = 0; n && i < k->constraint_count; i++) { /* what qkrt_eval_bool takes */
+        qk_error ce = {0};
+        if (!qk_expr_check(k->constraints[i], "constraint", QK_EXPR_CONDITION, &ce))
+            return yw_fail(w, yw_list_item(w, n, i), "constraints", "%s", ce.msg);
+    }
     if (!partial && (n = yw_get(w, root, "rules")) && !load_rules(w, n, k)) return false;
     if ((n = yw_get(w, root, "features")) && !load_features(w, n, k->features, &k->feature_count))
         return false;

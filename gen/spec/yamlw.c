@@ -221,6 +221,14 @@ bool yw_str(yw *w, ynode *n, const char *where, char *out, size_t size) {
     return true;
 }
 
+bool yw_expr(yw *w, ynode *n, const char *where, qk_expr_kind kind, char *out, size_t size) {
+    if (!yw_str(w, n, where, out, size)) return false;
+    qk_error e = {0};
+    if (!qk_expr_check(out, kind == QK_EXPR_CONDITION ? "condition" : "expression", kind, &e))
+        return yw_fail(w, n, where, "%s", e.msg);
+    return true;
+}
+
 bool yw_uint(yw *w, ynode *n, const char *where, uint32_t min, uint32_t max, uint32_t *out) {
     const char *s = scalar(n);
     if (!s) return yw_fail(w, n, where, "expected an integer, got %s", kind_name(n));

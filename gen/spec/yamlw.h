@@ -46,6 +46,8 @@ ynode *yw_map_key(yw *w, ynode *n, size_t i);
 ynode *yw_map_value(yw *w, ynode *n, size_t i);
 
 bool yw_str(yw *w, ynode *n, const char *where, char *out, size_t size);
+/* yw_str of an expression whose syntax is checked (qk_expr_check). */
+bool yw_expr(yw *w, ynode *n, const char *where, qk_expr_kind kind, char *out, size_t size);
 bool yw_uint(yw *w, ynode *n, const char *where, uint32_t min, uint32_t max, uint32_t *out);
 bool yw_bool(yw *w, ynode *n, const char *where, bool *out);
 /* A scalar or a sequence of scalars; a value listed twice is an error. */

@@ -99,6 +99,18 @@ static void test_expr(void) {
     CHECK(!qk_expr_eval_as("M % 8", "constraint", QK_EXPR_CONDITION, vars, NULL, &v, &e) &&
               strstr(e.msg, "no comparison (== != <= >= < >) in constraint 'M % 8'"),
           "not a condition: %s", e.msg);
+    /* syntax only, as specs are checked when loaded: any name, no arithmetic */
+    e = (qk_error){0};
+    CHECK(qk_expr_check("ANY / (B - B) + 9223372036854775807 * 2", NULL, QK_EXPR_VALUE, &e),
+          "syntax only: %s", e.msg);
+    e = (qk_error){0};
+    CHECK(!qk_expr_check("(ANY + 1", "grid expression", QK_EXPR_VALUE, &e) &&
+              strstr(e.msg, "unclosed '(' in grid expression '(ANY + 1' (column 1)"),
+          "syntax error: %s", e.msg);
+    e = (qk_error){0};
+    CHECK(!qk_expr_check("K % 32", "constraint", QK_EXPR_CONDITION, &e) &&
+              strstr(e.msg, "no comparison"),
+          "condition syntax: %s", e.msg);
 }
 
 /* Writes a version-1 .npy file of header text dict and data bytes; reading
