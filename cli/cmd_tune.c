@@ -549,7 +549,7 @@ static size_t object_end(const char *text, size_t n, size_t at) {
 /* Rewrites the bundle's manifest atomically: the select table before the
  * kernels, and without the kernels not in keep (variants built only because
  * their module's SPIR-V starts with them: the file stays, for the others). */
-static bool finish_manifest(const char *bundle_dir, const qk_str *select, char *const *keep,
+static bool finish_manifest(const char *bundle_dir, const qk_str *select, const char *const *keep,
                             uint32_t nkeep, uint32_t *dropped, qk_error *e) {
     char *path = qk_path_join(bundle_dir, "manifest.json");
     size_t n = 0;
@@ -778,7 +778,7 @@ int cmd_build_tuned(qk_args *a) {
     if (rc == QK_EXIT_OK) {
         qk_tune_select_json(&sel, oc, n, defs, nd);
         /* the manifest lists the winners, the fallbacks and the quantizer */
-        char **keep = qk_xcalloc(n + nd + plan.variant_count + 1, sizeof *keep);
+        const char **keep = qk_xcalloc(n + nd + plan.variant_count + 1, sizeof *keep);
         uint32_t nkeep = 0;
         for (uint32_t i = 0; i < n; i++)
             if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
