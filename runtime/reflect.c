@@ -77,9 +77,10 @@ void qkrt_reflect(const uint32_t *code, size_t words, const char *entry, qkrt_re
     memset(out, 0, sizeof *out);
     for (int d = 0; d < 3; d++)
         out->size_spec[d] = -1;
-    /* ids are below the header's bound; a bound past the module's size is a lie */
+    /* ids are below the header's bound, which may exceed the module's words
+     * (optimizers leave gaps); past 2^22 ids it is refused as a lie */
     uint32_t bound = words > 5 ? code[3] : 0;
-    if (bound > words) bound = (uint32_t)words;
+    if (bound > (1u << 22)) bound = 0;
     uint32_t *value = calloc(bound ? bound : 1, sizeof *value);
     int32_t *spec = malloc((bound ? bound : 1) * sizeof *spec);
     if (!value || !spec) {

@@ -26,10 +26,11 @@ extern "C" bool qk_optimize(const char *name, qk_spirv *m, qk_error *e) {
     // equal ones are merged before and after (81, 48 KB). Not
     // eliminate-dead-const: it drops the WorkgroupSize built-in (a
     // decoration is no use), and with it what ties the workgroup's size to
-    // specialization constant 0.
+    // specialization constant 0. Ids compacted last: the merges leave gaps.
     opt.RegisterPass(spvtools::CreateUnifyConstantPass());
     opt.RegisterPerformancePasses();
-    opt.RegisterPass(spvtools::CreateUnifyConstantPass());
+    opt.RegisterPass(spvtools::CreateUnifyConstantPass())
+        .RegisterPass(spvtools::CreateCompactIdsPass());
     std::vector<uint32_t> out;
     spvtools::ValidatorOptions vopts;
     spvtools::OptimizerOptions oopts;
