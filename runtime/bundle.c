@@ -20,6 +20,10 @@ typedef struct loader {
     const char *path; /* of manifest.json, for messages */
     char where[160];  /* "kernels[3] (name)" */
     qk_strset names;  /* the kernels' names so far */
+    qk_strset spvs;   /* module files so far, with their module index */
+    qk_strset pipes;  /* pipeline_key of kernels so far, with the kernel index */
+    char **keys;      /* the strings of pipes, owned */
+    uint32_t key_count;
 } loader;
 
 static qkrt_result bad(loader *ld, const qkrt_json *node, const char *fmt, ...) QKRT_PRINTF(3, 4);
@@ -443,9 +447,13 @@ static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kern
  * dir/spv read now and checked to be SPIR-V with the manifest's hash. */
 static qkrt_result load_module(loader *ld, const char *dir, qkrt_bundle *bundle,
                                qkrt_kernel *kernel) {
-    for (uint32_t m = 0; m < bundle->module_count; m++) {
+    /* a set, not a search of the modules so far: a manifest of 100,000 kernels
+     * loads in linear time */
+    uint32_t m = 0;
+    int added = qk_strset_add(&ld->spvs, kernel->spv, bundle->module_count, &m);
+    if (added < 0) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    if (added == 0) {
         const qkrt_module *mod = &bundle->modules[m];
-        if (strcmp(mod->spv, kernel->spv)) continue;
         if (strcmp(mod->sha256, kernel->sha256))
             return qkrt_fail(ld->ctx, QKRT_ERROR_MANIFEST,
                              "%s: kernel '%s': spv_sha256 %s differs from %s of another kernel "
@@ -488,25 +496,33 @@ static qkrt_result load_module(loader *ld, const char *dir, qkrt_bundle *bundle,
     return QKRT_OK;
 }
 
-/* Whether kernels a and b make the same pipeline: one module, entry point,
- * specialization, subgroup size and descriptor and push-constant layout. */
-static bool same_pipeline(const qkrt_kernel *a, const qkrt_kernel *b) {
-    const qkrt_kernel_info *x = &a->info, *y = &b->info;
-    if (a->module != b->module || strcmp(a->entry, b->entry) ||
-        x->specialization_count != y->specialization_count ||
-        x->required_subgroup_size != y->required_subgroup_size ||
-        memcmp(x->workgroup_size, y->workgroup_size, sizeof x->workgroup_size) ||
-        x->binding_count != y->binding_count || x->push_size != y->push_size)
-        return false;
+/* What makes a kernel's pipeline: one module, entry point, specialization,
+ * subgroup size and descriptor and push-constant layout. Kernels with equal
+ * keys share a pipeline; found through a set, so in linear time. */
+static char *pipeline_key(const qkrt_kernel *k) {
+    const qkrt_kernel_info *x = &k->info;
+    qk_str s = {0};
+    qk_str_addf(&s, "%u %s %u %u %u %u %u %u|", k->module, k->entry, x->required_subgroup_size,
+                x->workgroup_size[0], x->workgroup_size[1], x->workgroup_size[2], x->push_size,
+                x->specialization_count);
     for (uint32_t i = 0; i < x->specialization_count; i++)
-        if (x->specialization[i].id != y->specialization[i].id ||
-            x->specialization[i].data != y->specialization[i].data)
-            return false;
+        qk_str_addf(&s, "%u=%u ", x->specialization[i].id, x->specialization[i].data);
     for (uint32_t i = 0; i < x->binding_count; i++)
-        if (x->bindings[i].binding != y->bindings[i].binding ||
-            x->bindings[i].count != y->bindings[i].count)
-            return false;
-    return true;
+        qk_str_addf(&s, "%u:%u ", x->bindings[i].binding, x->bindings[i].count);
+    return qk_str_take(&s);
+}
+
+static qkrt_result find_pipeline(loader *ld, qkrt_kernel *kernel, uint32_t i) {
+    if (ld->key_count % 1024 == 0) {
+        char **keys = realloc(ld->keys, sizeof *keys * (ld->key_count + 1024));
+        if (!keys) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+        ld->keys = keys;
+    }
+    char *key = ld->keys[ld->key_count++] = pipeline_key(kernel);
+    kernel->pipe = i;
+    if (qk_strset_add(&ld->pipes, key, i, &kernel->pipe) < 0)
+        return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    return QKRT_OK;
 }
 
 static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *root,
@@ -538,10 +554,8 @@ static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *r
         if (added < 0) r = qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
         if (added == 0) r = bad(ld, k, "name also used by kernels[%u]", earlier);
         if (r == QKRT_OK) r = load_module(ld, dir, bundle, kernel);
+        if (r == QKRT_OK) r = find_pipeline(ld, kernel, i);
         if (r != QKRT_OK) return r;
-        kernel->pipe = i;
-        for (uint32_t j = 0; j < i && kernel->pipe == i; j++)
-            if (same_pipeline(&bundle->kernels[j], kernel)) kernel->pipe = j;
     }
     return QKRT_OK;
 }
@@ -569,9 +583,14 @@ qkrt_result qkrt_bundle_load(qkrt_context *ctx, const char *dir, qkrt_bundle **o
         free(text);
     }
     if (r == QKRT_OK) {
-        loader ld = {ctx, path, "", {0}};
+        loader ld = {ctx, path, "", {0}, {0}, {0}, NULL, 0};
         r = read_manifest(&ld, dir, bundle->doc, bundle);
         qk_strset_free(&ld.names);
+        qk_strset_free(&ld.spvs);
+        qk_strset_free(&ld.pipes);
+        for (uint32_t i = 0; i < ld.key_count; i++)
+            free(ld.keys[i]);
+        free(ld.keys);
     }
     free(path);
     if (r != QKRT_OK) {
