@@ -11,9 +11,9 @@ static const struct {
     const char *code, *name;
     uint32_t size;
 } dtypes[] = {
-    {"u1", "uint8", 1},   {"i1", "int8", 1},    {"u2", "uint16", 2},  {"i2", "int16", 2},
-    {"f2", "float16", 2}, {"u4", "uint32", 4},  {"i4", "int32", 4},   {"f4", "float32", 4},
-    {"u8", "uint64", 8},  {"i8", "int64", 8},   {"f8", "float64", 8},
+    {"u1", "uint8", 1},   {"i1", "int8", 1},   {"u2", "uint16", 2},  {"i2", "int16", 2},
+    {"f2", "float16", 2}, {"u4", "uint32", 4}, {"i4", "int32", 4},   {"f4", "float32", 4},
+    {"u8", "uint64", 8},  {"i8", "int64", 8},  {"f8", "float64", 8},
 };
 
 static uint32_t dtype_size(const char *d) {
@@ -55,7 +55,8 @@ static bool parse_shape(const char *sh, qk_npy *out, uint32_t itemsize, size_t *
         while (*sh == ' ')
             sh++;
         if (*sh == ')') break;
-        if (*sh < '0' || *sh > '9') return *why = "malformed shape (dimensions are whole numbers)", false;
+        if (*sh < '0' || *sh > '9')
+            return *why = "malformed shape (dimensions are whole numbers)", false;
         uint64_t v = 0;
         for (; *sh >= '0' && *sh <= '9'; sh++)
             if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *sh - '0', &v))
@@ -177,11 +178,15 @@ bool qk_npy_write(const char *path, const char *dtype, uint32_t ndim, const uint
                 dtype_size(dtype) == 1 ? "|" : "<", dtype);
     uint64_t count = 1;
     for (uint32_t i = 0; i < ndim; i++) {
-        qk_str_addf(&h, "%llu%s", (unsigned long long)shape[i], ndim == 1 ? "," : i + 1 < ndim ? ", " : "");
+        qk_str_addf(&h, "%llu%s", (unsigned long long)shape[i],
+                    ndim == 1      ? ","
+                    : i + 1 < ndim ? ", "
+                                   : "");
         count *= shape[i];
     }
     qk_str_add(&h, "), }");
-    while ((10 + h.len + 1) % 64) qk_str_add(&h, " ");
+    while ((10 + h.len + 1) % 64)
+        qk_str_add(&h, " ");
     qk_str_add(&h, "\n");
     size_t bytes = count * dtype_size(dtype);
     qk_str file = {0};

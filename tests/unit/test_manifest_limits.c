@@ -166,9 +166,10 @@ static void test_files(qkrt_context *ctx) {
     /* a FIFO blocked the open for good */
     unlink(path_of("manifest.json"));
     CHECK(mkfifo(path_of("manifest.json"), 0600) == 0, "mkfifo");
-    CHECK(qkrt_bundle_load(ctx, dir, &b) == QKRT_ERROR_IO &&
-              strstr(qkrt_last_error(ctx), "manifest.json: cannot read: a FIFO (only regular files"),
-          "%s", qkrt_last_error(ctx));
+    CHECK(
+        qkrt_bundle_load(ctx, dir, &b) == QKRT_ERROR_IO &&
+            strstr(qkrt_last_error(ctx), "manifest.json: cannot read: a FIFO (only regular files"),
+        "%s", qkrt_last_error(ctx));
     unlink(path_of("manifest.json"));
     CHECK(mkfifo(path_of("k.spv"), 0600) == 0, "mkfifo");
     CHECK(load_kernel(ctx, "", "null") == QKRT_ERROR_IO &&
