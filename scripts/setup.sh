@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # qkgen's one set-up command on Debian 12: installs the dependencies (apt),
-# configures and builds into build/, generates the default bundle into
-# out/default, and runs every kernel of it once on the default Vulkan device
-# against the CPU reference. --no-verify skips that last step.
+# configures and builds into build/, generates a representative bundle into
+# out/default (one variant of every kernel path), and runs each of its kernels
+# once on the default Vulkan device against the CPU reference.
+# --no-verify skips that last step; --all generates and verifies every
+# variant (minutes more; the test suite verifies every variant anyway).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-verify=1
-[ "${1:-}" = "--no-verify" ] && verify=0
+verify=1 all=0
+for arg in "$@"; do
+  case $arg in
+  --no-verify) verify=0 ;;
+  --all) all=1 ;;
+  *) echo "usage: $0 [--no-verify] [--all]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(build-essential cmake pkg-config libyaml-dev glslang-dev glslang-tools spirv-tools
           libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers libclang-dev llvm-14-tools
@@ -27,10 +35,34 @@ echo "== building"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
 
-echo "== generating out/default"
-./build/qkgen build
+# One variant of each path (kernel x format x activation x math path x
+# fusion: `qkgen build --representative`, the first legal tile of each), so
+# that this command takes minutes on two cores rather than the whole search
+# space's build and verify (README, "Set up and test").
+select=(--representative)
+[ $all = 1 ] && select=()
+echo "== generating out/default${select:+ (one variant of each kernel path)}"
+./build/qkgen build "${select[@]}"
 
 if [ $verify = 1 ]; then
-  echo "== running every kernel once against the CPU reference"
-  ./build/qkgen verify
+  # A CPU driver (lavapipe) compiles each pipeline for up to seconds, one at
+  # a time per process: one shard of the kernels per core. GALLIVM_PERF=nopt
+  # skips LLVM's optimizations there, as the test suite does.
+  jobs=$(nproc)
+  echo "== running each kernel once against the CPU reference ($jobs processes)"
+  logs=$(mktemp -d)
+  trap 'rm -rf "$logs"' EXIT
+  pids=()
+  for ((s = 0; s < jobs; s++)); do
+    GALLIVM_PERF=${GALLIVM_PERF-nopt} ./build/qkgen verify --shard "$s/$jobs" >"$logs/$s" 2>&1 &
+    pids+=($!)
+  done
+  failed=0
+  for ((s = 0; s < jobs; s++)); do
+    wait "${pids[$s]}" || failed=1
+    [ "$jobs" = 1 ] || echo "-- shard $s/$jobs"
+    cat "$logs/$s"
+  done
+  [ $failed = 0 ] || { echo "== verify: a kernel failed (above)"; exit 1; }
+  echo "== verify: every kernel checked passed"
 fi
