@@ -3,6 +3,7 @@
 #include "plan/plan.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failures;
@@ -87,6 +88,32 @@ int main(int argc, char **argv) {
         uint32_t nf = qk_variant_features(v, feat, 8);
         CHECK(nf == 2 && !strcmp(feat[1], "storage_16bit"), "f16 activations need 16-bit storage");
     }
+
+    /* representative selection: of each kernel x format x activation x mma x fusion,
+     * its first variant in plan order, and every such path has one */
+    uint32_t *sel = calloc(p.variant_count + 1, sizeof *sel);
+    CHECK(sel && qk_plan_select(&p, NULL, false, sel) == p.variant_count, "all selected");
+    uint32_t nsel = sel ? qk_plan_select(&p, NULL, true, sel) : 0, paths = 0;
+    for (uint32_t i = 0; sel && i < p.variant_count; i++) {
+        const qk_variant *a = &p.variants[i];
+        uint32_t first = i, picked = 0;
+        for (uint32_t j = 0; j < i && first == i; j++) {
+            const qk_variant *b = &p.variants[j];
+            if (b->kernel == a->kernel && b->format == a->format &&
+                !strcmp(b->activation, a->activation) && !strcmp(b->mma, a->mma) &&
+                b->fusion == a->fusion)
+                first = j;
+        }
+        paths += first == i;
+        for (uint32_t j = 0; j < nsel; j++)
+            picked += sel[j] == i;
+        CHECK(picked == (first == i), "%s: selected %u times", a->name, picked);
+    }
+    CHECK(paths == 6 && nsel == paths, "%u paths (3 formats x 2 activations), %u selected", paths,
+          nsel);
+    nsel = sel ? qk_plan_select(&p, "_f16_nr", true, sel) : 0;
+    CHECK(nsel == 3, "a filter, then one tile a path: %u (3 formats at f16)", nsel);
+    free(sel);
 
     /* an unknown format in a kernel is an error with the spec's position */
     qk_kernel_spec *k = &s.kernels[0];
