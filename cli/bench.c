@@ -615,6 +615,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         qkrt_kernels_prepare(ctx, b, fresh, nfresh, 0);
     }
     bool any_ok = false; /* a variant of the case is correct: the deadline may cut the rest */
+    const double screen_warm = o->screen_warmup_s > 0 ? o->screen_warmup_s : QK_SCREEN_WARM_S;
     const uint32_t screen_runs =
         cb.copies > QK_BENCH_SCREEN_RUNS ? cb.copies : QK_BENCH_SCREEN_RUNS;
     for (uint32_t v = 0; v < n && r == QKRT_OK; v++) {
@@ -691,7 +692,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             /* the screen: a few dispatches, every weight copy once, after a
              * short warm-up (the case's whole one before its first) */
             uint32_t nd;
-            r = warm(ctx, b, idx[v], &cb, warmed ? QK_SCREEN_WARM_S : o->warmup_s);
+            r = warm(ctx, b, idx[v], &cb, warmed ? screen_warm : o->warmup_s);
             if (r == QKRT_OK) r = time_runs(ctx, b, idx[v], &cb, screen_runs, d, ns, per, &nd);
             if (r != QKRT_OK) break;
             out->us_screen = median(per, screen_runs) / 1e3;
@@ -747,7 +748,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             snprintf(step, sizeof step, "halving: %u at %u runs", field, rung);
             progress(o, c, step, q->kernel);
             /* the GPU has been busy since the screen: a third of its warm-up */
-            r = warm(ctx, b, ki, &cb, QK_SCREEN_WARM_S / 3);
+            r = warm(ctx, b, ki, &cb, screen_warm / 3);
             if (r == QKRT_OK) r = time_runs(ctx, b, ki, &cb, rung, d, ns, per, &nd);
             if (r == QKRT_OK) q->us_screen = median(per, rung) / 1e3, q->screen_runs = rung;
         }
@@ -768,7 +769,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         snprintf(step, sizeof step, "finalist %u/%u", f + 1, finalists);
         progress(o, c, step, out->kernel);
         r = time_variant(ctx, b, idx[pick - (int)first], &cb, runs,
-                         f == 0 ? o->warmup_s : o->rewarm_s, copy_gbps, d, ns, per, out);
+                         f == 0 && (!o->halving || !warmed) ? o->warmup_s : o->rewarm_s, copy_gbps,
+                         d, ns, per, out);
         if (r == QKRT_OK && o->record)
             o->record(o->user, qkrt_bundle_kernel(b, idx[pick - (int)first]), out, "full");
         if (r == QKRT_OK && out->us < best_us) best_us = out->us, best = pick;

@@ -58,9 +58,11 @@ typedef struct qk_bench_opts {
     uint64_t seed;
     FILE *progress; /* a progress line, or NULL */
     /* the autotuner's hooks, all optional (zero: qkgen bench's behaviour) */
-    const char *always; /* a variant eligible whatever its token tile (a fallback) */
-    bool halving;       /* after the screen, halve the field at doubling runs down to finalists */
-    double deadline;    /* qk_now_s() after which no more variants are screened (0: none) */
+    const char *always;     /* a variant eligible whatever its token tile (a fallback) */
+    bool halving;           /* after the screen, halve the field at doubling runs down to finalists
+                               (the GPU busy throughout: the first finalist re-warms as the others) */
+    double screen_warmup_s; /* before each screened variant but the first; 0: 30 ms */
+    double deadline;        /* qk_now_s() after which no more variants are screened (0: none) */
     /* a result measured before (a resumed tune): fills ok, wrong, error, nmse
      * and us_screen, or us, us_min, us_max and timed, and returns true; the
      * variant is then not measured again */

@@ -25,8 +25,8 @@ typedef struct tune_run {
     char **names, **hashes; /* the work bundle's content hashes */
     uint32_t nh;
     bool exhaustive;
-    double warm_ms;       /* the case's warm-up (--warmup-ms), for the records' notes */
-    uint32_t done, total; /* candidates measured, of all cases */
+    double warm_ms, screen_warm_ms; /* --warmup-ms, --screen-warmup-ms: the records' notes */
+    uint32_t done, total;           /* candidates measured, of all cases */
     double t0;
     uint32_t case_i, case_n, case_done, case_total;
     bool tty, failed_write;
@@ -220,7 +220,7 @@ static const char *usage =
     "                  [--budget SECONDS] [--strategy halving|exhaustive]\n"
     "                  [--precision f32|f16|q8|any] [--filter A,B] [--out DIR]\n"
     "                  [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--finalists N] [--seed N]\n"
-    "                  [--dry-run]\n"
+    "                  [--screen-warmup-ms MS] [--dry-run]\n"
     "       qkgen tune --merge A [B ...] --db C\n"
     "       qkgen tune --report DB [--svg FILE] [--precision P]\n\n"
     "Times the candidate kernels of each case on the device and appends every\n"
@@ -235,8 +235,10 @@ static const char *usage =
     "Each candidate is checked against the CPU reference on the device first (a\n"
     "wrong one is recorded as wrong and never wins), then timed by qkgen bench's\n"
     "method: halving (default) screens every correct candidate over 10\n"
-    "dispatches, halves the field at twice the runs until --finalists (default 3)\n"
-    "are left, and times those in full; exhaustive times every candidate in full.\n"
+    "dispatches after --screen-warmup-ms (default 10; the case's first after the\n"
+    "whole warm-up), halves the field at twice the runs until --finalists\n"
+    "(default 3) are left, and times those in full; exhaustive times every\n"
+    "candidate in full.\n"
     "--budget spreads SECONDS over the cases left: past a case's share no more\n"
     "candidates are screened, and past the budget no case is started (a resumed\n"
     "tune measures what is left: run it again). A tune resumes from\n"
@@ -260,6 +262,7 @@ int cmd_tune(qk_args *a) {
     uint32_t nmerge = 0;
     uint64_t m = 0, k = 0, t = 0, experts = 0, topk = 0, budget = 0, runs = 50, warm_ms = 1000;
     uint64_t rotate_mb = 200, finalists = 3, seed = (uint64_t)time(NULL);
+    uint64_t screen_warm_ms = 10;
     bool dry_run = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
@@ -287,7 +290,8 @@ int cmd_tune(qk_args *a) {
             qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
             qk_opt_u64(a, "--budget", &budget) || qk_opt_u64(a, "--runs", &runs) ||
             qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
-            qk_opt_u64(a, "--finalists", &finalists) || qk_opt_u64(a, "--seed", &seed))
+            qk_opt_u64(a, "--finalists", &finalists) || qk_opt_u64(a, "--seed", &seed) ||
+            qk_opt_u64(a, "--screen-warmup-ms", &screen_warm_ms))
             continue;
         return qk_bad_arg(a);
     }
@@ -395,7 +399,7 @@ int cmd_tune(qk_args *a) {
                    .case_n = nc,
                    .total = total};
     device_of(ctx, &tr.dev);
-    tr.warm_ms = (double)warm_ms;
+    tr.warm_ms = (double)warm_ms, tr.screen_warm_ms = (double)screen_warm_ms;
     printf("device %u: %s (vendor 0x%x, device 0x%x, driver %u), %u cases, seed %llu\n", dev->index,
            dev->name, tr.dev.vendor_id, tr.dev.device_id, tr.dev.driver_version, nc,
            (unsigned long long)seed);
@@ -428,6 +432,7 @@ int cmd_tune(qk_args *a) {
                        .rotate_bytes = rotate_mb << 20,
                        .finalists = tr.exhaustive ? 0 : (uint32_t)finalists,
                        .halving = !tr.exhaustive,
+                       .screen_warmup_s = screen_warm_ms / 1e3,
                        .seed = seed,
                        .prior = prior,
                        .record = record,
