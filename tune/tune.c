@@ -65,8 +65,8 @@ bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune
         return false;
     bool listed = !s->kernel_count;
     for (uint32_t i = 0; i < s->kernel_count && !listed; i++) /* a kernel, or its family spec */
-        listed = !strcmp(s->kernels[i], v->kernel->name) ||
-                 !strcmp(s->kernels[i], v->kernel->origin);
+        listed =
+            !strcmp(s->kernels[i], v->kernel->name) || !strcmp(s->kernels[i], v->kernel->origin);
     if (!listed) return false;
     if (s->precision && strcmp(s->precision, "any") &&
         strcmp(s->precision, qk_precision_of(v->kernel->family, variant_mma(v))))
@@ -158,6 +158,15 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
         if (timed && allowed(precision, r) && better(r, o->best)) o->best = r;
         const char *fb = fallback_of ? fallback_of(user, &r->c) : NULL;
         if (timed && fb && !strcmp(fb, r->variant) && better(r, o->fallback)) o->fallback = r;
+    }
+    for (uint32_t j = 0; j < n; j++) {
+        qk_tune_outcome *o = &(*out)[j];
+        for (uint32_t i = 0; o->best && i < db->count && !o->best_screen; i++) {
+            const qk_tune_record *r = &db->recs[i];
+            if (!strcmp(r->variant, o->best->variant) && !strcmp(r->stage, "screen") &&
+                qk_tune_same_device(&r->dev, &o->dev) && qk_tune_same_case(&r->c, &o->c))
+                o->best_screen = r;
+        }
     }
     return n;
 }

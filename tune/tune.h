@@ -37,8 +37,10 @@ const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char 
 typedef struct qk_tune_outcome {
     qk_tune_case c;
     qk_tune_device dev;
-    const qk_tune_record *best;     /* fastest correct in full (else in the screen), or NULL */
-    const qk_tune_record *fallback; /* the fallback's record (full, else screen), or NULL */
+    const qk_tune_record *best;        /* fastest correct in full (else in the screen), or NULL */
+    const qk_tune_record *fallback;    /* the fallback's record (full, else screen), or NULL */
+    const qk_tune_record *best_screen; /* the winner's screen record, or NULL: a speedup over a
+                                          fallback timed only in the screen compares screens */
     uint32_t candidates, wrong, failed;
 } qk_tune_outcome;
 
