@@ -33,8 +33,8 @@ def put(d, name, data):
 
 def specs():
     d = fresh("spec")
-    for folder in ["specs/formats", "specs/kernels", "specs/fusions", "tests/specs_bad",
-                   "tests/specs_plan/formats", "tests/specs_plan/kernels", "tests/newformat"]:
+    for folder in ["specs/formats", "specs/kernels", "specs/fusions", "specs/models",
+                   "tests/specs_bad", "tests/specs_plan/formats", "tests/specs_plan/kernels", "tests/newformat"]:
         src = os.path.join(root, folder)
         for n in sorted(os.listdir(src)):
             if n.endswith(".yaml"):
@@ -64,10 +64,16 @@ def manifests(bundle):
     kernels = pick_kernels(manifest)
     sha = hashlib.sha256(module).hexdigest()
     m, j = fresh("manifest"), fresh("json")
-    head = {k: v for k, v in manifest.items() if k != "kernels"}
+    head = {k: v for k, v in manifest.items() if k not in ("kernels", "modules")}
 
-    def doc(ks):
-        return json.dumps(dict(head, kernels=ks), indent=1) + "\n"
+    def doc(ks):  # with the modules (schema 2) of those kernels only
+        d = dict(head, kernels=ks)
+        if "modules" in manifest:
+            names = {k.get("module") for k in ks}
+            d["modules"] = [dict(m, spv=ks[0]["spv"], spv_sha256=ks[0]["spv_sha256"])
+                            if ks[0]["spv"] == "k.spv" else m
+                            for m in manifest["modules"] if m["name"] in names]
+        return json.dumps(d, indent=1) + "\n"
 
     def local(k):  # the kernel with k.spv as its module
         return dict(k, spv="k.spv", spv_sha256=sha)
