@@ -1,8 +1,10 @@
 # Builds the default specs into the test bundle that the other tests share.
 . "$(dirname "$0")/lib.sh"
 qkgen=$1 out=$2
-# The set-up (scripts/setup.sh) built the same specs into out/ moments before
-# in CI; its compile cache spares compiling all of them again. Entries are
+# The set-up (scripts/setup.sh) built one variant of each path of the same
+# specs into out/ moments before in CI; its compile cache spares compiling
+# those modules again (a path's tiles share one where the kernel specializes
+# them). Entries are
 # keyed by the generator's hash and each variant's GLSL, so a stale one is
 # never used: what changed since is compiled here.
 if [ ! -d "$out/.cache" ] && [ -d out/.cache ]; then
