@@ -66,7 +66,8 @@ int cmd_build(qk_args *a) {
                  "                   [--filter TEXT] [--representative] [--no-specialize]\n"
                  "                   [--force] [--quiet]\n"
                  "       qkgen build [SPEC_DIR] --tuned DB [--model FILE] [--precision P]\n"
-                 "                   [--out DIR] [--name NAME]   (a tuned bundle: qkgen tune --help)\n\n"
+                 "                   [--out DIR] [--name NAME]   (a tuned bundle: qkgen tune "
+                 "--help)\n\n"
                  "Expands the specs of SPEC_DIR (default specs/: formats/*.yaml and\n"
                  "kernels/*.yaml) into variants, emits GLSL, compiles it with glslang, optimizes\n"
                  "and validates it with SPIRV-Tools, and writes DIR/NAME (default out/default):\n"
@@ -244,6 +245,41 @@ static int list_axes(const char *cmd, const qk_spec_set *s, const qk_plan *p, co
     return QK_EXIT_OK;
 }
 
+/* Variants and modules per kernel (a family point), then variants per
+ * format: what a bundle of these specs holds, in a screen rather than
+ * thousands of names. */
+static void list_counts(const qk_plan *p) {
+    printf("\n%-34s %-12s %8s %8s %8s\n", "kernel", "operation", "formats", "variants",
+           "modules");
+    uint32_t modules = 0;
+    for (uint32_t i = 0; i < p->variant_count; i++) {
+        const qk_kernel_spec *k = p->variants[i].kernel;
+        if (i && p->variants[i - 1].kernel == k) continue; /* a kernel's variants are together */
+        uint32_t n = 0, mods = 0, fmts = 0;
+        const qk_format *last = NULL;
+        for (uint32_t j = i; j < p->variant_count && p->variants[j].kernel == k; j++) {
+            n++;
+            mods += p->variants[j].module_first == j;
+            if (p->variants[j].format != last &&
+                (!last || strcmp(p->variants[j].format->name, last->name)))
+                fmts++;
+            last = p->variants[j].format;
+        }
+        modules += mods;
+        printf("%-34s %-12s %8u %8u %8u\n", k->name, k->family, fmts, n, mods);
+    }
+    printf("%-34s %-12s %8s %8u %8u\n", "(all)", "", "", p->variant_count, modules);
+    printf("\n%-12s %8s\n", "format", "variants");
+    for (uint32_t f = 0; f < p->format_count; f++) {
+        if (f && !strcmp(p->formats[f].name, p->formats[f - 1].name)) continue;
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < p->variant_count; i++)
+            n += !strcmp(p->variants[i].format->name, p->formats[f].name);
+        if (n) printf("%-12s %8u\n", p->formats[f].name, n);
+    }
+    printf("(qkgen list --variants for the names, --axes FAMILY for a family's axes)\n");
+}
+
 int cmd_list(qk_args *a) {
     const char *spec_dir = NULL, *filter = NULL, *axes = NULL;
     bool formats = false, variants = false, dropped = false, representative = false;
@@ -251,8 +287,9 @@ int cmd_list(qk_args *a) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen list [SPEC_DIR] [--formats] [--variants] [--dropped]\n"
                  "                  [--filter TEXT] [--representative] [--axes FAMILY]\n\n"
-                 "Lists the formats and the kernel variants the specs expand to (both by\n"
-                 "default), or the points of the search space that rules dropped, with why.\n"
+                 "Lists the formats and how many variants and modules each kernel and format\n"
+                 "has (the default), the variant names (--variants), or the points of the\n"
+                 "search space that rules dropped, with why (--dropped).\n"
                  "--filter and --representative select variants as 'qkgen build' does.\n"
                  "--axes FAMILY prints a family spec's axes and values with their meanings,\n"
                  "each combination's kernel and variant count or why it has none, and the\n"
@@ -275,7 +312,8 @@ int cmd_list(qk_args *a) {
         else
             return qk_bad_arg(a);
     }
-    if (!formats && !variants && !dropped) formats = variants = true;
+    bool counts = !formats && !variants && !dropped;
+    if (counts) formats = true;
     qk_spec_set specs;
     qk_plan plan;
     if (!load_plan(a->cmd, spec_dir ? spec_dir : qk_default_specs(), &specs, &plan))
@@ -305,6 +343,7 @@ int cmd_list(qk_args *a) {
             qk_str_free(&opts);
         }
     }
+    if (counts) list_counts(&plan);
     if (variants) {
         if (formats) putchar('\n');
         uint32_t *picked = qk_xcalloc(plan.variant_count + 1, sizeof *picked);

@@ -18,4 +18,10 @@ rc=$?
 [ $rc -eq 2 ] || fail "an unknown family: exit status $rc, expected 2"
 grep -q "no family 'nosuch' (the specs have: matmul, matvec, matvec_lanes" "$scratch/err" ||
   fail "message: $(cat "$scratch/err")"
-echo "2 passed, 0 failed"
+# qkgen list without flags: counts per kernel and format, whose total is
+# the number of variants and of modules a bundle of the specs holds
+"$qkgen" list >"$scratch/counts" || fail "list exited $?"
+all=$("$qkgen" list --variants | sed -n 's/^(\([0-9]*\) variants)$/\1/p')
+grep -qE "^\(all\) +$all +[0-9]+$" "$scratch/counts" || fail "the counts' total is not $all: $(grep '^(all)' "$scratch/counts")"
+[ "$(wc -l <"$scratch/counts")" -lt 200 ] || fail "qkgen list printed $(wc -l <"$scratch/counts") lines"
+echo "3 passed, 0 failed"
