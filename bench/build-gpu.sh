@@ -6,7 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 specs=${1:-specs} templates=${2:-templates}
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQKGEN_STATIC_TOOLCHAIN=ON -DBUILD_TESTING=OFF >/dev/null
+# the shader toolchain of scripts/toolchain.sh (glslang 15, SPIRV-Tools
+# 2025.1, static archives) unless QKGEN_TOOLCHAIN=system
+toolchain=${QKGEN_TOOLCHAIN:-}
+[ "$toolchain" = system ] || toolchain=$(bash scripts/toolchain.sh)
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DQKGEN_STATIC_TOOLCHAIN=ON -DBUILD_TESTING=OFF \
+  -DQKGEN_TOOLCHAIN="$toolchain" >/dev/null
 cmake --build build-gpu -j"$(nproc)" --target qkgen
 rm -rf build-gpu/pkg && mkdir -p build-gpu/pkg
 cp build-gpu/qkgen build-gpu/pkg/

@@ -31,8 +31,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
+# The shader toolchain: glslang 15 and SPIRV-Tools 2025.1 from Debian 13's
+# sources (scripts/toolchain.sh), built once per machine into a cache outside
+# the clone and reused by later clones. QKGEN_TOOLCHAIN=system skips it and
+# links Debian 12's glslang 12, which drops the variants that need newer GLSL
+# extensions (qkgen list --dropped says which).
+toolchain=${QKGEN_TOOLCHAIN:-}
+if [ "$toolchain" != system ]; then
+  echo "== shader toolchain"
+  toolchain=$(bash scripts/toolchain.sh)
+fi
+
 echo "== building"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DQKGEN_TOOLCHAIN="$toolchain" >/dev/null
 cmake --build build -j"$(nproc)"
 
 # One variant of each path (kernel x format x activation x math path x
