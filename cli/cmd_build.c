@@ -249,8 +249,7 @@ static int list_axes(const char *cmd, const qk_spec_set *s, const qk_plan *p, co
  * format: what a bundle of these specs holds, in a screen rather than
  * thousands of names. */
 static void list_counts(const qk_plan *p) {
-    printf("\n%-34s %-12s %8s %8s %8s\n", "kernel", "operation", "formats", "variants",
-           "modules");
+    printf("\n%-34s %-12s %8s %8s %8s\n", "kernel", "operation", "formats", "variants", "modules");
     uint32_t modules = 0;
     for (uint32_t i = 0; i < p->variant_count; i++) {
         const qk_kernel_spec *k = p->variants[i].kernel;

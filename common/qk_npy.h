@@ -6,17 +6,17 @@
 #include "qk_util.h"
 
 typedef struct qk_npy {
-    char dtype[16];  /* normalized: "u1" "i1" "u2" "i2" "f2" "u4" "i4" "f4" "f8" "i8" "u8" */
+    char dtype[16]; /* normalized: "u1" "i1" "u2" "i2" "f2" "u4" "i4" "f4" "f8" "i8" "u8" */
     uint32_t ndim;
     uint64_t shape[8];
-    uint64_t count;  /* product of the shape */
+    uint64_t count; /* product of the shape */
     uint32_t itemsize;
-    void *data;      /* count * itemsize bytes */
+    void *data; /* count * itemsize bytes */
 } qk_npy;
 
 /* Limits of what qk_npy_read takes: the file (a regular one), and the
  * header (NumPy writes under 100 bytes for the arrays qkgen uses). */
-#define QK_NPY_MAX_BYTES ((size_t)1 << 36)
+#define QK_NPY_MAX_BYTES  ((size_t)1 << 36)
 #define QK_NPY_MAX_HEADER 65536
 
 /* Reads path; on failure false with "path: message" in e. Fortran order and

@@ -30,7 +30,8 @@ static void block(qk_sha256 *c, const uint8_t *p) {
     uint32_t a = c->h[0], b = c->h[1], cc = c->h[2], d = c->h[3];
     uint32_t e = c->h[4], f = c->h[5], g = c->h[6], h = c->h[7];
     for (int i = 0; i < 64; i++) {
-        uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+        uint32_t t1 =
+            h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
         uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & cc) ^ (b & cc));
         h = g, g = f, f = e, e = d + t1, d = cc, cc = b, b = a, a = t1 + t2;
     }
@@ -65,18 +66,22 @@ void qk_sha256_final(qk_sha256 *c, uint8_t out[32]) {
     uint8_t pad = 0x80;
     qk_sha256_update(c, &pad, 1);
     pad = 0;
-    while (c->fill != 56) qk_sha256_update(c, &pad, 1);
+    while (c->fill != 56)
+        qk_sha256_update(c, &pad, 1);
     uint8_t len[8];
-    for (int i = 0; i < 8; i++) len[i] = (uint8_t)(bits >> (56 - 8 * i));
+    for (int i = 0; i < 8; i++)
+        len[i] = (uint8_t)(bits >> (56 - 8 * i));
     qk_sha256_update(c, len, 8);
     for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 4; j++) out[4 * i + j] = (uint8_t)(c->h[i] >> (24 - 8 * j));
+        for (int j = 0; j < 4; j++)
+            out[4 * i + j] = (uint8_t)(c->h[i] >> (24 - 8 * j));
 }
 
 void qk_sha256_final_hex(qk_sha256 *c, char out[65]) {
     uint8_t d[32];
     qk_sha256_final(c, d);
-    for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
 void qk_sha256_hex(const void *data, size_t n, char out[65]) {

@@ -115,7 +115,8 @@ char *qk_xstrdup(const char *s) {
 static void str_reserve(qk_str *b, size_t extra) {
     if (b->len + extra + 1 <= b->cap) return;
     size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra + 1) cap *= 2;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
     b->s = qk_xrealloc(b->s, cap);
     b->cap = cap;
 }

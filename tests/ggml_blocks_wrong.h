@@ -1,5 +1,6 @@
 /* Deliberately WRONG copies of a few ggml block structs, for the layout-check test: each
- * drifts from specs/formats/ggml_blocks.h as hand-written structs do (a count, an order, padding, a type). */
+ * drifts from specs/formats/ggml_blocks.h as hand-written structs do (a count, an order, padding, a
+ * type). */
 #ifndef GGML_BLOCKS_WRONG_H
 #define GGML_BLOCKS_WRONG_H
 

@@ -186,8 +186,9 @@ static void manifest_modules(qk_str *m, const unit *units, uint32_t nu) {
         uint32_t ids[QK_TILE_COUNT], values[QK_TILE_COUNT];
         uint32_t ns = qk_variant_specialization(u->v, ids, values);
         for (uint32_t s = 0; s < ns; s++) {
-            qk_str_addf(m, "%s\n        { \"id\": %u, \"name\": \"%s\", \"type\": \"u32\", \"values\": [",
-                        s ? "," : "", ids[s], qk_tile_param_name((qk_tile_param)ids[s]));
+            qk_str_addf(
+                m, "%s\n        { \"id\": %u, \"name\": \"%s\", \"type\": \"u32\", \"values\": [",
+                s ? "," : "", ids[s], qk_tile_param_name((qk_tile_param)ids[s]));
             /* each value a kernel of this module gives it, once, in order of first use */
             uint32_t seen[64], nseen = 0;
             for (uint32_t j = i; j < nu; j++) {
@@ -241,7 +242,6 @@ static bool already_current(const char *bundle_dir, const char *inputs_hash) {
     free(text);
     return same;
 }
-
 
 /* Shared-memory bytes of v's module specialized to v's tile. Where the
  * module's constant operations are beyond qk_spirv_shared_bytes_spec, the
@@ -300,13 +300,14 @@ static void check_variants(void *arg, uint32_t t, uint32_t n) {
     check_job *j = arg;
     for (uint32_t i = t; i < j->count; i += n) {
         const unit *u = &j->units[i];
-        j->declared[i] = variant_shared_bytes(&j->units[u->owner], u->v, j->cache_dir, &j->errors[i]);
+        j->declared[i] =
+            variant_shared_bytes(&j->units[u->owner], u->v, j->cache_dir, &j->errors[i]);
         uint32_t done = __atomic_add_fetch(&j->done, 1, __ATOMIC_RELAXED);
         /* the calling thread (share 0) reports for all */
-        if (t == 0 && j->o->check_progress) j->o->check_progress(j->o->user, done, j->count, u->v->name);
+        if (t == 0 && j->o->check_progress)
+            j->o->check_progress(j->o->user, done, j->count, u->v->name);
     }
 }
-
 
 bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_build_opts *o,
                      qk_build_stats *st, qk_error *e) {

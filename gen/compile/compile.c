@@ -35,7 +35,8 @@ static void annotate_log(const char *log, qk_str *out) {
                 p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL;
             if (p && *p) {
                 const char *q = strchr(p, '\n');
-                qk_str_addf(out, "%s    %.*s\n", end ? "" : "\n", (int)(q ? q - p : (long)strlen(p)), p);
+                qk_str_addf(out, "%s    %.*s\n", end ? "" : "\n",
+                            (int)(q ? q - p : (long)strlen(p)), p);
             }
             free(text);
         }
@@ -151,34 +152,95 @@ static bool spec_op(uint32_t op, const int64_t *a, uint32_t n, int64_t *out) {
     uint32_t x = n > 0 ? (uint32_t)a[0] : 0, y = n > 1 ? (uint32_t)a[1] : 0;
     int32_t sx = (int32_t)x, sy = (int32_t)y;
     switch (op) {
-    case 128: *out = (uint32_t)(x + y); break;                 /* IAdd */
-    case 130: *out = (uint32_t)(x - y); break;                 /* ISub */
-    case 132: *out = (uint32_t)(x * y); break;                 /* IMul */
-    case 134: if (!y) return false; *out = x / y; break;       /* UDiv */
-    case 137: if (!y) return false; *out = x % y; break;       /* UMod */
-    case 135: if (!sy) return false; *out = (uint32_t)(sx / sy); break; /* SDiv */
-    case 194: *out = y < 32 ? x >> y : 0; break;               /* ShiftRightLogical */
-    case 196: *out = y < 32 ? (uint32_t)(x << y) : 0; break;   /* ShiftLeftLogical */
-    case 197: *out = x | y; break;                             /* BitwiseOr */
-    case 199: *out = x & y; break;                             /* BitwiseAnd */
-    case 164: *out = (x != 0) == (y != 0); break;              /* LogicalEqual */
-    case 165: *out = (x != 0) != (y != 0); break;              /* LogicalNotEqual */
-    case 166: *out = x || y; break;                            /* LogicalOr */
-    case 167: *out = x && y; break;                            /* LogicalAnd */
-    case 168: *out = !x; break;                                /* LogicalNot */
-    case 169: if (n < 3) return false; *out = x ? a[1] : a[2]; break; /* Select */
-    case 170: *out = x == y; break;                            /* IEqual */
-    case 171: *out = x != y; break;                            /* INotEqual */
-    case 172: *out = x > y; break;                             /* UGreaterThan */
-    case 173: *out = sx > sy; break;                           /* SGreaterThan */
-    case 174: *out = x >= y; break;                            /* UGreaterThanEqual */
-    case 175: *out = sx >= sy; break;                          /* SGreaterThanEqual */
-    case 176: *out = x < y; break;                             /* ULessThan */
-    case 177: *out = sx < sy; break;                           /* SLessThan */
-    case 178: *out = x <= y; break;                            /* ULessThanEqual */
-    case 179: *out = sx <= sy; break;                          /* SLessThanEqual */
-    case 113: case 114: case 124: *out = x; break;             /* UConvert, SConvert, Bitcast */
-    default: return false;
+    case 128:
+        *out = (uint32_t)(x + y);
+        break; /* IAdd */
+    case 130:
+        *out = (uint32_t)(x - y);
+        break; /* ISub */
+    case 132:
+        *out = (uint32_t)(x * y);
+        break; /* IMul */
+    case 134:
+        if (!y) return false;
+        *out = x / y;
+        break; /* UDiv */
+    case 137:
+        if (!y) return false;
+        *out = x % y;
+        break; /* UMod */
+    case 135:
+        if (!sy) return false;
+        *out = (uint32_t)(sx / sy);
+        break; /* SDiv */
+    case 194:
+        *out = y < 32 ? x >> y : 0;
+        break; /* ShiftRightLogical */
+    case 196:
+        *out = y < 32 ? (uint32_t)(x << y) : 0;
+        break; /* ShiftLeftLogical */
+    case 197:
+        *out = x | y;
+        break; /* BitwiseOr */
+    case 199:
+        *out = x & y;
+        break; /* BitwiseAnd */
+    case 164:
+        *out = (x != 0) == (y != 0);
+        break; /* LogicalEqual */
+    case 165:
+        *out = (x != 0) != (y != 0);
+        break; /* LogicalNotEqual */
+    case 166:
+        *out = x || y;
+        break; /* LogicalOr */
+    case 167:
+        *out = x && y;
+        break; /* LogicalAnd */
+    case 168:
+        *out = !x;
+        break; /* LogicalNot */
+    case 169:
+        if (n < 3) return false;
+        *out = x ? a[1] : a[2];
+        break; /* Select */
+    case 170:
+        *out = x == y;
+        break; /* IEqual */
+    case 171:
+        *out = x != y;
+        break; /* INotEqual */
+    case 172:
+        *out = x > y;
+        break; /* UGreaterThan */
+    case 173:
+        *out = sx > sy;
+        break; /* SGreaterThan */
+    case 174:
+        *out = x >= y;
+        break; /* UGreaterThanEqual */
+    case 175:
+        *out = sx >= sy;
+        break; /* SGreaterThanEqual */
+    case 176:
+        *out = x < y;
+        break; /* ULessThan */
+    case 177:
+        *out = sx < sy;
+        break; /* SLessThan */
+    case 178:
+        *out = x <= y;
+        break; /* ULessThanEqual */
+    case 179:
+        *out = sx <= sy;
+        break; /* SLessThanEqual */
+    case 113:
+    case 114:
+    case 124:
+        *out = x;
+        break; /* UConvert, SConvert, Bitcast */
+    default:
+        return false;
     }
     return true;
 }
@@ -200,7 +262,8 @@ int64_t qk_spirv_shared_bytes_spec(const qk_spirv *m, const uint32_t *ids, const
         if (len == 0 || i + len > m->count) break;
         uint32_t id = len > 1 ? w[1] : 0;
         bool ok = id < bound;
-        if (op == OP_DECORATE && len >= 4 && ok && w[2] == DECORATION_SPEC_ID) spec_id[id] = w[3] + 1;
+        if (op == OP_DECORATE && len >= 4 && ok && w[2] == DECORATION_SPEC_ID)
+            spec_id[id] = w[3] + 1;
         if (ok && op == OP_TYPE_BOOL) size[id] = 4;
         if (ok && (op == OP_TYPE_INT || op == OP_TYPE_FLOAT) && len >= 3) size[id] = w[2] / 8;
         if (ok && (op == OP_TYPE_VECTOR || op == OP_TYPE_MATRIX) && len >= 4 && w[2] < bound)
@@ -216,7 +279,8 @@ int64_t qk_spirv_shared_bytes_spec(const qk_spirv *m, const uint32_t *ids, const
         uint32_t rid = len >= 3 ? w[2] : bound; /* the result id of a constant */
         if (rid < bound) {
             if (op == OP_CONSTANT && len >= 4) value[rid] = w[3];
-            if (op == OP_CONSTANT_TRUE || op == OP_CONSTANT_FALSE) value[rid] = op == OP_CONSTANT_TRUE;
+            if (op == OP_CONSTANT_TRUE || op == OP_CONSTANT_FALSE)
+                value[rid] = op == OP_CONSTANT_TRUE;
             if (op == OP_SPEC_CONSTANT || op == OP_SPEC_CONSTANT_TRUE ||
                 op == OP_SPEC_CONSTANT_FALSE) {
                 value[rid] = op == OP_SPEC_CONSTANT ? (len >= 4 ? (int64_t)w[3] : -1)

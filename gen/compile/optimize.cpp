@@ -14,10 +14,9 @@ extern "C" {
 extern "C" bool qk_optimize(const char *name, qk_spirv *m, qk_error *e) {
     spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
     std::string log;
-    opt.SetMessageConsumer([&log](spv_message_level_t level, const char *, const spv_position_t &pos,
-                                  const char *msg) {
-        if (level <= SPV_MSG_ERROR)
-            log += "word " + std::to_string(pos.index) + ": " + msg + "\n";
+    opt.SetMessageConsumer([&log](spv_message_level_t level, const char *,
+                                  const spv_position_t &pos, const char *msg) {
+        if (level <= SPV_MSG_ERROR) log += "word " + std::to_string(pos.index) + ": " + msg + "\n";
     });
     // The performance recipe of spirv-opt -O. It folds only spec constants
     // that no one can override, so OpSpecConstant* stay in the module. glslang
@@ -55,10 +54,9 @@ extern "C" bool qk_specialize(const char *name, const qk_spirv *in, const uint32
                               const uint32_t *values, uint32_t n, qk_spirv *out, qk_error *e) {
     spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
     std::string log;
-    opt.SetMessageConsumer([&log](spv_message_level_t level, const char *, const spv_position_t &pos,
-                                  const char *msg) {
-        if (level <= SPV_MSG_ERROR)
-            log += "word " + std::to_string(pos.index) + ": " + msg + "\n";
+    opt.SetMessageConsumer([&log](spv_message_level_t level, const char *,
+                                  const spv_position_t &pos, const char *msg) {
+        if (level <= SPV_MSG_ERROR) log += "word " + std::to_string(pos.index) + ": " + msg + "\n";
     });
     std::unordered_map<uint32_t, std::string> map;
     for (uint32_t i = 0; i < n; i++)

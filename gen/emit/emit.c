@@ -143,7 +143,8 @@ bool qk_emit_check_template(const qk_kernel_spec *k, const char *templates_dir, 
     bool missing = stat(path, &st) != 0; /* in neither place */
     bool ok = !missing && qk_check_file(path, QK_READ_MAX, &fe);
     if (missing)
-        qk_error_set(e, "%s:%d:%d: template: '%s' is neither next to the spec (%s) nor in the "
+        qk_error_set(e,
+                     "%s:%d:%d: template: '%s' is neither next to the spec (%s) nor in the "
                      "templates folder (%s)",
                      k->path, k->template_mark.line, k->template_mark.col, k->template_name, kdir,
                      templates_dir);

@@ -19,8 +19,9 @@ bool qk_clang_load(char *err, size_t err_size) {
     for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++)
         h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(err, err_size, "libclang is not installed (Debian: libclang1-14); it is needed "
-                                "to check formats against C structs");
+        snprintf(err, err_size,
+                 "libclang is not installed (Debian: libclang1-14); it is needed "
+                 "to check formats against C structs");
         return false;
     }
 #define QK_CLANG_LOOKUP(f)                                                                         \

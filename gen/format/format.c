@@ -31,7 +31,8 @@ static bool eval_int(const qk_format *f, const qk_intexpr *x, const char *where,
     int64_t v;
     qk_error ee = {0};
     if (!qk_expr_eval(x->text, lookup_param, &env, &v, &ee)) {
-        qk_error_set(e, "%s:%d:%d: %s: %s", f->spec->path, x->mark.line, x->mark.col, where, ee.msg);
+        qk_error_set(e, "%s:%d:%d: %s: %s", f->spec->path, x->mark.line, x->mark.col, where,
+                     ee.msg);
         return false;
     }
     if (v <= 0 || v > (1 << 20)) {
@@ -86,7 +87,8 @@ static bool resolve(qk_format *f, qk_error *e) {
         !eval_int(f, &s->sub_elements, "sub.elements", &f->sub_elements, e))
         return false;
     if (f->elements % f->sub_elements) {
-        qk_error_set(e, "%s:%d:%d: sub.elements: %u does not divide the %u elements of a block of %s",
+        qk_error_set(e,
+                     "%s:%d:%d: sub.elements: %u does not divide the %u elements of a block of %s",
                      s->path, s->sub_elements.mark.line, s->sub_elements.mark.col, f->sub_elements,
                      f->elements, f->name);
         return false;
@@ -115,8 +117,9 @@ static bool resolve(qk_format *f, qk_error *e) {
             p->type = qk_type_parse(t ? t : s->planes[i].type);
             if (p->type != QK_TYPE_U32 && p->type != QK_TYPE_F32 && p->type != QK_TYPE_F16 &&
                 p->type != QK_TYPE_BF16) {
-                qk_error_set(e, "%s: planes[%u]: type '%s' must be u32, f32, f16 or bf16 (or a "
-                                "parameter naming one)",
+                qk_error_set(e,
+                             "%s: planes[%u]: type '%s' must be u32, f32, f16 or bf16 (or a "
+                             "parameter naming one)",
                              s->path, i, t ? t : s->planes[i].type);
                 return false;
             }
@@ -129,7 +132,8 @@ static bool resolve(qk_format *f, qk_error *e) {
 
 bool qk_format_expand(const qk_format_spec *spec, qk_format **out, uint32_t *count, qk_error *e) {
     uint32_t total = 1;
-    for (uint32_t i = 0; i < spec->param_count; i++) total *= spec->params[i].count;
+    for (uint32_t i = 0; i < spec->param_count; i++)
+        total *= spec->params[i].count;
     qk_format *fs = qk_xcalloc(total, sizeof *fs);
     for (uint32_t n = 0; n < total; n++) {
         qk_format *f = &fs[n];
@@ -140,7 +144,8 @@ bool qk_format_expand(const qk_format_spec *spec, qk_format **out, uint32_t *cou
         for (uint32_t i = spec->param_count; i-- > 0;) {
             const qk_param_spec *p = &spec->params[i];
             snprintf(f->param_names[i], sizeof f->param_names[i], "%s", p->name);
-            snprintf(f->param_values[i], sizeof f->param_values[i], "%s", p->values[rest % p->count]);
+            snprintf(f->param_values[i], sizeof f->param_values[i], "%s",
+                     p->values[rest % p->count]);
             rest /= p->count;
         }
         if (!resolve(f, e)) {
@@ -178,16 +183,35 @@ static void emit_params(const qk_format *f, qk_str *o) {
 /* A scalar read of type t at byte offset `at` of matrix m, as a GLSL expression. */
 static void emit_read(qk_type t, const char *at, qk_str *o) {
     switch (t) {
-    case QK_TYPE_U8: qk_str_addf(o, "qk_u8(m, %s)", at); break;
-    case QK_TYPE_I8: qk_str_addf(o, "bitfieldExtract(int(qk_u8(m, %s)), 0, 8)", at); break;
-    case QK_TYPE_U16: qk_str_addf(o, "qk_u16(m, %s)", at); break;
-    case QK_TYPE_I16: qk_str_addf(o, "bitfieldExtract(int(qk_u16(m, %s)), 0, 16)", at); break;
-    case QK_TYPE_F16: qk_str_addf(o, "unpackHalf2x16(qk_u16(m, %s)).x", at); break;
-    case QK_TYPE_BF16: qk_str_addf(o, "uintBitsToFloat(qk_u16(m, %s) << 16)", at); break;
-    case QK_TYPE_U32: qk_str_addf(o, "qk_u32(m, %s)", at); break;
-    case QK_TYPE_I32: qk_str_addf(o, "int(qk_u32(m, %s))", at); break;
-    case QK_TYPE_F32: qk_str_addf(o, "uintBitsToFloat(qk_u32(m, %s))", at); break;
-    default: break;
+    case QK_TYPE_U8:
+        qk_str_addf(o, "qk_u8(m, %s)", at);
+        break;
+    case QK_TYPE_I8:
+        qk_str_addf(o, "bitfieldExtract(int(qk_u8(m, %s)), 0, 8)", at);
+        break;
+    case QK_TYPE_U16:
+        qk_str_addf(o, "qk_u16(m, %s)", at);
+        break;
+    case QK_TYPE_I16:
+        qk_str_addf(o, "bitfieldExtract(int(qk_u16(m, %s)), 0, 16)", at);
+        break;
+    case QK_TYPE_F16:
+        qk_str_addf(o, "unpackHalf2x16(qk_u16(m, %s)).x", at);
+        break;
+    case QK_TYPE_BF16:
+        qk_str_addf(o, "uintBitsToFloat(qk_u16(m, %s) << 16)", at);
+        break;
+    case QK_TYPE_U32:
+        qk_str_addf(o, "qk_u32(m, %s)", at);
+        break;
+    case QK_TYPE_I32:
+        qk_str_addf(o, "int(qk_u32(m, %s))", at);
+        break;
+    case QK_TYPE_F32:
+        qk_str_addf(o, "uintBitsToFloat(qk_u32(m, %s))", at);
+        break;
+    default:
+        break;
     }
 }
 
@@ -195,11 +219,14 @@ static const char *glsl_type(qk_type t) {
     switch (t) {
     case QK_TYPE_I8:
     case QK_TYPE_I16:
-    case QK_TYPE_I32: return "int";
+    case QK_TYPE_I32:
+        return "int";
     case QK_TYPE_F16:
     case QK_TYPE_BF16:
-    case QK_TYPE_F32: return "float";
-    default: return "uint";
+    case QK_TYPE_F32:
+        return "float";
+    default:
+        return "uint";
     }
 }
 
@@ -240,10 +267,11 @@ static void emit_planes(const qk_format *f, uint32_t nw, uint32_t binding, qk_st
     for (uint32_t i = 0; i < f->plane_count; i++, binding++) {
         const qk_plane *p = &f->planes[i];
         bool f32 = p->type == QK_TYPE_F32;
-        qk_str_addf(o,
-                    "layout(std430, set = 0, binding = %u) readonly buffer QkPlane_%s { %s data[]; } "
-                    "qkp_%s_buf[%u];\n",
-                    binding, p->name, f32 ? "float" : "uint", p->name, nw);
+        qk_str_addf(
+            o,
+            "layout(std430, set = 0, binding = %u) readonly buffer QkPlane_%s { %s data[]; } "
+            "qkp_%s_buf[%u];\n",
+            binding, p->name, f32 ? "float" : "uint", p->name, nw);
         qk_str_addf(o, "#define QKP_%s_PER_GROUP %uu\n", p->name, p->per_group);
         switch (p->type) {
         case QK_TYPE_U32:
@@ -266,12 +294,13 @@ static void emit_planes(const qk_format *f, uint32_t nw, uint32_t binding, qk_st
             }
             break;
         default: /* 16-bit values, two to a word */
-            qk_str_addf(o,
-                        "float qkp_%s(uint m, uint g, uint i) { uint j = g * QKP_%s_PER_GROUP + i; "
-                        "uint h = bitfieldExtract(qkp_%s_buf[m].data[j >> 1], int(j & 1u) * 16, 16); "
-                        "return %s; }\n",
-                        p->name, p->name, p->name,
-                        p->type == QK_TYPE_F16 ? "unpackHalf2x16(h).x" : "uintBitsToFloat(h << 16)");
+            qk_str_addf(
+                o,
+                "float qkp_%s(uint m, uint g, uint i) { uint j = g * QKP_%s_PER_GROUP + i; "
+                "uint h = bitfieldExtract(qkp_%s_buf[m].data[j >> 1], int(j & 1u) * 16, 16); "
+                "return %s; }\n",
+                p->name, p->name, p->name,
+                p->type == QK_TYPE_F16 ? "unpackHalf2x16(h).x" : "uintBitsToFloat(h << 16)");
         }
     }
 }
@@ -285,14 +314,15 @@ uint32_t qk_format_emit_glsl(const qk_format *f, uint32_t nw, uint32_t first_bin
     emit_params(f, o);
     if (f->layout == QK_LAYOUT_BLOCK) {
         /* one buffer seen as words, and as 2- and 4-word vectors for staged loads */
-        qk_str_addf(o,
-                    "layout(std430, set = 0, binding = %u) readonly buffer QkWeights { uint data[]; } "
-                    "qk_w[QK_NW];\n"
-                    "layout(std430, set = 0, binding = %u) readonly buffer QkWeights2 { uvec2 data[]; } "
-                    "qk_w2[QK_NW];\n"
-                    "layout(std430, set = 0, binding = %u) readonly buffer QkWeights4 { uvec4 data[]; } "
-                    "qk_w4[QK_NW];\n",
-                    first_binding, first_binding, first_binding);
+        qk_str_addf(
+            o,
+            "layout(std430, set = 0, binding = %u) readonly buffer QkWeights { uint data[]; } "
+            "qk_w[QK_NW];\n"
+            "layout(std430, set = 0, binding = %u) readonly buffer QkWeights2 { uvec2 data[]; } "
+            "qk_w2[QK_NW];\n"
+            "layout(std430, set = 0, binding = %u) readonly buffer QkWeights4 { uvec4 data[]; } "
+            "qk_w4[QK_NW];\n",
+            first_binding, first_binding, first_binding);
         emit_block(f, o);
         return 1;
     }
@@ -303,10 +333,13 @@ uint32_t qk_format_emit_glsl(const qk_format *f, uint32_t nw, uint32_t first_bin
 
 void qk_format_emit_json(const qk_format *f, qk_str *o) {
     if (f->layout == QK_LAYOUT_BLOCK) {
-        qk_str_addf(o, "{ \"layout\": \"block\", \"block_elements\": %u, \"block_bytes\": %u, \"fields\": [",
-                    f->elements, f->block_bytes);
+        qk_str_addf(
+            o,
+            "{ \"layout\": \"block\", \"block_elements\": %u, \"block_bytes\": %u, \"fields\": [",
+            f->elements, f->block_bytes);
         for (uint32_t i = 0; i < f->field_count; i++)
-            qk_str_addf(o, "%s{ \"name\": \"%s\", \"type\": \"%s\", \"offset\": %u, \"count\": %u }",
+            qk_str_addf(o,
+                        "%s{ \"name\": \"%s\", \"type\": \"%s\", \"offset\": %u, \"count\": %u }",
                         i ? ", " : "", f->fields[i].name, qk_type_name(f->fields[i].type),
                         f->fields[i].offset, f->fields[i].count);
         qk_str_add(o, "] }");

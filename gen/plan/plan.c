@@ -408,8 +408,7 @@ static bool name_matches(const char *name, const char *filter) {
     return false;
 }
 
-uint32_t qk_plan_select(const qk_plan *p, const char *filter, bool representative,
-                        uint32_t *out) {
+uint32_t qk_plan_select(const qk_plan *p, const char *filter, bool representative, uint32_t *out) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < p->variant_count; i++) {
         const qk_variant *v = &p->variants[i];
@@ -417,8 +416,8 @@ uint32_t qk_plan_select(const qk_plan *p, const char *filter, bool representativ
         bool seen = false;
         /* a kernel's variants are contiguous in plan order: look back only
          * over this kernel's */
-        for (uint32_t j = n; representative && !seen && j-- > 0 &&
-                             p->variants[out[j]].kernel == v->kernel;)
+        for (uint32_t j = n;
+             representative && !seen && j-- > 0 && p->variants[out[j]].kernel == v->kernel;)
             seen = same_path(&p->variants[out[j]], v);
         if (!seen) out[n++] = i;
     }

@@ -87,8 +87,8 @@ bool yw_open(yw *w, const char *path, qk_error *e) {
         if (yaml_parser_load(&p, &next)) {
             yaml_node_t *root = yaml_document_get_root_node(&next);
             if (root) {
-                qk_error_set(e, "%s:%zu:%zu: a second YAML document; a spec is one document",
-                             path, next.start_mark.line + 1, next.start_mark.column + 1);
+                qk_error_set(e, "%s:%zu:%zu: a second YAML document; a spec is one document", path,
+                             next.start_mark.line + 1, next.start_mark.column + 1);
                 ok = false;
             }
             yaml_document_delete(&next);
@@ -138,10 +138,14 @@ bool yw_is_seq(const ynode *n) {
 
 static const char *kind_name(const ynode *n) {
     switch (n->type) {
-    case YAML_SCALAR_NODE: return "a scalar";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_MAPPING_NODE: return "a mapping";
-    default: return "nothing";
+    case YAML_SCALAR_NODE:
+        return "a scalar";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "nothing";
     }
 }
 
@@ -177,7 +181,8 @@ bool yw_check_map(yw *w, ynode *n, const char *where, const char *const *allowed
         const char *ks = scalar(k);
         if (!ks) return yw_fail(w, k, where, "keys must be plain names");
         bool known = false;
-        for (const char *const *a = allowed; *a && !known; a++) known = !strcmp(*a, ks);
+        for (const char *const *a = allowed; *a && !known; a++)
+            known = !strcmp(*a, ks);
         if (!known) {
             qk_str list = {0};
             for (const char *const *a = allowed; *a; a++)
@@ -235,8 +240,7 @@ bool yw_uint(yw *w, ynode *n, const char *where, uint32_t min, uint32_t max, uin
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (!s[0] || *end || errno)
-        return yw_fail(w, n, where, "expected an integer, got '%s'", s);
+    if (!s[0] || *end || errno) return yw_fail(w, n, where, "expected an integer, got '%s'", s);
     if (v < (long long)min || v > (long long)max)
         return yw_fail(w, n, where, "%lld is out of range %u..%u", v, min, max);
     *out = (uint32_t)v;
@@ -285,7 +289,8 @@ bool yw_str_list(yw *w, ynode *n, const char *where, char *out, size_t stride, u
         char *dst = out + stride * *count;
         if (!yw_str(w, item, where, dst, stride)) return false;
         for (uint32_t j = 0; j < *count; j++)
-            if (!strcmp(out + stride * j, dst)) return yw_fail(w, item, where, "'%s' is listed twice", dst);
+            if (!strcmp(out + stride * j, dst))
+                return yw_fail(w, item, where, "'%s' is listed twice", dst);
         (*count)++;
     }
     return true;

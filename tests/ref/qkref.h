@@ -31,9 +31,8 @@ void qkref_random_blocks(const qkref_format *f, uint64_t *rng, uint8_t *out, siz
 /* MLX affine (planar). scale_type: "bf16", "f16" or "f32"; scales and
  * biases point to [k/group] elements of that type for this row; w points to
  * the row's k*bits/32 u32 words. */
-void qkref_mlx_dequant_row(uint32_t bits, uint32_t group, const char *scale_type,
-                           const uint32_t *w, const void *scales, const void *biases, size_t k,
-                           double *out);
+void qkref_mlx_dequant_row(uint32_t bits, uint32_t group, const char *scale_type, const uint32_t *w,
+                           const void *scales, const void *biases, size_t k, double *out);
 /* Random valid MLX data for m rows of k: w [m, k*bits/32] any bits; scales and
  * biases [m, k/group] finite, modest. Element size of scales/biases: 2 or 4. */
 void qkref_mlx_random(uint32_t bits, uint32_t group, const char *scale_type, uint64_t *rng,

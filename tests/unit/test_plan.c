@@ -11,7 +11,7 @@ static int failures;
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                           \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
             printf(__VA_ARGS__);                                                                   \
             printf("\n");                                                                          \
             failures++;                                                                            \
@@ -120,7 +120,8 @@ int main(int argc, char **argv) {
     snprintf(k->formats[1], sizeof k->formats[1], "nope");
     qk_plan p2;
     qk_error e2 = {0};
-    CHECK(!qk_plan_build(&s, &p2, &e2) && strstr(e2.msg, "k.yaml:4:10: formats: unknown format 'nope'"),
+    CHECK(!qk_plan_build(&s, &p2, &e2) &&
+              strstr(e2.msg, "k.yaml:4:10: formats: unknown format 'nope'"),
           "unknown format message: %s", e2.msg);
 
     /* 2^32 points: counted in 32 bits they were 0 variants and no error */
