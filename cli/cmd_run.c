@@ -210,7 +210,7 @@ int cmd_verify(qk_args *a) {
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen verify [--bundle DIR] [--device N] [--filter TEXT] [--seed N]\n"
-                 "                    [--rows M] [--shard K/N] [--validation] [--verbose]\n\n"
+                 "                    [--m M] [--shard K/N] [--validation] [--verbose]\n\n"
                  "Runs every mat-vec and matmul kernel of the bundle (default out/default),\n"
                  "plain, with expert ids and with the swiglu fusion, that the device supports\n"
                  "once on fresh random weights against the CPU reference (float64 sums) and\n"
@@ -218,6 +218,8 @@ int cmd_verify(qk_args *a) {
                  "pass/fail (bounds: 1e-6 for f32 paths, 5e-4 for f16-staged tiles: matmuls,\n"
                  "cooperative matrices). Post-op, routing and separate-expert kernels are\n"
                  "counted as skipped: the test suite checks them.\n"
+                 "--m M sets each product's weight rows (default 37: not a multiple of any\n"
+                 "tile, so partial tiles are checked); K and the tokens follow the kernel.\n"
                  "--shard K/N runs the kernels whose bundle index is K modulo N, so that N\n"
                  "processes share the work (a CPU driver compiles each pipeline for seconds).\n"
                  "Exit status 1 if any kernel fails.");
@@ -225,7 +227,7 @@ int cmd_verify(qk_args *a) {
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
             qk_opt(a, "--filter", &filter) || qk_opt_u64(a, "--seed", &seed) ||
-            qk_opt_u64(a, "--rows", &M) || qk_opt(a, "--shard", &shard))
+            qk_opt_u64(a, "--m", &M) || qk_opt(a, "--shard", &shard))
             continue;
         if (qk_flag(a, "--validation")) {
             validation = true;
@@ -238,7 +240,7 @@ int cmd_verify(qk_args *a) {
         return qk_bad_arg(a);
     }
     if (M < 1 || M > 65536)
-        return qk_usage_error(a->cmd, "--rows: %llu is out of range 1..65536",
+        return qk_usage_error(a->cmd, "--m: %llu is out of range 1..65536",
                               (unsigned long long)M);
     if (shard) {
         char tail;
