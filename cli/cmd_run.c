@@ -240,8 +240,7 @@ int cmd_verify(qk_args *a) {
         return qk_bad_arg(a);
     }
     if (M < 1 || M > 65536)
-        return qk_usage_error(a->cmd, "--m: %llu is out of range 1..65536",
-                              (unsigned long long)M);
+        return qk_usage_error(a->cmd, "--m: %llu is out of range 1..65536", (unsigned long long)M);
     if (shard) {
         char tail;
         if (sscanf(shard, "%u/%u%c", &shard_k, &shard_n, &tail) != 2 || shard_n < 1 ||
