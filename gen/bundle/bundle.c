@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -309,6 +310,24 @@ static void check_variants(void *arg, uint32_t t, uint32_t n) {
     }
 }
 
+/* An exclusive lock on out_dir/.NAME.lock, held until the descriptor is
+ * closed (or the process dies: a killed build never leaves it held). */
+static int lock_bundle(const char *out_dir, const char *name, qk_error *e) {
+    if (!qk_mkdirs(out_dir, e)) return -1;
+    qk_str path = {0};
+    qk_str_addf(&path, "%s/.%s.lock", out_dir, name);
+    int fd = open(path.s, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        qk_error_set(e, "%s: cannot open: %s", path.s, strerror(errno));
+    } else if (flock(fd, LOCK_EX) != 0) {
+        qk_error_set(e, "%s: cannot lock: %s", path.s, strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    qk_str_free(&path);
+    return fd;
+}
+
 bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_build_opts *o,
                      qk_build_stats *st, qk_error *e) {
     memset(st, 0, sizeof *st);
@@ -389,7 +408,10 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
     for (uint32_t i = 0; ok && i < plan->format_count; i++)
         ok = qk_format_check_c(&plan->formats[i], e);
 
-    /* 3. Compile what the cache lacks, into a hidden folder. */
+    /* 3. Compile what the cache lacks, into a hidden folder; one build of a
+     * bundle at a time (a second waits), so two never interleave their swaps. */
+    int lock = ok ? lock_bundle(o->out_dir, name, e) : -1;
+    ok = ok && lock >= 0;
     qk_str tmp = {0};
     qk_str_addf(&tmp, "%s/.%s.tmp.%ld", o->out_dir, name, (long)getpid());
     if (ok) ok = qk_mkdirs(cache_dir, e) && qk_mkdirs(tmp.s, e);
@@ -488,6 +510,7 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
     if (!ok) qk_rmtree(tmp.s);
     qk_str_free(&tmp);
     qk_str_free(&manifest);
+    if (lock >= 0) close(lock); /* releases the lock */
 done:
     for (uint32_t i = 0; i < nu; i++)
         free(units[i].glsl), free(units[i].spv);

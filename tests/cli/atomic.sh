@@ -43,4 +43,23 @@ left=$(cd "$scratch/out" && ls -a . .cache | grep -E '\.(tmp|old)\.[0-9]+$' | gr
 [ -z "$left" ] || fail "temporary files of killed builds left: $left"
 [ -d "$scratch/out/.default.tmp.$$" ] || fail "the folder of a live build was removed"
 check_schema "$scratch/out/default"
-echo "6 passed, 0 failed"
+# one build of a bundle at a time: while another holds its lock (flock(1)
+# stands in for it) a build waits, then completes; two at once both succeed
+rmdir "$scratch/out/.default.tmp.$$"
+one=(--filter matvec_q4_0_f32_nr2x1x8_wg64) # a build of well under a second
+"$qkgen" build "${one[@]}" --out "$scratch/lock" -q || fail "build of one variant"
+t0=$(date +%s.%N)
+flock "$scratch/lock/.default.lock" sleep 4 &
+holder=$!
+sleep 0.3
+"$qkgen" build "${one[@]}" --out "$scratch/lock" --force -q || fail "the waiting build failed"
+waited=$(echo "$(date +%s.%N) - $t0" | bc)
+wait $holder
+[ "$(echo "$waited >= 4" | bc)" = 1 ] || fail "a build did not wait for the bundle's lock ($waited s)"
+"$qkgen" build "${only[@]}" --out "$scratch/out" --force -q & a=$!
+"$qkgen" build "${only[@]}" --out "$scratch/out" --force -q & b=$!
+wait $a || fail "the first of two concurrent builds failed"
+wait $b || fail "the second of two concurrent builds failed"
+check_whole "$scratch/out"
+check_schema "$scratch/out/default"
+echo "8 passed, 0 failed"
