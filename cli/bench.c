@@ -162,18 +162,6 @@ static bool fits(const qkrt_kernel_info *k, const qk_bench_case *c) {
     return qk_kernel_fits(k, c->M, c->K, c->T, c->E, c->top_k, 1, c->T);
 }
 
-/* Whether name contains one of the comma-separated texts of filter. */
-static bool filter_match(const char *filter, const char *name) {
-    for (const char *p = filter; *p;) {
-        size_t n = strcspn(p, ",");
-        char part[128];
-        snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
-        if (n && strstr(name, part)) return true;
-        p += n + (p[n] == ',');
-    }
-    return false;
-}
-
 /* Kernels of the case: its family and format, and unless all_variants, the
  * token tile that fits T best (the smallest NR1 >= T, else the largest). */
 static uint32_t eligible(const qkrt_bundle *b, const qk_bench_case *c, const qk_bench_opts *o,
@@ -184,7 +172,7 @@ static uint32_t eligible(const qkrt_bundle *b, const qk_bench_case *c, const qk_
             const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
             if (strcmp(k->family, c->family) || strcmp(k->format, c->format) ||
                 strcmp(k->activation, "f32") || strcmp(k->format_variant, c->variant) ||
-                strcmp(k->fusion, "none") || (o->filter && !filter_match(o->filter, k->name)) ||
+                strcmp(k->fusion, "none") || (o->filter && !qk_filter_match(o->filter, k->name)) ||
                 !fits(k, c))
                 continue;
             if (pass == 0) {

@@ -393,3 +393,13 @@ char *qk_path_dir(const char *path) {
     qk_str_addn(&b, path, (size_t)(slash - path));
     return qk_str_take(&b);
 }
+
+bool qk_filter_match(const char *filter, const char *name) {
+    for (const char *f = filter; *f;) {
+        size_t n = strcspn(f, ",");
+        for (const char *s = name; n && *s; s++)
+            if (!strncmp(s, f, n)) return true;
+        f += n + (f[n] == ',');
+    }
+    return false;
+}

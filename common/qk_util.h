@@ -64,6 +64,9 @@ void qk_sha256_final_hex(qk_sha256 *c, char out[65]);
 
 /* Seconds on a monotonic clock, for elapsed times. */
 double qk_now_s(void);
+/* Whether name contains filter or one of its comma-separated parts: the one
+ * --filter syntax of build, list, verify, bench and tune. */
+bool qk_filter_match(const char *filter, const char *name);
 /* The host's online cores, at least 1: threads for work split among them. */
 uint32_t qk_cores(void);
 /* Runs fn(arg, t, n) for t = 0 .. n - 1 at once, share 0 on the calling thread

@@ -19,17 +19,6 @@ static const char *variant_mma(const qk_variant *v) {
     return v->mma[0] ? v->mma : "scalar";
 }
 
-static bool list_match(const char *list, const char *name) {
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, ",");
-        char part[128];
-        snprintf(part, sizeof part, "%.*s", (int)(n < sizeof part ? n : sizeof part - 1), p);
-        if (n && strstr(name, part)) return true;
-        p += n + (p[n] == ',');
-    }
-    return false;
-}
-
 static bool lookup(void *user, const char *name, size_t len, int64_t *value) {
     const qk_tune_case *c = user;
     static const char *const names[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
@@ -71,7 +60,7 @@ bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune
     if (s->precision && strcmp(s->precision, "any") &&
         strcmp(s->precision, qk_precision_of(v->kernel->family, variant_mma(v))))
         return false;
-    if (s->filter && !list_match(s->filter, v->name)) return false;
+    if (s->filter && !qk_filter_match(s->filter, v->name)) return false;
     if (s->dev && !device_runs(v, s->dev)) return false;
     for (uint32_t i = 0; i < v->constraint_count; i++) {
         int64_t ok = 1;

@@ -397,22 +397,11 @@ static bool same_path(const qk_variant *a, const qk_variant *b) {
            a->fusion == b->fusion;
 }
 
-/* Whether name contains filter, or one of filter's comma-separated parts. */
-static bool name_matches(const char *name, const char *filter) {
-    for (const char *f = filter; *f;) {
-        size_t n = strcspn(f, ",");
-        for (const char *s = name; n && *s; s++)
-            if (!strncmp(s, f, n)) return true;
-        f += n + (f[n] == ',');
-    }
-    return false;
-}
-
 uint32_t qk_plan_select(const qk_plan *p, const char *filter, bool representative, uint32_t *out) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < p->variant_count; i++) {
         const qk_variant *v = &p->variants[i];
-        if (filter && !name_matches(v->name, filter)) continue;
+        if (filter && !qk_filter_match(filter, v->name)) continue;
         bool seen = false;
         /* a kernel's variants are contiguous in plan order: look back only
          * over this kernel's */
