@@ -244,53 +244,28 @@ static bool already_current(const char *bundle_dir, const char *inputs_hash) {
     return same;
 }
 
-/* Shared-memory bytes of v's module specialized to v's tile. Where the
- * module's constant operations are beyond qk_spirv_shared_bytes_spec, the
- * module is specialized by SPIRV-Tools and checked by spirv-val in that form
- * (cached by module and values: those passes take a while). -1 with e set on
+/* Shared-memory bytes of v's module specialized to v's tile, from the
+ * module's own specialization-constant operations; where one is beyond
+ * that evaluator (none in today's templates), the module is specialized by
+ * SPIRV-Tools and checked by spirv-val in that form. -1 with e set on
  * failure. */
-static int64_t variant_shared_bytes(const unit *mod, const qk_variant *v, const char *cache_dir,
-                                    qk_error *e) {
+static int64_t variant_shared_bytes(const unit *mod, const qk_variant *v, qk_error *e) {
     qk_spirv m = {(uint32_t *)(void *)mod->spv, mod->spv_bytes / 4};
     uint32_t ids[QK_TILE_COUNT], values[QK_TILE_COUNT];
     uint32_t n = qk_variant_specialization(v, ids, values);
-    /* the module's own specialization-constant operations, evaluated here;
-     * where one is beyond that evaluator, SPIRV-Tools' passes below */
-    int64_t fast = qk_spirv_shared_bytes_spec(&m, ids, values, n);
-    if (n == 0 || fast >= 0) return fast;
-    qk_sha256 h;
-    qk_sha256_init(&h);
-    qk_sha256_update(&h, mod->key, 64);
-    qk_sha256_update(&h, ids, n * sizeof ids[0]);
-    qk_sha256_update(&h, values, n * sizeof values[0]);
-    char key[65], file[80];
-    qk_sha256_final_hex(&h, key);
-    snprintf(file, sizeof file, "%s.shared", key);
-    char *path = qk_path_join(cache_dir, file);
-    qk_error ce = {0};
-    char *text = qk_read_file(path, NULL, &ce);
-    char *end = NULL;
-    long long bytes = text ? strtoll(text, &end, 10) : -1;
-    if (!text || end == text || *end != '\n' || bytes < 0) {
-        qk_spirv sp = {0};
-        bytes = -1;
-        if (qk_specialize(v->name, &m, ids, values, n, &sp, e) && qk_validate(v->name, &sp, e)) {
-            bytes = qk_spirv_shared_bytes(&sp);
-            char num[32];
-            int len = snprintf(num, sizeof num, "%lld\n", bytes);
-            if (!qk_write_file(path, num, (size_t)len, e)) bytes = -1;
-        }
-        qk_spirv_free(&sp);
-    }
-    free(text);
-    free(path);
+    int64_t bytes = qk_spirv_shared_bytes_spec(&m, ids, values, n);
+    if (n == 0 || bytes >= 0) return bytes;
+    qk_spirv sp = {0};
+    bytes = -1;
+    if (qk_specialize(v->name, &m, ids, values, n, &sp, e) && qk_validate(v->name, &sp, e))
+        bytes = qk_spirv_shared_bytes(&sp);
+    qk_spirv_free(&sp);
     return bytes;
 }
 
 typedef struct check_job {
     const unit *units;
     uint32_t count;
-    const char *cache_dir;
     int64_t *declared; /* -1: failed, with errors[i] */
     qk_error *errors;
     uint32_t done; /* atomic: variants checked so far */
@@ -301,8 +276,7 @@ static void check_variants(void *arg, uint32_t t, uint32_t n) {
     check_job *j = arg;
     for (uint32_t i = t; i < j->count; i += n) {
         const unit *u = &j->units[i];
-        j->declared[i] =
-            variant_shared_bytes(&j->units[u->owner], u->v, j->cache_dir, &j->errors[i]);
+        j->declared[i] = variant_shared_bytes(&j->units[u->owner], u->v, &j->errors[i]);
         uint32_t done = __atomic_add_fetch(&j->done, 1, __ATOMIC_RELAXED);
         /* the calling thread (share 0) reports for all */
         if (t == 0 && j->o->check_progress)
@@ -470,13 +444,11 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
      * a template declaring more than its spec's expression counts would
      * launch past it (on the H100: device lost). */
     if (ok) {
-        check_job job = {units,
-                         nu,
-                         cache_dir,
-                         qk_xcalloc(nu + 1, sizeof *job.declared),
-                         qk_xcalloc(nu + 1, sizeof *job.errors),
-                         0,
-                         o};
+        check_job job = {.units = units,
+                         .count = nu,
+                         .declared = qk_xcalloc(nu + 1, sizeof *job.declared),
+                         .errors = qk_xcalloc(nu + 1, sizeof *job.errors),
+                         .o = o};
         qk_parallel(qk_cores(), check_variants, &job);
         for (uint32_t i = 0; ok && i < nu; i++) {
             const unit *u = &units[i];
