@@ -819,6 +819,96 @@ static bool extension_ok(const qkrt_context *ctx, const char *name) {
     return false;
 }
 
+/* The value a kernel's specialization gives SpecId id, else dflt. */
+static uint32_t specialized(const qkrt_kernel *k, int32_t id, uint32_t dflt) {
+    for (uint32_t c = 0; c < k->info.specialization_count && id >= 0; c++)
+        if (k->info.specialization[c].id == (uint32_t)id) return k->info.specialization[c].data;
+    return dflt;
+}
+
+/* Every buffer the module's entry point uses must be in the pipeline layout
+ * the manifest entry makes (storage buffers of set 0, with their counts), or
+ * the pipeline reads unbound memory; a binding the module does not use is
+ * harmless (the optimizer may drop one). */
+static qkrt_result check_module_bindings(qkrt_context *ctx, const qkrt_kernel *k,
+                                         const qkrt_module *mod) {
+    const qkrt_reflection *r = &mod->reflection;
+    const char *name = k->info.name, *spv = mod->spv;
+    if (r->too_many)
+        return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                         "kernel %s: %s uses more buffers or push constants than a manifest "
+                         "entry may list (%d buffers, %d push constants)",
+                         name, spv, QKRT_MAX_BINDINGS, QKRT_REFLECT_MAX_PUSH);
+    for (uint32_t i = 0; i < r->binding_count; i++) {
+        const qkrt_reflected_binding *rb = &r->bindings[i];
+        if (!rb->has_set || !rb->has_binding)
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                             "kernel %s: %s has a buffer without a DescriptorSet and Binding", name,
+                             spv);
+        const qkrt_binding_info *mb = NULL;
+        for (uint32_t j = 0; j < k->info.binding_count && !mb; j++)
+            if (k->info.bindings[j].set == rb->set && k->info.bindings[j].binding == rb->binding)
+                mb = &k->info.bindings[j];
+        if (!mb)
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                             "kernel %s: %s uses buffer binding %u of set %u, which the manifest "
+                             "entry does not list",
+                             name, spv, rb->binding, rb->set);
+        if (!rb->storage)
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                             "kernel %s: %s declares binding %u ('%s') as a uniform buffer; "
+                             "manifest bindings are storage buffers",
+                             name, spv, rb->binding, mb->name);
+        if (rb->runtime_array)
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                             "kernel %s: %s declares binding %u ('%s') as an array of buffers "
+                             "without a length, but the manifest says %u",
+                             name, spv, rb->binding, mb->name, mb->count);
+        uint32_t count = specialized(k, rb->count_spec, rb->count);
+        if (count != mb->count)
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                             "kernel %s: %s declares binding %u ('%s') as %u buffer%s, but the "
+                             "manifest says %u",
+                             name, spv, rb->binding, mb->name, count, count == 1 ? "" : "s",
+                             mb->count);
+    }
+    return QKRT_OK;
+}
+
+/* Each member of the module's push-constant block must be the manifest's
+ * push constant at that offset, of its type (and name, where the module
+ * keeps names), inside push_constant_size: a wrong offset or a swap feeds
+ * the kernel another shape variable. */
+static qkrt_result check_module_push(qkrt_context *ctx, const qkrt_kernel *k,
+                                     const qkrt_module *mod) {
+    const qkrt_reflection *r = &mod->reflection;
+    const char *name = k->info.name, *spv = mod->spv;
+    for (uint32_t i = 0; i < r->push_count; i++) {
+        const qkrt_reflected_push *rp = &r->push[i];
+        const char *label = rp->name[0] ? rp->name : "?";
+        if (!rp->has_offset || !strcmp(rp->type, "other"))
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                             "kernel %s: %s: push constant %u ('%s') is %s; qkrt passes 32-bit "
+                             "scalars at explicit offsets",
+                             name, spv, i, label,
+                             rp->has_offset ? "not a 32-bit scalar" : "without an Offset");
+        const qkrt_push_info *mp = NULL;
+        for (uint32_t j = 0; j < k->info.push_count && !mp; j++)
+            if (k->info.push[j].offset == rp->offset) mp = &k->info.push[j];
+        if (!mp) /* (the loader holds the manifest's to push_constant_size) */
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                             "kernel %s: %s reads push constant '%s' (%s) at offset %u, where the "
+                             "manifest entry has none",
+                             name, spv, label, rp->type, rp->offset);
+        if (strcmp(mp->type, rp->type) || (rp->name[0] && strcmp(mp->name, rp->name)))
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                             "kernel %s: %s has push constant '%s' (%s) at offset %u, but the "
+                             "manifest has '%s' (%s) there",
+                             name, spv, label, rp->type, rp->offset, mp->name, mp->type);
+    }
+    return QKRT_OK;
+}
+
 /* The manifest entry is what an engine goes by, so it must agree with the
  * module, whatever this device has: every capability the module declares
  * comes with its feature in the entry, and the workgroup size the module
@@ -844,12 +934,8 @@ static qkrt_result check_module(qkrt_context *ctx, const qkrt_bundle *bundle,
                          "kernel %s: %s has no GLCompute entry point '%s' with a workgroup size",
                          k->info.name, mod->spv, k->entry);
     uint32_t size[3];
-    for (int d = 0; d < 3; d++) {
-        size[d] = r->size[d];
-        for (uint32_t c = 0; c < k->info.specialization_count; c++)
-            if (r->size_spec[d] >= 0 && k->info.specialization[c].id == (uint32_t)r->size_spec[d])
-                size[d] = k->info.specialization[c].data;
-    }
+    for (int d = 0; d < 3; d++)
+        size[d] = specialized(k, r->size_spec[d], r->size[d]);
     const uint32_t *want = k->info.workgroup_size;
     if (memcmp(size, want, sizeof size))
         return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
@@ -857,7 +943,8 @@ static qkrt_result check_module(qkrt_context *ctx, const qkrt_bundle *bundle,
                          "workgroup of %ux%ux%u, but the manifest says %ux%ux%u",
                          k->info.name, mod->spv, size[0], size[1], size[2], want[0], want[1],
                          want[2]);
-    return QKRT_OK;
+    qkrt_result res = check_module_bindings(ctx, k, mod);
+    return res == QKRT_OK ? check_module_push(ctx, k, mod) : res;
 }
 
 qkrt_result qkrt_kernel_check(qkrt_context *ctx, const qkrt_bundle *bundle, uint32_t index) {

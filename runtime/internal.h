@@ -66,6 +66,26 @@ struct qkrt_buffer {
     VkDeviceSize allocated; /* at least 16 bytes, a multiple of 4 */
 };
 
+/* A buffer the entry point uses, as its SPIR-V declares it (reflect.c). */
+typedef struct qkrt_reflected_binding {
+    uint32_t set, binding;
+    bool has_set, has_binding; /* DescriptorSet / Binding decorations present */
+    bool storage;              /* a storage buffer (else a uniform buffer or other) */
+    bool runtime_array;        /* an array of buffers without a length */
+    uint32_t count;            /* buffers: 1, or the array's length at its default */
+    int32_t count_spec;        /* the SpecId that sets the length, or -1 */
+} qkrt_reflected_binding;
+
+/* A member of the entry point's push-constant block. */
+typedef struct qkrt_reflected_push {
+    uint32_t offset;
+    bool has_offset;
+    char type[8];  /* "u32", "i32", "f32", or "other" for anything else */
+    char name[32]; /* OpMemberName's, "" where the module carries no names */
+} qkrt_reflected_push;
+
+enum { QKRT_REFLECT_MAX_PUSH = 64 };
+
 /* What a module's SPIR-V says of one entry point (reflect.c). */
 typedef struct qkrt_reflection {
     uint32_t features;       /* QKRT_FEATURE_* its capabilities need */
@@ -73,10 +93,19 @@ typedef struct qkrt_reflection {
     bool size_known;         /* the entry point and its workgroup size were found */
     uint32_t size[3];        /* the workgroup size, spec constants at their defaults */
     int32_t size_spec[3];    /* the SpecId that sets each dimension, or -1 */
+    /* the buffers and push constants the entry point uses; more than fit
+     * (a manifest allows no more) set too_many */
+    uint32_t binding_count;
+    qkrt_reflected_binding bindings[QKRT_MAX_BINDINGS];
+    bool has_push;
+    uint32_t push_count;
+    qkrt_reflected_push push[QKRT_REFLECT_MAX_PUSH];
+    bool too_many;
 } qkrt_reflection;
 
-/* Reads capabilities and the workgroup size of the GLCompute entry point
- * called entry from a module; what it cannot find stays zero. */
+/* Reads capabilities, the workgroup size, the buffers and the push-constant
+ * block of the GLCompute entry point called entry from a module; what it
+ * cannot find stays zero. */
 void qkrt_reflect(const uint32_t *code, size_t words, const char *entry, qkrt_reflection *out);
 /* "Float16" for 9, ...; "?" for a capability reflect.c does not map. */
 const char *qkrt_capability_name(uint32_t capability);

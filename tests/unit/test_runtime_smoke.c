@@ -20,6 +20,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "../../runtime/qkrt_bench.h" /* libqkrt and its timing hooks */
+#include "qk_util.h"                  /* qk_sha256_hex */
 
 #include <math.h>
 #include <stdio.h>
@@ -166,7 +167,11 @@ static const char *MANIFEST =
     "      \"dispatch\": { \"grid\": [\"(N + 31) / 32\", \"1\", \"1\"] } },\n"
     "    { \"name\": \"tensor\", \"spv\": \"scale.spv\", \"spv_sha256\": \"" SCALE_SHA "\",\n"
     "      \"workgroup_size\": [64, 1, 1], \"features\": [\"cooperative_matrix_nv\"],\n"
-    "      \"bindings\": [], \"dispatch\": { \"grid\": [\"1\", \"1\", \"1\"] } },\n"
+    "      \"bindings\": [ { \"binding\": 0, \"name\": \"x\" }, { \"binding\": 1, \"name\": "
+    "\"y\" } ],\n"
+    "      \"push_constants\": [ { \"name\": \"N\", \"offset\": 0, \"type\": \"u32\" },\n"
+    "                          { \"name\": \"M\", \"offset\": 4, \"type\": \"f32\" } ],\n"
+    "      \"push_constant_size\": 8, \"dispatch\": { \"grid\": [\"1\", \"1\", \"1\"] } },\n"
     "    { \"name\": \"badgrid\", \"spv\": \"scale.spv\", \"spv_sha256\": \"" SCALE_SHA "\",\n"
     "      \"workgroup_size\": [64, 1, 1],\n"
     "      \"bindings\": [\n"
@@ -510,10 +515,11 @@ int main(void) {
         qkrt_destroy(ctx);
     }
 
-    /* the messenger really counts: a push-constant range smaller than the shader's block */
-    if (validation) {
+    /* a push-constant range smaller than the shader's block is refused before
+     * a pipeline is made (the module is checked against its manifest entry) */
+    {
         qkrt_context *ctx = NULL;
-        qkrt_desc desc = {.validation = true, .pipeline_cache_dir = ""};
+        qkrt_desc desc = {.validation = validation, .pipeline_cache_dir = ""};
         qkrt_bundle *bundle = NULL;
         char *text = strdup(MANIFEST);
         char *size = strstr(text, "\"push_constant_size\": 8");
@@ -532,8 +538,58 @@ int main(void) {
                                .buffer_count = 2,
                                .buffers = bb,
                                .shape = shape2(&v, "N", 1, "M", 0)};
+            qkrt_result r = bundle && b ? qkrt_run(ctx, &d, 1) : QKRT_OK;
+            CHECK(r == QKRT_ERROR_MANIFEST &&
+                      strstr(qkrt_last_error(ctx), "reads push constant 'M' (f32) at offset 4, "
+                                                   "where the manifest entry has none"),
+                  "%s", qkrt_last_error(ctx));
+            printf("push range too small: %s\n", qkrt_last_error(ctx));
+            CHECK(qkrt_validation_errors(ctx) == 0, "%u validation errors",
+                  qkrt_validation_errors(ctx));
+            qkrt_buffer_destroy(ctx, b);
+            qkrt_bundle_destroy(ctx, bundle);
+            qkrt_destroy(ctx);
+        }
+    }
+
+    /* the messenger really counts: scale.spv with its push block decorated
+     * BufferBlock, which SPIR-V 1.5 forbids (the layer's spirv-val sees it;
+     * the manifest check, which reads no such decoration, does not) */
+    if (validation) {
+        uint32_t bad[sizeof SPV_SCALE / 4];
+        memcpy(bad, SPV_SCALE, sizeof bad);
+        bool patched = false;
+        for (size_t i = 5; i + 2 < sizeof bad / 4 && !patched; i++)
+            if (bad[i] == 0x00030047 && bad[i + 2] == 2 /* OpDecorate %PC Block */) {
+                bad[i + 2] = 3;
+                patched = true;
+            }
+        CHECK(patched, "no Block decoration in scale.spv");
+        char sha[65];
+        qk_sha256_hex(bad, sizeof bad, sha);
+        CHECK(write_file(dir, "scalx.spv", bad, sizeof bad), "write scalx.spv");
+        char *text = strdup(MANIFEST);
+        for (char *at = text; (at = strstr(at, "scale.spv")); at += 9)
+            at[4] = 'x';
+        for (char *at = text; (at = strstr(at, SCALE_SHA)); at += 64)
+            memcpy(at, sha, 64);
+        CHECK(write_file(dir, "manifest.json", text, strlen(text)), "write manifest");
+        free(text);
+        qkrt_context *ctx = NULL;
+        qkrt_desc desc = {.validation = true, .pipeline_cache_dir = ""};
+        qkrt_bundle *bundle = NULL;
+        if (qkrt_create(&desc, &ctx) == QKRT_OK) {
+            OK(ctx, qkrt_bundle_load(ctx, dir, &bundle));
+            qkrt_buffer *b = NULL;
+            OK(ctx, qkrt_buffer_create(ctx, 64, &b));
+            vars2 v;
+            qkrt_buffer *bb[] = {b, b};
+            qkrt_dispatch d = {.bundle = bundle,
+                               .buffer_count = 2,
+                               .buffers = bb,
+                               .shape = shape2(&v, "N", 1, "M", 0)};
             if (bundle && b) qkrt_run(ctx, &d, 1);
-            CHECK(qkrt_validation_errors(ctx) > 0, "a bad push-constant range went unnoticed");
+            CHECK(qkrt_validation_errors(ctx) > 0, "an invalid module went unnoticed");
             printf("validation errors counted for a bad kernel: %u\n", qkrt_validation_errors(ctx));
             qkrt_buffer_destroy(ctx, b);
             qkrt_bundle_destroy(ctx, bundle);
