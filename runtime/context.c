@@ -2,7 +2,9 @@
  * choice, the command buffer its calls submit and wait on; errors and logging. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
+#include "qk_util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,30 +207,39 @@ static char *cache_folder(const qkrt_desc *desc) {
     return path;
 }
 
-/* Reads the cache file if its header names this very device and driver. */
+/* Pipeline caches of thousands of pipelines run to tens of megabytes; a
+ * larger file is not one qkrt wrote. */
+#define CACHE_FILE_MAX ((size_t)1 << 30)
+
+/* Reads the cache file if its header names this very device and driver. A
+ * file that is not there is the first run's case; anything else unusable (a
+ * FIFO or device that would block or never end, a folder, a file too large,
+ * truncated or of another device) is ignored with a warning, and the cache
+ * is rebuilt and saved over it. */
 static void *cache_read(qkrt_context *ctx, size_t *size) {
-    FILE *f = fopen(ctx->cache_path, "rb");
-    if (!f) return NULL;
-    void *data = NULL;
-    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (len >= 32 && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)len)) &&
-        fread(data, 1, (size_t)len, f) == (size_t)len) {
-        uint32_t head[4];
-        memcpy(head, data, sizeof head);
-        bool match = head[0] >= 32 && head[0] <= (uint32_t)len &&
-                     head[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE &&
-                     head[2] == ctx->caps.info.vendor_id && head[3] == ctx->caps.info.device_id &&
-                     memcmp((char *)data + 16, ctx->caps.cache_uuid, VK_UUID_SIZE) == 0;
-        if (match) {
-            fclose(f);
-            *size = (size_t)len;
-            return data;
-        }
+    struct stat st;
+    if (stat(ctx->cache_path, &st) != 0 && errno == ENOENT) return NULL;
+    qk_error e = {0};
+    size_t len = 0;
+    char *data = qk_read_file_max(ctx->cache_path, CACHE_FILE_MAX, &len, &e);
+    if (!data) {
+        qkrt_log(ctx, QKRT_LOG_WARN, "ignoring pipeline cache: %s", e.msg);
+        return NULL;
     }
-    qkrt_log(ctx, QKRT_LOG_INFO, "ignoring pipeline cache %s: truncated or of another device",
-             ctx->cache_path);
+    uint32_t head[4] = {0};
+    if (len >= 32) memcpy(head, data, sizeof head);
+    bool match = len >= 32 && head[0] >= 32 && head[0] <= len &&
+                 head[1] == VK_PIPELINE_CACHE_HEADER_VERSION_ONE &&
+                 head[2] == ctx->caps.info.vendor_id && head[3] == ctx->caps.info.device_id &&
+                 memcmp(data + 16, ctx->caps.cache_uuid, VK_UUID_SIZE) == 0;
+    if (match) {
+        *size = len;
+        return data;
+    }
+    qkrt_log(ctx, QKRT_LOG_WARN,
+             "ignoring pipeline cache %s: %zu bytes, truncated or of another device",
+             ctx->cache_path, len);
     free(data);
-    fclose(f);
     return NULL;
 }
 
