@@ -55,7 +55,7 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, 
          * int8-dot ones activations to 8 bits), then enough token columns
          * for the tokens, then the most rows per workgroup, then the widest
          * workgroup (its size / 8 in the low byte: up to 1024 invocations). */
-        bool f32 = !qk_rounds_x8(k) && (strcmp(k->mma, "coopmat") || strcmp(family, "matvec"));
+        bool f32 = !qk_rounds_x8(k) && (strncmp(k->mma, "coopmat", 7) || strcmp(family, "matvec"));
         uint32_t score = (uint32_t)f32 << 25 | (k->nr1 >= tokens ? 1u << 24 : k->nr1 << 16) |
                          k->nr0 << 8 | (k->workgroup_size[0] >> 3);
         if (best < 0 || score > best_score) best = (int)i, best_score = score;
@@ -166,7 +166,7 @@ void qk_free_weights(qk_weights *w) {
 
 const char *qk_precision_of(const char *family, const char *mma) {
     if (!strcmp(mma, "dot8")) return "q8";
-    if (!strncmp(family, "matmul", 6) || !strcmp(mma, "coopmat")) return "f16";
+    if (!strncmp(family, "matmul", 6) || !strncmp(mma, "coopmat", 7)) return "f16";
     return "f32";
 }
 

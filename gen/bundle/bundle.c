@@ -52,6 +52,7 @@ static void hash_path(qk_sha256 *h, const char *path) {
  * 1.3 for the dot product, which engines on 1.3 need not enable). */
 static const char *extension_of(const char *feature) {
     if (!strcmp(feature, "cooperative_matrix_nv")) return "VK_NV_cooperative_matrix";
+    if (!strcmp(feature, "cooperative_matrix_khr")) return "VK_KHR_cooperative_matrix";
     if (!strcmp(feature, "integer_dot_product")) return "VK_KHR_shader_integer_dot_product";
     return NULL;
 }
@@ -61,7 +62,8 @@ static const char *extension_of(const char *feature) {
  * quantized to 8 bits (the int8 dot products). */
 static const char *precision(const qk_variant *v) {
     if (!strcmp(v->mma, "dot8")) return "q8";
-    if (!strcmp(v->mma, "coopmat") || !strcmp(v->kernel->template_name, "matmul.comp"))
+    if (!strcmp(v->mma, "coopmat") || !strcmp(v->mma, "coopmat_khr") ||
+        !strcmp(v->kernel->template_name, "matmul.comp"))
         return "f16";
     return "f32";
 }

@@ -22,6 +22,8 @@ static const struct {
     {"integer_dot_product", "GL_EXT_spirv_intrinsics"},
     {"cooperative_matrix_nv", "GL_NV_cooperative_matrix GL_KHR_memory_scope_semantics "
                               "GL_EXT_shader_explicit_arithmetic_types_float16"},
+    {"cooperative_matrix_khr", "GL_KHR_cooperative_matrix GL_KHR_memory_scope_semantics "
+                               "GL_EXT_shader_explicit_arithmetic_types_float16"},
 };
 
 void qk_emit_extensions(const char *const *features, uint32_t n, qk_str *out) {

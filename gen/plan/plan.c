@@ -3,6 +3,8 @@
  * missing kernel. */
 #include "plan.h"
 
+#include "../compile/features.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +60,7 @@ bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value)
         /* staged chunks: words per row chunk, and the widest aligned load */
         {"SW", f->elements ? (int64_t)v->nk / f->elements * f->block_bytes / 4 : 0},
         {"SV", qk_variant_stage_vec(v)},
-        {"COOPMAT", !strcmp(v->mma, "coopmat")},
+        {"COOPMAT", !strcmp(v->mma, "coopmat") || !strcmp(v->mma, "coopmat_khr")},
         {"QK_DOT8", f->spec->int8_dot},
         {"QK_PARTS", f->spec->parts ? f->spec->parts : 1},
         /* a planar format (MLX): groups over planes, which no chunk of words stages */
@@ -118,6 +120,10 @@ static const char *builtin_rule(const qk_variant *v, char *buf, size_t n) {
     if (v->wg > QK_PLAN_MAX_WG) return "more than 1024 invocations per workgroup";
     if (v->wg % v->kernel->min_subgroup_size)
         return "the workgroup is not a whole number of the smallest subgroups it supports";
+    /* a path the linked glslang cannot compile (Debian 12's knows no KHR
+     * cooperative matrices): dropped, so the build still succeeds */
+    if (!strcmp(v->mma, "coopmat_khr") && !qk_compile_has_extension("GL_KHR_cooperative_matrix"))
+        return qk_compile_missing_reason("GL_KHR_cooperative_matrix", buf, (unsigned)n);
     if (v->kernel->staged && qk_variant_stage_vec(v) == 0)
         return "a staged chunk must be whole blocks filling whole 32-bit words (NK / QK * QK_BYTES "
                "% 4 == 0)";
@@ -456,8 +462,9 @@ uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap
     for (uint32_t i = 0; v->fusion && i < v->fusion->feature_count; i++)
         want[nw++] = v->fusion->features[i];
     if (!strcmp(v->activation, "f16")) want[nw++] = "storage_16bit";
-    if (!strcmp(v->mma, "coopmat")) { /* f16 matrices on the Vulkan memory model */
-        want[nw++] = "cooperative_matrix_nv";
+    if (!strcmp(v->mma, "coopmat") || !strcmp(v->mma, "coopmat_khr")) {
+        /* f16 matrices on the Vulkan memory model */
+        want[nw++] = strcmp(v->mma, "coopmat") ? "cooperative_matrix_khr" : "cooperative_matrix_nv";
         want[nw++] = "float16";
         want[nw++] = "vulkan_memory_model";
     }

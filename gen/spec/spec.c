@@ -342,6 +342,7 @@ static bool load_features(yw *w, ynode *n, char (*out)[32], uint32_t *count) {
                                         "int8",
                                         "int64",
                                         "cooperative_matrix_nv",
+                                        "cooperative_matrix_khr",
                                         "dynamic_indexing",
                                         "integer_dot_product",
                                         NULL};
@@ -542,8 +543,9 @@ bool qk_spec_kernel_keys(yw *w, ynode *root, qk_kernel_spec *k, bool partial) {
         if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count)) return false;
         for (uint32_t i = 0; i < k->mma_count; i++)
             if (strcmp(k->mma[i], "scalar") && strcmp(k->mma[i], "coopmat") &&
-                strcmp(k->mma[i], "dot8"))
-                return yw_fail(w, n, "mma", "'%s' is not a math path (scalar, coopmat or dot8)",
+                strcmp(k->mma[i], "coopmat_khr") && strcmp(k->mma[i], "dot8"))
+                return yw_fail(w, n, "mma",
+                               "'%s' is not a math path (scalar, coopmat, coopmat_khr or dot8)",
                                k->mma[i]);
     }
     if ((n = yw_get(w, root, "fusions"))) {

@@ -53,7 +53,7 @@ static void report(const qkrt_kernel_info *k, const char *what, double nmse, con
     /* 5e-4 for f16 staging (ggml's bound for its matmul tests), 1e-4 against
      * activations rounded to bytes as the int8-dot kernels round them */
     bool ok = nmse <= qk_nmse_bound(k);
-    int path = !strcmp(k->mma, "coopmat") ? 1 : qk_rounds_x8(k) ? 2 : 0;
+    int path = !strncmp(k->mma, "coopmat", 7) ? 1 : qk_rounds_x8(k) ? 2 : 0;
     if (isfinite(nmse) && nmse > worst[path]) worst[path] = nmse;
     if (!ok) printf("FAIL %s %s: NMSE %.3g %s\n", k->name, what, nmse, err);
     ok ? pass++ : fail++;
