@@ -15,6 +15,8 @@
 # that would run past it is cut there, and none starts within 30 s of it.
 # PACK=FILE.tgz packs $OUT into that file after each process (the GPU machine
 # returns at most 8 files of a call: run 88 lost five formats' logs).
+# FILTER (qkgen bench --filter) keeps the variants whose name contains one of
+# its comma-separated parts.
 # BUNDLES (default "bundle") names the package's bundles to time, each format
 # on each in turn, so that two bundles (templates before and after a change)
 # meet the same clocks; with more than one, a log's name ends in its bundle's.
@@ -60,7 +62,7 @@ for fam in $families; do
         limit=(timeout "$left")
       fi
       "${limit[@]}" "$pkg/qkgen" bench --bundle "$pkg/$b" --family "$fam" --formats "$f" --runs 30 \
-        --warmup-ms 1000 --seed "$seed" --json "$out/$name.json" > "$out/$name.txt" 2>&1
+        --warmup-ms 1000 --seed "$seed" ${FILTER:+--filter "$FILTER"} --json "$out/$name.json" > "$out/$name.txt" 2>&1
       s=$?
       [ $s -eq 0 ] || rc=1
       echo "$name: exit $s in $(( $(date +%s) - t0 )) s, $(grep -c '  \*$' "$out/$name.txt") cases"
