@@ -32,15 +32,21 @@ bool qk_kernel_fits(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t 
 int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const qk_weights *w,
                    const char *activation, uint32_t K, uint32_t tokens, char *err,
                    size_t err_size) {
+    return qk_pick_fused(ctx, b, family, "none", w, activation, K, tokens, err, err_size);
+}
+
+int qk_pick_fused(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const char *fusion,
+                  const qk_weights *w, const char *activation, uint32_t K, uint32_t tokens,
+                  char *err, size_t err_size) {
     int best = -1;
     uint32_t best_score = 0;
     uint32_t n = qkrt_bundle_kernel_count(b);
     char why[512] = "";
     for (uint32_t i = 0; i < n; i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        /* fused variants compute something else (silu(gate) * up): never a plain product */
+        /* fused variants compute something else (silu(gate) * up): only the one asked for */
         if (strcmp(k->family, family) || strcmp(k->format, w->format) ||
-            strcmp(k->activation, activation) || strcmp(k->fusion, "none"))
+            strcmp(k->activation, activation) || strcmp(k->fusion, fusion))
             continue;
         /* exact: "f16" is a substring of "bf16", so the kernel name cannot tell */
         if (w->variant && w->variant[0] && strcmp(k->format_variant, w->variant)) continue;
@@ -61,10 +67,11 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, 
         if (best < 0 || score > best_score) best = (int)i, best_score = score;
     }
     if (best < 0)
-        snprintf(err, err_size, "the bundle has no %s kernel for %s%s%s with %s activations%s%s",
-                 family, w->format, w->variant && w->variant[0] ? " " : "",
-                 w->variant ? w->variant : "", activation, why[0] ? " that this device runs: " : "",
-                 why);
+        snprintf(err, err_size,
+                 "the bundle has no %s%s%s kernel for %s%s%s with %s activations%s%s", family,
+                 strcmp(fusion, "none") ? " " : "", strcmp(fusion, "none") ? fusion : "", w->format,
+                 w->variant && w->variant[0] ? " " : "", w->variant ? w->variant : "", activation,
+                 why[0] ? " that this device runs: " : "", why);
     return best;
 }
 

@@ -51,6 +51,11 @@ bool qk_kernel_fits(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t 
  * -1 (why in err). */
 int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const qk_weights *w,
                    const char *activation, uint32_t K, uint32_t tokens, char *err, size_t err_size);
+/* The same among the kernels of that fusion ("swiglu": gate and up in one
+ * kernel); qk_pick_kernel is its "none". */
+int qk_pick_fused(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const char *fusion,
+                  const qk_weights *w, const char *activation, uint32_t K, uint32_t tokens,
+                  char *err, size_t err_size);
 
 /* y[T, M] = x[T, K] * W[M, K]^T on the device with kernel index ki. y is
  * poisoned with NaN before the run. ns (optional) gets the GPU time. */

@@ -2,6 +2,7 @@
  * bound by the roles the manifest gives them, so any format and fusion a
  * bundle holds runs through the same few functions. */
 #include "ops_matmul.h"
+#include "qk_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -306,29 +307,57 @@ bool qk_ref_matmul(const qk_weights *w, uint32_t nw, const double *x, uint32_t M
     return ok;
 }
 
-bool qk_ref_matmul_id(const qk_weights *w, uint32_t nw, const double *x, const int32_t *topk,
-                      const qk_moe_shape *s, double *y) {
+/* The reference's inputs, shared by its threads. */
+typedef struct ref_id_job {
+    const qk_weights *w;
+    uint32_t nw;
+    const double *x;
+    const int32_t *topk;
+    const qk_moe_shape *s;
+    double *y;
+    bool failed[QK_MAX_THREADS]; /* share t found no reference for the format */
+} ref_id_job;
+
+/* Share t of n (qk_parallel): the experts e = t, t + n, ..., each on its
+ * pairs' rows at once; a pair belongs to one expert, so shares write
+ * disjoint rows of y. */
+static void ref_id_share(void *arg, uint32_t t, uint32_t n) {
+    ref_id_job *j = arg;
+    const qk_moe_shape *s = j->s;
     const uint32_t npairs = s->T * s->top_k;
     uint32_t *pairs = malloc(sizeof *pairs * npairs);
     double *xe = malloc(sizeof *xe * npairs * s->K), *ye = malloc(sizeof *ye * npairs * s->M);
     bool ok = true;
-    for (uint32_t e = 0; e < s->E && ok; e++) { /* each expert on its pairs' rows at once */
-        uint32_t n = 0;
+    for (uint32_t e = t; e < s->E && ok; e += n) {
+        uint32_t np = 0;
         for (uint32_t p = 0; p < npairs; p++)
-            if (topk[p] == (int32_t)e) pairs[n++] = p;
-        if (!n) continue;
-        for (uint32_t j = 0; j < n; j++) {
-            uint32_t t = pairs[j] / s->top_k, slot = pairs[j] % s->top_k;
-            memcpy(xe + (size_t)j * s->K, x + ((size_t)t * s->ne11 + slot % s->ne11) * s->K,
+            if (j->topk[p] == (int32_t)e) pairs[np++] = p;
+        if (!np) continue;
+        for (uint32_t i = 0; i < np; i++) {
+            uint32_t tok = pairs[i] / s->top_k, slot = pairs[i] % s->top_k;
+            memcpy(xe + (size_t)i * s->K, j->x + ((size_t)tok * s->ne11 + slot % s->ne11) * s->K,
                    sizeof *xe * s->K);
         }
         qk_weights we[2];
-        for (uint32_t m = 0; m < nw; m++)
-            we[m] = qk_weights_expert(&w[m], e, s->E);
-        ok = qk_ref_matmul(we, nw, xe, s->M, s->K, n, ye);
-        for (uint32_t j = 0; j < n && ok; j++)
-            memcpy(y + (size_t)pairs[j] * s->M, ye + (size_t)j * s->M, sizeof *y * s->M);
+        for (uint32_t m = 0; m < j->nw; m++)
+            we[m] = qk_weights_expert(&j->w[m], e, s->E);
+        ok = qk_ref_matmul(we, j->nw, xe, s->M, s->K, np, ye);
+        for (uint32_t i = 0; i < np && ok; i++)
+            memcpy(j->y + (size_t)pairs[i] * s->M, ye + (size_t)i * s->M, sizeof *ye * s->M);
     }
+    j->failed[t] = !ok;
     free(pairs), free(xe), free(ye);
+}
+
+bool qk_ref_matmul_id(const qk_weights *w, uint32_t nw, const double *x, const int32_t *topk,
+                      const qk_moe_shape *s, double *y) {
+    /* on every core: a 512-token layer's experts are 10-20 G products */
+    ref_id_job job = {w, nw, x, topk, s, y, {false}};
+    uint32_t threads = qk_cores() < s->E ? qk_cores() : s->E;
+    threads = threads < QK_MAX_THREADS ? threads : QK_MAX_THREADS;
+    qk_parallel(threads, ref_id_share, &job);
+    bool ok = true;
+    for (uint32_t t = 0; t < threads; t++)
+        ok &= !job.failed[t];
     return ok;
 }
