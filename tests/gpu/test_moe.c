@@ -2,6 +2,7 @@
  * mat-vec-with-ids variant (stacked and separate experts, plain and SwiGLU),
  * every SwiGLU mat-vec, then one whole MoE FFN block run from generated kernels only. */
 #include "gpu_common.h"
+#include "ops_moe_layer.h"
 
 static uint32_t test_k(const qkrt_kernel_info *k) {
     return k->block_elements >= 256 ? 2 * k->block_elements : 256;
@@ -120,14 +121,14 @@ static void test_matvec_swiglu(qkrt_context *ctx, const qkrt_bundle *b, uint32_t
 
 /* ---- one MoE FFN block: router mat-vec, softmax/top-k/renorm, gate+up with
  * SwiGLU, down, weighted sum + residual + RMSNorm; five dispatches in one
- * submission, device buffers passed along. */
+ * command buffer, device buffers passed along (qk_moe_layer, which `qkgen
+ * bench --layer` times). */
 enum { BLK_E = 16, BLK_TOPK = 4, BLK_H = 256 };
-typedef struct block_kernels {
-    int router, topk, gate_up, down, combine;
-} block_kernels;
 
 static bool block_find(qkrt_context *ctx, const qkrt_bundle *b, const char *format,
-                       const char *variant, block_kernels *bk) {
+                       const char *variant, qk_moe_kernels *bk) {
+    memset(bk, 0, sizeof *bk);
+    bk->route = bk->gate = bk->glu = -1;
     bk->router = find_kernel(ctx, b, "matvec", format, variant, "none");
     bk->topk = find_kernel(ctx, b, "router_topk", NULL, NULL, "renorm");
     bk->gate_up = find_kernel(ctx, b, "matvec_id", format, variant, "swiglu");
@@ -137,142 +138,51 @@ static bool block_find(qkrt_context *ctx, const qkrt_bundle *b, const char *form
            bk->combine >= 0;
 }
 
+/* Records one stage's NMSE against its bound; prints it when it fails (or always when verbose). */
+static bool check_stage(const char *tag, const char *stage, double nmse, double bound) {
+    bool ok = nmse <= bound;
+    if (!ok || getenv("QKGEN_VERBOSE"))
+        printf("%s %s %s: NMSE %.3g\n", ok ? "ok" : "FAIL", tag, stage, nmse);
+    ok ? g_pass++ : g_fail++;
+    return ok;
+}
+
 static void test_block(qkrt_context *ctx, const qkrt_bundle *b, const char *format,
-                       const char *variant, const block_kernels *bk, uint32_t T) {
+                       const char *variant, const qk_moe_kernels *bk, uint32_t T) {
     const qkrt_kernel_info *kd = qkrt_bundle_kernel(b, (uint32_t)bk->down);
-    const uint32_t E = BLK_E, TK = BLK_TOPK, H = BLK_H, F = kd->block_elements > 128 ? 256 : 128;
-    const uint32_t P = T * TK;
-    qk_weights wr, wg, wu, wd, vr, vg[BLK_E], vu[BLK_E], vd[BLK_E];
-    if (!stack(kd, 1, E, H, &wr, &vr)) return;
-    stack(kd, E, F, H, &wg, vg), stack(kd, E, F, H, &wu, vu), stack(kd, E, H, F, &wd, vd);
-    size_t nx = (size_t)T * H;
-    float *x = malloc(4 * nx), *res = malloc(4 * nx), *nw = malloc(4 * H);
-    double *xd = malloc(8 * nx), *resd = malloc(8 * nx), *nwd = malloc(8 * H);
-    rnd_fill(x, xd, nx, 1.0), rnd_fill(res, resd, nx, 1.0), rnd_fill(nw, nwd, H, 1.0);
-    const float eps = 1e-5f;
-    uint32_t eps_bits;
-    memcpy(&eps_bits, &eps, 4);
-
-    /* device buffers, outputs poisoned with NaN */
-    qk_wbufs mr, mg, mu, md;
-    qkrt_buffer *bx, *bres, *bnw, *blog, *bids, *brw, *bact, *bslots, *by, *bnormed;
-    qkrt_result r = qk_wbufs_upload(ctx, &wr, &mr);
-    if (r == QKRT_OK) r = qk_wbufs_upload(ctx, &wg, &mg);
-    if (r == QKRT_OK) r = qk_wbufs_upload(ctx, &wu, &mu);
-    if (r == QKRT_OK) r = qk_wbufs_upload(ctx, &wd, &md);
-    struct {
-        qkrt_buffer **buf;
-        const void *data;
-        size_t bytes;
-    } bufs[] = {{&bx, x, 4 * nx},         {&bres, res, 4 * nx},       {&bnw, nw, 4 * H},
-                {&blog, NULL, 4 * T * E}, {&bids, NULL, 4 * P},       {&brw, NULL, 4 * P},
-                {&bact, NULL, 4 * P * F}, {&bslots, NULL, 4 * P * H}, {&by, NULL, 4 * nx},
-                {&bnormed, NULL, 4 * nx}};
-    const int nbufs = sizeof bufs / sizeof bufs[0];
-    for (int i = 0; i < nbufs; i++)
-        *bufs[i].buf = NULL;
-    for (int i = 0; i < nbufs && r == QKRT_OK; i++)
-        r = qk_buffer_from(ctx, bufs[i].data, bufs[i].bytes, bufs[i].buf);
-
-    char err[1024] = "";
-    qkrt_dispatch d[5];
-    qk_slots ds[5];
-    const char *nm[] = {"M", "K", "T", "top_k", "ne11", "E", "N", "eps_bits"};
-    if (r == QKRT_OK) {
-        qk_bind b0[] = {{"x", bx}, {"y", blog}};
-        int64_t v0[] = {E, H, T};
-        r = qk_dispatch_setup(b, (uint32_t)bk->router, &mr, 1, b0, 2, nm, v0, 3, &d[0], &ds[0], err,
-                              sizeof err);
-    }
-    if (r == QKRT_OK) {
-        qk_bind b1[] = {{"logits", blog}, {"ids", bids}, {"route_w", brw}};
-        const char *n1[] = {"E", "T", "top_k"};
-        int64_t v1[] = {E, T, TK};
-        r = qk_dispatch_setup(b, (uint32_t)bk->topk, NULL, 0, b1, 3, n1, v1, 3, &d[1], &ds[1], err,
-                              sizeof err);
-    }
-    if (r == QKRT_OK) {
-        qk_wbufs gu[2] = {mg, mu};
-        qk_bind b2[] = {{"x", bx}, {"ids", bids}, {"y", bact}};
-        int64_t v2[] = {F, H, T, TK, 1, E};
-        r = qk_dispatch_setup(b, (uint32_t)bk->gate_up, gu, 2, b2, 3, nm, v2, 6, &d[2], &ds[2], err,
-                              sizeof err);
-    }
-    if (r == QKRT_OK) {
-        qk_bind b3[] = {{"x", bact}, {"ids", bids}, {"y", bslots}};
-        int64_t v3[] = {H, F, T, TK, TK, E};
-        r = qk_dispatch_setup(b, (uint32_t)bk->down, &md, 1, b3, 3, nm, v3, 6, &d[3], &ds[3], err,
-                              sizeof err);
-    }
-    if (r == QKRT_OK) {
-        qk_bind b4[] = {{"slots", bslots},  {"route_w", brw}, {"y", by},
-                        {"residual", bres}, {"norm_w", bnw},  {"normed", bnormed}};
-        const char *n4[] = {"N", "T", "top_k", "eps_bits"};
-        int64_t v4[] = {H, T, TK, eps_bits};
-        r = qk_dispatch_setup(b, (uint32_t)bk->combine, NULL, 0, b4, 6, n4, v4, 4, &d[4], &ds[4],
-                              err, sizeof err);
-    }
-    if (r == QKRT_OK) r = qkrt_run(ctx, d, 5);
-
-    float *logits = malloc(4 * T * E), *rw = malloc(4 * P), *act = malloc(4 * P * F);
-    float *slots = malloc(4 * P * H), *y = malloc(4 * nx), *normed = malloc(4 * nx);
-    int32_t *ids = malloc(4 * P);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, blog, 0, logits, 4 * T * E);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, bids, 0, ids, 4 * P);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, brw, 0, rw, 4 * P);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, bact, 0, act, 4 * P * F);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, bslots, 0, slots, 4 * P * H);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, by, 0, y, 4 * nx);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, bnormed, 0, normed, 4 * nx);
-    char tag[128];
+    qk_moe_layer_desc d = {.format = format,
+                           .variant = variant ? variant : "",
+                           .T = T,
+                           .H = BLK_H,
+                           .F = kd->block_elements > 128 ? 256 : 128,
+                           .E = BLK_E,
+                           .top_k = BLK_TOPK,
+                           .rng = &g_rng};
+    char tag[128], err[1024] = "";
     snprintf(tag, sizeof tag, "block %s%s%s T=%u", format, variant ? " " : "",
              variant ? variant : "", T);
+    qk_moe_layer *L = NULL;
+    qk_moe_check c = {0};
+    qkrt_result r = qk_moe_layer_create(ctx, b, bk, &d, &L, err, sizeof err);
+    if (r == QKRT_OK) r = qk_moe_layer_check(ctx, L, &c);
     if (r != QKRT_OK) {
-        printf("FAIL %s: %s\n", tag, err[0] ? err : qkrt_last_error(ctx));
+        printf("FAIL %s: %s\n", tag, err[0] ? err : c.error);
         g_fail++;
     } else {
-        /* The reference of each stage starts from the device's router logits:
-         * top-k is discontinuous, and the same logits must pick the same experts. */
-        double *rlog = malloc(8 * T * E), *rw_ref = malloc(8 * P), *act_ref = malloc(8 * P * F);
-        double *slots_ref = malloc(8 * P * H), *y_ref = malloc(8 * nx), *n_ref = malloc(8 * nx);
-        int32_t *ids_ref = malloc(4 * P);
-        char what[160];
-        qk_ref_matvec(&vr, xd, E, H, T, rlog);
-        snprintf(what, sizeof what, "%s router logits", tag);
-        check_nmse(what, logits, rlog, (size_t)T * E, 1e-6);
-        double *glog = to_double(logits, (size_t)T * E);
-        qk_ref_router(glog, T, E, TK, true, ids_ref, rw_ref);
-        bool same = !memcmp(ids, ids_ref, 4 * P);
-        printf("%s %s: top-%u expert ids %s\n", same ? "ok" : "FAIL", tag, TK,
-               same ? "match" : "differ");
-        same ? g_pass++ : g_fail++;
-        snprintf(what, sizeof what, "%s routing weights", tag);
-        check_nmse(what, rw, rw_ref, P, 1e-6);
-        qk_ref_matvec_id(vg, vu, ids_ref, xd, F, H, T, TK, 1, act_ref);
-        snprintf(what, sizeof what, "%s gate+up swiglu", tag);
-        check_nmse(what, act, act_ref, (size_t)P * F, 1e-6);
-        double *actd = to_double(act, (size_t)P * F);
-        qk_ref_matvec_id(vd, NULL, ids_ref, actd, H, F, T, TK, TK, slots_ref);
-        snprintf(what, sizeof what, "%s down", tag);
-        check_nmse(what, slots, slots_ref, (size_t)P * H, 1e-6);
-        qk_ref_combine(slots_ref, rw_ref, resd, nwd, eps, T, TK, H, y_ref, n_ref);
-        snprintf(what, sizeof what, "%s residual out", tag);
-        bool ok = check_nmse(what, y, y_ref, nx, 1e-6);
-        snprintf(what, sizeof what, "%s rmsnorm out", tag);
-        ok &= check_nmse(what, normed, n_ref, nx, 1e-6);
-        printf("%s %s: NMSE out %.2e, normed %.2e\n", ok ? "ok" : "FAIL", tag,
-               qk_nmse(y, y_ref, nx), qk_nmse(normed, n_ref, nx));
-        free(rlog), free(rw_ref), free(act_ref), free(slots_ref), free(y_ref), free(n_ref);
-        free(ids_ref), free(glog), free(actd);
+        /* the routing comes from the device's logits: top-k is
+         * discontinuous, and the same logits must pick the same experts */
+        check_stage(tag, "router logits", c.logits, c.bound_logits);
+        printf("%s %s: top-%u expert ids %s\n", c.ids_match ? "ok" : "FAIL", tag, BLK_TOPK,
+               c.ids_match ? "match" : "differ");
+        c.ids_match ? g_pass++ : g_fail++;
+        check_stage(tag, "routing weights", c.route_w, 1e-6);
+        check_stage(tag, "gate+up swiglu", c.act, c.bound);
+        check_stage(tag, "down", c.slots, c.bound);
+        bool ok = check_stage(tag, "residual out", c.y, c.bound);
+        ok &= check_stage(tag, "rmsnorm out", c.normed, c.bound);
+        printf("%s %s: NMSE out %.2e, normed %.2e\n", ok ? "ok" : "FAIL", tag, c.y, c.normed);
     }
-    for (int i = 0; i < nbufs; i++)
-        if (*bufs[i].buf) qkrt_buffer_destroy(ctx, *bufs[i].buf);
-    qk_wbufs *mats[] = {&mr, &mg, &mu, &md};
-    qk_weights *ws[] = {&wr, &wg, &wu, &wd};
-    for (int i = 0; i < 4; i++)
-        qk_wbufs_destroy(ctx, mats[i]), qk_free_weights(ws[i]);
-    free(x), free(res), free(nw), free(xd), free(resd), free(nwd);
-    free(logits), free(rw), free(act), free(slots), free(y), free(normed), free(ids);
+    qk_moe_layer_destroy(ctx, L);
 }
 
 int main(int argc, char **argv) {
@@ -315,7 +225,7 @@ int main(int argc, char **argv) {
         {"q4_0", NULL}, {"q4_K", NULL}, {"q8_0", NULL}, {"mlx4_g64", "bf16"}};
     int ran = 0;
     for (int i = 0; i < 4 && !filter; i++) {
-        block_kernels bk;
+        qk_moe_kernels bk;
         if (!block_find(ctx, b, formats[i][0], formats[i][1], &bk)) {
             printf("skip block %s: the bundle lacks one of its kernels\n", formats[i][0]);
             continue;

@@ -1,0 +1,95 @@
+/* A whole MoE feed-forward layer recorded as an engine records it: router,
+ * top-k, routing, gate/up with SwiGLU, down, weighted sum with residual and
+ * RMSNorm, one chain of dispatches with barriers only where one reads what
+ * another wrote, checked against float64. `qkgen bench --layer` times it and
+ * the GPU tests run it; this is the one copy of its recording. */
+#ifndef QK_OPS_MOE_LAYER_H
+#define QK_OPS_MOE_LAYER_H
+
+#include "ops_moe.h"
+
+/* Tokens up to which a layer takes the decode path (router mat-vec, expert
+ * mat-vecs reading the router's ids); above it the prefill path (router
+ * matmul, moe_route, expert matmuls with ids through indirect dispatch). */
+#define QK_MOE_DECODE_TOKENS 8u
+
+/* The kernels of a layer (indices in the bundle; -1: not used). */
+typedef struct qk_moe_kernels {
+    int router;       /* matvec or matmul: logits [T, E] = x Wr^T */
+    int topk;         /* router_topk, renorm: ids and routing weights [T, top_k] */
+    int route;        /* moe_route (prefill path): pairs per expert, indirect arguments */
+    int gate_up;      /* swiglu-fused matvec_id / matmul_id: act = silu(x Wg^T) * (x Wu^T) */
+    int gate;         /* without a fused kernel: this plain one for gate and for up, */
+    int glu;          /* and then the elementwise swiglu kernel */
+    int down;         /* matvec_id / matmul_id: slots [T, top_k, H] = act Wd^T */
+    int combine;      /* moe_combine residual_rmsnorm */
+    bool routed;      /* the prefill path (route set; gate_up, gate and down are matmul_id) */
+    bool selected[3]; /* router, gate/up, down came from the bundle's select table */
+} qk_moe_kernels;
+
+/* A layer's problem: T tokens of hidden size H, E experts of F rows each, top_k per token. */
+typedef struct qk_moe_layer_desc {
+    const char *format, *variant; /* the weights' format, e.g. "q4_0"; variant "" or "bf16" */
+    uint32_t T, H, F, E, top_k;
+    /* weight copies, each a whole layer, until the bytes one run reads add up
+     * past this, so that runs in turn read their weights from DRAM; 0: one */
+    uint64_t rotate_bytes;
+    uint64_t max_bytes; /* at most this much in copies (0: no bound) */
+    uint64_t *rng;      /* random weights and activations from here */
+} qk_moe_layer_desc;
+
+/* The kernels an engine would run for the layer: the bundle's select table
+ * where it has one (qkrt_select: router, gate/up and down; the fused swiglu
+ * kernel of the selected one's name plus "_swiglu" where the bundle has
+ * it), else qk_pick_kernel's choice (a fused swiglu kernel where the bundle
+ * has one); without a fused kernel, gate and up separately and the swiglu
+ * kernel. The prefill path above QK_MOE_DECODE_TOKENS tokens where the bundle
+ * has moe_route and a matmul_id kernel of the format. QKRT_ERROR_ARGUMENT
+ * with a message when a kernel is missing. */
+qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                              qk_moe_kernels *k, char *err, size_t err_size);
+
+enum { QK_MOE_LAYER_MAX_DISPATCHES = 12, QK_MOE_LAYER_MAX_COPIES = 64 };
+
+typedef struct qk_moe_layer qk_moe_layer;
+
+/* Random weights (router [E, H], gate and up [E, F, H], down [E, H, F]),
+ * activations scaled so the gates stay in the range real ones have, a
+ * residual and norm weights; their buffers on the device (the weights in
+ * copies, see rotate_bytes) and every copy's dispatches. A kernel on
+ * pre-quantized activations gets the bundle's quantizer before it. */
+qkrt_result qk_moe_layer_create(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_kernels *k,
+                                const qk_moe_layer_desc *d, qk_moe_layer **out, char *err,
+                                size_t err_size);
+void qk_moe_layer_destroy(qkrt_context *ctx, qk_moe_layer *L);
+
+/* The dispatches of weight copy `copy` (*n of them), in order, each that
+ * reads an earlier one's output marked `depends`: what an engine records
+ * into one command buffer (qkrt_cmd_dispatch), and what qkrt_run_span runs
+ * with barriers only there. */
+const qkrt_dispatch *qk_moe_layer_dispatches(const qk_moe_layer *L, uint32_t copy, uint32_t *n);
+uint32_t qk_moe_layer_copies(const qk_moe_layer *L);
+/* Bytes a run reads: the router's weights, the gate, up and down weights of
+ * the experts the tokens chose (*experts of them), and the activations. Known
+ * after qk_moe_layer_check. */
+double qk_moe_layer_bytes(const qk_moe_layer *L, uint32_t *experts);
+
+/* The result of a layer against float64, stage by stage: the logits, the
+ * routing (from the device's logits, so that both pick the same experts),
+ * gate/up, then down, the residual sum and its RMSNorm from the reference's
+ * own gate/up (the whole layer end to end). */
+typedef struct qk_moe_check {
+    double logits, route_w, act, slots, y, normed; /* NMSE of each */
+    bool ids_match;
+    double bound; /* of act, slots, y and normed; logits: bound_logits */
+    double bound_logits;
+    bool ok;
+    char error[512]; /* a run that failed, or what is wrong */
+} qk_moe_check;
+
+/* Runs every weight copy once as qkrt_run_span records it (outputs poisoned
+ * with NaN before each) and checks each against the reference; *c says how
+ * the last one compares. QKRT_OK when it ran (c->ok says whether it was right). */
+qkrt_result qk_moe_layer_check(qkrt_context *ctx, qk_moe_layer *L, qk_moe_check *c);
+
+#endif
