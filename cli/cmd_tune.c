@@ -214,14 +214,30 @@ static bool takes_q8(const qk_variant *v) {
     return false;
 }
 
+/* The database's lock for this run, or -1 with the message printed: one
+ * tune or merge writes a database at a time (docs/tuning-db.md). */
+static int lock_db(const char *dbpath, bool wait) {
+    bool busy;
+    qk_error e = {0};
+    int fd = qk_tune_db_lock(dbpath, wait, stderr, &busy, &e);
+    if (fd < 0 && busy)
+        fprintf(stderr,
+                "qkgen tune: %s is in use by another qkgen tune or --merge (%s); run this one "
+                "when it ends, or pass --wait to wait for it\n",
+                dbpath, e.msg);
+    else if (fd < 0)
+        fprintf(stderr, "qkgen tune: %s\n", e.msg);
+    return fd;
+}
+
 static const char *usage =
     "usage: qkgen tune (--model FILE | --family F --m M --k K --tokens T\n"
     "                  [--experts E --top-k N]) [--formats A,B] [--device N] [--db FILE]\n"
     "                  [--budget SECONDS] [--strategy halving|exhaustive]\n"
     "                  [--precision f32|f16|q8|any] [--filter A,B] [--out DIR]\n"
     "                  [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--finalists N] [--seed N]\n"
-    "                  [--screen-warmup-ms MS] [--dry-run]\n"
-    "       qkgen tune --merge A [B ...] --db C\n"
+    "                  [--screen-warmup-ms MS] [--dry-run] [--wait]\n"
+    "       qkgen tune --merge A [B ...] --db C [--wait]\n"
     "       qkgen tune --report DB [--svg FILE] [--precision P]\n\n"
     "Times the candidate kernels of each case on the device and appends every\n"
     "result to the tuning database (default tune.jsonl; docs/tuning-db.md).\n"
@@ -248,6 +264,8 @@ static const char *usage =
     "matrices), f32, or any (default: each within its class's error bound).\n"
     "--dry-run builds the candidates into DIR/tune and lists them; nothing is timed.\n"
     "--merge writes the records of A, B, ... (and C's own) into C, each once.\n"
+    "One tune or merge writes a database at a time: another finds it in use and\n"
+    "exits 1, or with --wait waits for it (and then measures only what is left).\n"
     "--report prints per case the winner, its time, the fallback's time and the\n"
     "speedup, and with --svg writes a plot of the search.\n"
     "exit status: 0 done, 1 a case without a correct candidate or a device\n"
@@ -263,7 +281,7 @@ int cmd_tune(qk_args *a) {
     uint64_t m = 0, k = 0, t = 0, experts = 0, topk = 0, budget = 0, runs = 50, warm_ms = 1000;
     uint64_t rotate_mb = 200, finalists = 3, seed = (uint64_t)time(NULL);
     uint64_t screen_warm_ms = 10;
-    bool dry_run = false;
+    bool dry_run = false, wait = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts(usage);
@@ -271,6 +289,10 @@ int cmd_tune(qk_args *a) {
         }
         if (qk_flag(a, "--dry-run")) {
             dry_run = true;
+            continue;
+        }
+        if (qk_flag(a, "--wait")) {
+            wait = true;
             continue;
         }
         if (qk_flag(a, "--merge")) {
@@ -302,7 +324,11 @@ int cmd_tune(qk_args *a) {
         if (!dbpath) return qk_usage_error(a->cmd, "--merge needs --db OUT");
         qk_error e = {0};
         uint32_t n = 0;
-        if (!qk_tune_db_merge(merge, nmerge, dbpath, stderr, &n, &e)) {
+        int lock = lock_db(dbpath, wait);
+        if (lock < 0) return QK_EXIT_FAIL;
+        bool ok = qk_tune_db_merge(merge, nmerge, dbpath, stderr, &n, &e);
+        close(lock);
+        if (!ok) {
             fprintf(stderr, "qkgen tune: %s\n", e.msg);
             return strstr(e.msg, "no such database") ? QK_EXIT_USAGE : QK_EXIT_FAIL;
         }
@@ -364,10 +390,16 @@ int cmd_tune(qk_args *a) {
                            cases[i].format, specs_dir);
             return QK_EXIT_USAGE;
         }
+    /* held from before the database is loaded until the last record: a
+     * second writer would measure the same candidates again, and a merge
+     * would replace the file under this one's appends */
+    int lock = dry_run ? -2 : lock_db(dbpath, wait);
+    if (lock == -1) return QK_EXIT_FAIL;
     qkrt_context *ctx = NULL;
     qkrt_desc desc = {.device = device};
     if (qkrt_create(&desc, &ctx) != QKRT_OK) {
         fprintf(stderr, "qkgen tune: %s\n", qkrt_create_error());
+        if (lock >= 0) close(lock);
         return device ? QK_EXIT_USAGE : QK_EXIT_FAIL;
     }
     const qkrt_device_info *dev = qkrt_device(ctx);
@@ -527,6 +559,7 @@ int cmd_tune(qk_args *a) {
     free(tr.names), free(tr.hashes), free(want), free(fb), free(cases), free(bundle_dir);
     free(per_case);
     qk_tune_db_free(&tr.db);
+    if (lock >= 0) close(lock);
     if (b) qkrt_bundle_destroy(ctx, b);
     qkrt_destroy(ctx);
     qk_plan_free(&plan);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -313,6 +314,52 @@ static long temp_owner(const char *name) {
         return 0;
     long pid = strtol(dot + 1, NULL, 10);
     return pid > 0 ? pid : 0;
+}
+
+/* What the holder of a lock wrote in it, for the message of one that waits
+ * or gives up ("unknown" when it has not written it yet). */
+static void lock_holder(int fd, char *out, size_t size) {
+    ssize_t n = pread(fd, out, size - 1, 0);
+    out[n > 0 ? n : 0] = 0;
+    out[strcspn(out, "\n")] = 0;
+    if (!out[0]) snprintf(out, size, "an unknown process");
+}
+
+int qk_lock_file(const char *path, bool wait, FILE *log, bool *busy, qk_error *e) {
+    *busy = false;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        qk_error_set(e, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = flock(fd, LOCK_EX | LOCK_NB);
+    if (rc != 0 && errno == EWOULDBLOCK) {
+        char holder[128];
+        lock_holder(fd, holder, sizeof holder);
+        if (!wait) {
+            *busy = true;
+            qk_error_set(e, "%s is held by %s", path, holder);
+            close(fd);
+            return -1;
+        }
+        if (log) fprintf(log, "waiting for %s, held by %s\n", path, holder), fflush(log);
+        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+        }
+    }
+    if (rc != 0) {
+        qk_error_set(e, "%s: cannot lock: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    char note[96], when[40];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&now, &tm));
+    int n = snprintf(note, sizeof note, "pid %ld since %s\n", (long)getpid(), when);
+    /* a note that cannot be written only makes another's message vaguer */
+    bool noted = ftruncate(fd, 0) == 0 && pwrite(fd, note, (size_t)n, 0) == n;
+    (void)noted;
+    return fd;
 }
 
 uint32_t qk_remove_stale_temps(const char *dir) {

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(__GNUC__)
 #define QK_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -94,6 +95,14 @@ bool qk_mkdirs(const char *path, qk_error *e);
  * "*.tmp.PID" (qk_write_file's, a bundle's) or "*.old.PID" whose process is
  * gone. Returns how many were removed. */
 uint32_t qk_remove_stale_temps(const char *dir);
+/* An exclusive lock (flock) on path, created if need be, held until the
+ * returned descriptor is closed or the process ends: a killed holder never
+ * leaves it held. The holder writes "pid N since TIME" into the file. When
+ * another process holds it: with wait, says so on log (may be NULL) and
+ * blocks until it is free; without, returns -1 at once with *busy set and
+ * "PATH is held by pid N since TIME" in e. -1 with the reason in e (and
+ * *busy false) when the file cannot be opened or locked. */
+int qk_lock_file(const char *path, bool wait, FILE *log, bool *busy, qk_error *e);
 /* Removes a folder and everything under it; true if it is gone. */
 bool qk_rmtree(const char *path);
 bool qk_is_dir(const char *path);

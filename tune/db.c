@@ -262,6 +262,18 @@ void qk_tune_db_free(qk_tune_db *db) {
     db->fd = -1;
 }
 
+int qk_tune_db_lock(const char *path, bool wait, FILE *log, bool *busy, qk_error *e) {
+    /* beside the file, not on it: --merge replaces the file by a rename */
+    char *dir = qk_path_dir(path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    qk_str lock = {0};
+    qk_str_addf(&lock, "%s/.%s.lock", dir, base);
+    int fd = qk_lock_file(lock.s, wait, log, busy, e);
+    qk_str_free(&lock);
+    free(dir);
+    return fd;
+}
+
 bool qk_tune_db_merge(const char *const *inputs, uint32_t n, const char *out, FILE *log,
                       uint32_t *written, qk_error *e) {
     qk_tune_db all;
