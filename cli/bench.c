@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
 #include "ops_matmul.h"
+#include "ops_moe_layer.h"
 #include "qk_util.h"
 
 #include <math.h>
@@ -366,6 +367,15 @@ static uint32_t case_dispatches(const qkrt_bundle *b, uint32_t ki, const case_bu
     return 2;
 }
 
+/* Runs the n dispatches again and again for `seconds`, so the clock is up. */
+static qkrt_result keep_busy(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t n,
+                             double seconds) {
+    qkrt_result r = QKRT_OK;
+    for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < seconds;)
+        r = qkrt_run(ctx, d, n);
+    return r;
+}
+
 /* Keeps the GPU busy for `seconds` with kernel ki, so the clock is up. */
 static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                         const case_buffers *cb, double seconds) {
@@ -374,9 +384,7 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
     uint32_t n = 0;
     for (uint32_t i = 0; i < BATCH; i++)
         n += case_dispatches(b, ki, cb, i % cb->copies, &d[n]);
-    qkrt_result r = QKRT_OK;
-    for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < seconds;)
-        r = qkrt_run(ctx, d, n);
+    qkrt_result r = keep_busy(ctx, d, n, seconds);
     free(d);
     return r;
 }
@@ -777,5 +785,67 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     qk_free_weights(&w);
     free(x), free(y), free(xd), free(ref), free(ref8), free(d), free(ns), free(per), free(ids);
     free(prior), free(had), free(fresh), free(lost);
+    return r;
+}
+
+/* ---------------------------------------------------------------- layers */
+
+qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                           const qk_bench_opts *o, double copy_gbps, qk_bench_layer_result *res) {
+    memset(res, 0, sizeof *res);
+    res->d = *d;
+    qk_moe_layer *L = NULL;
+    qkrt_result r = qk_moe_layer_pick(ctx, b, d, &res->k, res->error, sizeof res->error);
+    if (r == QKRT_OK) {
+        const int used[] = {res->k.router, res->k.topk, res->k.route, res->k.gate_up,
+                            res->k.gate,   res->k.glu,  res->k.down,  res->k.combine};
+        uint32_t idx[8], n = 0;
+        for (int i = 0; i < 8; i++)
+            if (used[i] >= 0) idx[n++] = (uint32_t)used[i];
+        qkrt_kernels_prepare(ctx, b, idx, n, 0); /* the driver compiling on all cores */
+        r = qk_moe_layer_create(ctx, b, &res->k, d, &L, res->error, sizeof res->error);
+    }
+    /* correctness first: every copy against the float64 reference */
+    if (r == QKRT_OK) r = qk_moe_layer_check(ctx, L, &res->check);
+    if (r == QKRT_OK && !res->check.ok) {
+        snprintf(res->error, sizeof res->error, "%s", res->check.error);
+        qk_moe_layer_destroy(ctx, L);
+        return QKRT_OK;
+    }
+    const uint32_t copies = r == QKRT_OK ? qk_moe_layer_copies(L) : 0;
+    uint32_t runs = o->runs < 20 ? 20 : o->runs;
+    if (runs < copies) runs = copies;
+    /* the warm-up: the copies' chains in turn, 64 dispatches at least a submission */
+    uint32_t n = 0, nb = 0;
+    if (r == QKRT_OK) qk_moe_layer_dispatches(L, 0, &n);
+    qkrt_dispatch *batch = malloc(sizeof *batch * (n * copies + 64 + n));
+    for (uint32_t i = 0; r == QKRT_OK && (i < copies || nb < 64); i++) {
+        memcpy(&batch[nb], qk_moe_layer_dispatches(L, i % copies, &n), sizeof *batch * n);
+        nb += n;
+    }
+    if (r == QKRT_OK) r = keep_busy(ctx, batch, nb, o->warmup_s);
+    /* each run one command buffer, timestamps before its first dispatch and
+     * after its last (qkrt_run_span: barriers only before the dispatches
+     * that read an earlier one's output), the copies in turn */
+    double *per = malloc(sizeof *per * runs), lo = INFINITY, hi = 0;
+    for (uint32_t i = 0; i < runs && r == QKRT_OK; i++) {
+        const qkrt_dispatch *ds = qk_moe_layer_dispatches(L, i % copies, &n);
+        r = qkrt_run_span(ctx, ds, n, &per[i]);
+        lo = fmin(lo, per[i]), hi = fmax(hi, per[i]);
+    }
+    if (r == QKRT_OK) {
+        res->us = median(per, runs) / 1e3;
+        res->us_min = lo / 1e3, res->us_max = hi / 1e3;
+        res->runs = runs, res->copies = copies, res->dispatches = n;
+        res->bytes = qk_moe_layer_bytes(L, &res->experts);
+        res->gbps = res->bytes / (res->us * 1e3);
+        res->pct_copy = copy_gbps > 0 ? 100.0 * res->gbps / copy_gbps : 0;
+        res->timed = true;
+    } else if (!res->error[0]) {
+        snprintf(res->error, sizeof res->error, "%s", qkrt_last_error(ctx));
+    }
+    res->ok = r == QKRT_OK;
+    free(per), free(batch);
+    qk_moe_layer_destroy(ctx, L);
     return r;
 }

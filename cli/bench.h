@@ -5,7 +5,7 @@
 #ifndef QK_BENCH_H
 #define QK_BENCH_H
 
-#include "ops.h"
+#include "ops_moe_layer.h"
 
 #include <stdio.h>
 
@@ -93,5 +93,30 @@ qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_ben
 qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c,
                               const qk_bench_opts *o, double copy_gbps, qk_bench_result **res,
                               uint32_t *count, char *err, size_t err_size);
+
+/* One MoE layer (qkgen bench --layer) at one token count and format. */
+typedef struct qk_bench_layer_result {
+    qk_moe_layer_desc d;
+    qk_moe_kernels k;
+    qk_moe_check check;
+    uint32_t runs, copies, dispatches;
+    uint32_t experts;          /* distinct experts the tokens chose */
+    double us, us_min, us_max; /* median, fastest and slowest run of the layer */
+    double bytes, gbps, pct_copy;
+    bool ok; /* it ran, was right, and was timed */
+    bool timed;
+    char error[512];
+} qk_bench_layer_result;
+
+/* Times the MoE layer of d (qk_moe_layer) as an engine records it, with the
+ * kernels qk_moe_layer_pick chooses: first every weight copy checked
+ * against float64 (a wrong one is not timed: res->ok false, the reason in
+ * res->error), then o->warmup_s of the copies' chains, then o->runs runs
+ * (at least 20, at least one per copy), each one command buffer with a
+ * timestamp before its first dispatch and after its last; the median.
+ * QKRT_OK unless the device failed; a layer that cannot be built (a kernel
+ * missing) returns QKRT_ERROR_ARGUMENT with res->error. */
+qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                           const qk_bench_opts *o, double copy_gbps, qk_bench_layer_result *res);
 
 #endif

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "qk_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,13 +61,125 @@ static void print_row(const qk_bench_result *r) {
                r->best ? "  *" : "", r->wrong ? "  WRONG" : "");
 }
 
+/* The MoE layer's default problem: Qwen3-30B-A3B's (hidden 2048, expert ffn
+ * 768, 128 experts, top-8) at 1, 8, 32 and 512 tokens. */
+static const uint32_t layer_tokens[] = {1, 8, 32, 512};
+
+/* The layer's kernels by role (-1: not on its path); gate is the plain
+ * kernel that gate and up each run when there is no fused gate_up. */
+static const char *const layer_roles[8] = {"router", "topk",   "route", "gate_up",
+                                           "gate",   "swiglu", "down",  "combine"};
+
+static void layer_kernels(const qk_moe_kernels *k, int ks[8]) {
+    const int v[8] = {k->router, k->topk, k->route, k->gate_up,
+                      k->gate,   k->glu,  k->down,  k->combine};
+    memcpy(ks, v, sizeof v);
+}
+
+/* "role": "kernel" pairs (json) or role=kernel, comma-separated. */
+static void layer_names(const qkrt_bundle *b, const qk_moe_kernels *k, bool json, qk_str *out) {
+    int ks[8];
+    layer_kernels(k, ks);
+    for (int i = 0, n = 0; i < 8; i++)
+        if (ks[i] >= 0)
+            qk_str_addf(out, json ? "%s\"%s\": \"%s\"" : "%s%s=%s", n++ ? ", " : "", layer_roles[i],
+                        qkrt_bundle_kernel(b, (uint32_t)ks[i])->name);
+}
+
+static void json_layer(qk_str *f, const qkrt_bundle *b, const qk_bench_layer_result *r,
+                       bool first) {
+    const qk_moe_kernels *k = &r->k;
+    qk_str_addf(f,
+                "%s\n    { \"format\": \"%s\", \"variant\": \"%s\", \"T\": %u, \"H\": %u, "
+                "\"F\": %u, \"E\": %u, \"top_k\": %u, \"path\": \"%s\", \"us\": %.3f, "
+                "\"us_min\": %.3f, \"us_max\": %.3f, \"runs\": %u, \"copies\": %u, "
+                "\"dispatches\": %u, \"experts\": %u, \"bytes\": %.0f, \"gbps\": %.1f, "
+                "\"pct_copy\": %.1f, \"nmse_logits\": %.3g, \"nmse_gate_up\": %.3g, "
+                "\"nmse_down\": %.3g, \"nmse_out\": %.3g, \"nmse_normed\": %.3g, "
+                "\"nmse_bound\": %.3g, \"ids_match\": %s, \"selected\": %s, \"ok\": %s, "
+                "\"error\": \"%s\", \"kernels\": {",
+                first ? "" : ",", r->d.format, r->d.variant, r->d.T, r->d.H, r->d.F, r->d.E,
+                r->d.top_k, k->routed ? "prefill" : "decode", r->us, r->us_min, r->us_max, r->runs,
+                r->copies, r->dispatches, r->experts, r->bytes, r->gbps, r->pct_copy,
+                r->check.logits, r->check.act, r->check.slots, r->check.y, r->check.normed,
+                r->check.bound, r->check.ids_match ? "true" : "false",
+                k->selected[0] || k->selected[1] || k->selected[2] ? "true" : "false",
+                r->ok ? "true" : "false", r->error);
+    layer_names(b, k, true, f);
+    qk_str_add(f, "} }");
+}
+
+/* qkgen bench --layer: the MoE layer for each format and token count; a
+ * format the bundle lacks a kernel of is skipped (an error if named). */
+static int bench_layers(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
+                        const char *formats, const char *std, const uint32_t *tokens,
+                        uint32_t ntokens, const qk_moe_layer_desc *shape, double copy_gbps,
+                        qk_str *json) {
+    char fmts[512];
+    snprintf(fmts, sizeof fmts, "%s", formats ? formats : std);
+    printf("MoE layer: hidden %u, expert ffn %u, %u experts top-%u; router, top-k, [route,] "
+           "gate/up+SwiGLU, down, sum+residual+RMSNorm in one command buffer a run\n",
+           shape->H, shape->F, shape->E, shape->top_k);
+    printf("%-10s %6s %-8s %10s %10s %8s %7s %5s %6s %9s\n", "format", "tokens", "path", "us/layer",
+           "us min", "GB/s", "copy", "disp", "copies", "NMSE out");
+    int rc = QK_EXIT_OK, done = 0;
+    bool fatal = false; /* the device failed: no more layers (a wrong one, the next) */
+    qk_str_addf(json,
+                "\"layer\": { \"H\": %u, \"F\": %u, \"E\": %u, \"top_k\": %u },\n  "
+                "\"results\": [",
+                shape->H, shape->F, shape->E, shape->top_k);
+    for (char *save = NULL, *fmt = strtok_r(fmts, ",", &save); fmt && !fatal;
+         fmt = strtok_r(NULL, ",", &save)) {
+        const char *variant = !strncmp(fmt, "mlx", 3) ? "bf16" : "";
+        for (uint32_t ti = 0; ti < ntokens && !fatal; ti++) {
+            qk_moe_layer_desc d = *shape;
+            d.format = fmt, d.variant = variant, d.T = tokens[ti];
+            uint64_t rng = o->seed ^ ((uint64_t)d.T << 32) ^ 0x1a7e4;
+            d.rng = &rng;
+            if (o->progress) fprintf(o->progress, "\r\033[Klayer %s t=%u", fmt, d.T);
+            qk_bench_layer_result r;
+            qkrt_result cr = qk_bench_layer(ctx, b, &d, o, copy_gbps, &r);
+            if (o->progress) fputs("\r\033[K", stderr);
+            if (cr == QKRT_ERROR_ARGUMENT && !formats) { /* the standard set skips it */
+                fprintf(stderr, "qkgen bench: skipped: layer %s t=%u: %s\n", fmt, d.T, r.error);
+                continue;
+            }
+            json_layer(json, b, &r, done++ == 0);
+            if (cr != QKRT_OK || !r.ok) {
+                printf("%-10s %6u %-8s %s\n", fmt, d.T, r.k.routed ? "prefill" : "decode",
+                       r.error[0] ? r.error : "failed");
+                fatal = cr != QKRT_OK && cr != QKRT_ERROR_ARGUMENT;
+                if (rc != QK_EXIT_FAIL)
+                    rc = cr == QKRT_ERROR_ARGUMENT ? QK_EXIT_USAGE : QK_EXIT_FAIL;
+                continue;
+            }
+            printf("%-10s %6u %-8s %10.2f %10.2f %8.1f %6.1f%% %5u %6u %9.2g\n", fmt, d.T,
+                   r.k.routed ? "prefill" : "decode", r.us, r.us_min, r.gbps, r.pct_copy,
+                   r.dispatches, r.copies, fmax(r.check.y, r.check.normed));
+            qk_str names = {0};
+            layer_names(b, &r.k, false, &names);
+            bool sel = r.k.selected[0] || r.k.selected[1] || r.k.selected[2];
+            printf("  kernels (%s): %s\n", sel ? "select table" : "fallback choice", names.s);
+            qk_str_free(&names);
+            fflush(stdout);
+        }
+    }
+    qk_str_add(json, "\n  ]");
+    if (!done && rc == QK_EXIT_OK) {
+        fprintf(stderr, "qkgen bench: no format of '%s' has every kernel of the layer\n",
+                formats ? formats : std);
+        rc = QK_EXIT_USAGE;
+    }
+    return rc;
+}
+
 int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
-    const char *filter = NULL, *family = "all";
+    const char *filter = NULL, *family = "all", *tokens_s = NULL;
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
     uint64_t warm_ms = 1000, rotate_mb = 200, experts = 0, topk = 0;
     uint64_t finalists = 3;
-    bool all = false, best_only = false, time_wrong = false;
+    bool all = false, best_only = false, time_wrong = false, layer = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen bench [--bundle DIR] [--device N] [--family F] [--formats A,B]\n"
@@ -74,7 +187,10 @@ int cmd_bench(qk_args *a) {
                  "                   [--filter TEXT] [--all-variants]\n"
                  "                   [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--copy-mb MB]\n"
                  "                   [--finalists N] [--best] [--json FILE] [--seed N]\n"
-                 "                   [--time-wrong]\n\n"
+                 "                   [--time-wrong]\n"
+                 "       qkgen bench --layer [--formats A,B] [--tokens T1,T2,...] [--m F --k H]\n"
+                 "                   [--experts E --top-k N] [--runs N] [--warmup-ms MS]\n"
+                 "                   [--rotate-mb MB] [--json FILE] [--seed N]\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
                  "m=4096 k=14336, 512 tokens; MoE mat-vec with expert ids, 128 experts top-8\n"
@@ -108,17 +224,33 @@ int cmd_bench(qk_args *a) {
                  "--filter A,B keeps the variants whose name contains A or B.\n"
                  "--time-wrong, for diagnostics of modified kernels (a step left out to see\n"
                  "what it costs): a variant whose result is wrong is timed as well, marked\n"
-                 "WRONG (JSON: wrong: true); the exit status is still 1.");
+                 "WRONG (JSON: wrong: true); the exit status is still 1.\n\n"
+                 "--layer times a whole MoE feed-forward layer as an engine records it, in one\n"
+                 "command buffer a run: the router product (mat-vec; matmul past 8 tokens),\n"
+                 "router_topk (softmax, top-k, renormalised), past 8 tokens moe_route and the\n"
+                 "expert products as matmul_id through indirect dispatch (else mat-vecs with\n"
+                 "ids), gate/up with SwiGLU (one fused kernel where the bundle has it, else\n"
+                 "gate, up and the swiglu kernel), down, and moe_combine with the residual\n"
+                 "and RMSNorm; barriers only where a dispatch reads another's output. Kernels\n"
+                 "come from the bundle's select table (qkrt_select), else the CLI's default\n"
+                 "choice. Default: Qwen3-30B-A3B's layer, hidden --k 2048, expert ffn --m 768,\n"
+                 "--experts 128 --top-k 8, at --tokens 1,8,32,512. Each layer is first\n"
+                 "checked against the float64 reference (NMSE out; a wrong one fails and is\n"
+                 "not timed); then weight copies rotate past --rotate-mb by the bytes a run\n"
+                 "reads, --warmup-ms of runs, and the median of --runs timestamp intervals\n"
+                 "around each run's command buffer. The table gives us per layer, GB/s of\n"
+                 "the weights and activations a run reads, and the kernels used.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
             qk_opt(a, "--json", &json) || qk_opt(a, "--formats", &formats) ||
             qk_opt(a, "--filter", &filter) || qk_opt(a, "--family", &family) ||
-            qk_opt_u64(a, "--m", &m) || qk_opt_u64(a, "--k", &k) || qk_opt_u64(a, "--tokens", &t) ||
-            qk_opt_u64(a, "--runs", &runs) || qk_opt_u64(a, "--seed", &seed) ||
-            qk_opt_u64(a, "--copy-mb", &copy_mb) || qk_opt_u64(a, "--warmup-ms", &warm_ms) ||
-            qk_opt_u64(a, "--rotate-mb", &rotate_mb) || qk_opt_u64(a, "--experts", &experts) ||
-            qk_opt_u64(a, "--top-k", &topk) || qk_opt_u64(a, "--finalists", &finalists))
+            qk_opt_u64(a, "--m", &m) || qk_opt_u64(a, "--k", &k) ||
+            qk_opt(a, "--tokens", &tokens_s) || qk_opt_u64(a, "--runs", &runs) ||
+            qk_opt_u64(a, "--seed", &seed) || qk_opt_u64(a, "--copy-mb", &copy_mb) ||
+            qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
+            qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
+            qk_opt_u64(a, "--finalists", &finalists))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -132,7 +264,44 @@ int cmd_bench(qk_args *a) {
             best_only = true;
             continue;
         }
+        if (qk_flag(a, "--layer")) {
+            layer = true;
+            continue;
+        }
         return qk_bad_arg(a);
+    }
+    /* --tokens: a count, or with --layer a list of them */
+    uint32_t tokens[16], ntokens = 0;
+    for (const char *p = tokens_s; p && *p;) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || v == 0 || v > 65535 || (*end && *end != ',') || ntokens == 16)
+            return qk_usage_error(a->cmd,
+                                  "--tokens: '%s' is not a list of 1 to 16 counts of 1 "
+                                  "to 65535 tokens",
+                                  tokens_s);
+        tokens[ntokens++] = (uint32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (ntokens > 1 && !layer)
+        return qk_usage_error(a->cmd, "--tokens: a list of counts is for --layer; one count else");
+    t = ntokens ? tokens[0] : 0;
+    if (layer && (strcmp(family, "all") || filter || all || best_only || time_wrong))
+        return qk_usage_error(a->cmd, "--layer times whole layers: without --family, --filter, "
+                                      "--all-variants, --best and --time-wrong");
+    if (layer) {
+        if (!m) m = 768;
+        if (!k) k = 2048;
+        if (!experts) experts = 128;
+        if (!topk) topk = 8;
+        if (!ntokens) {
+            memcpy(tokens, layer_tokens, sizeof layer_tokens);
+            ntokens = sizeof layer_tokens / sizeof layer_tokens[0];
+        }
+        if (m > 65535 || k > 65535 || experts > 512 || topk > 16)
+            return qk_usage_error(a->cmd, "--layer: --m and --k up to 65535, --experts up to 512, "
+                                          "--top-k up to 16");
+        t = tokens[0];
     }
     if ((m || k || t) && !(m && k && t))
         return qk_usage_error(a->cmd, "--m, --k and --tokens go together");
@@ -179,6 +348,38 @@ int cmd_bench(qk_args *a) {
     }
     printf("copy bandwidth: %.1f GB/s (%llu MiB copied in %.1f us; bytes read + written)\n",
            copy_gbps, (unsigned long long)copy_mb, copy_us);
+    if (layer) {
+        /* weight copies past --rotate-mb, within a quarter of the device's memory */
+        qk_moe_layer_desc shape = {.H = (uint32_t)k,
+                                   .F = (uint32_t)m,
+                                   .E = (uint32_t)experts,
+                                   .top_k = (uint32_t)topk,
+                                   .rotate_bytes = o.rotate_bytes,
+                                   .max_bytes = dev->device_local_bytes / 4};
+        qk_str j = {0};
+        qk_str_addf(&j,
+                    "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "
+                    "\"seed\": %llu, \"runs\": %u,\n  ",
+                    dev->name, dev->driver, copy_gbps, (unsigned long long)seed, o.runs);
+        if (rc == QK_EXIT_OK)
+            rc = bench_layers(ctx, b, &o, formats, std_formats, tokens, ntokens, &shape, copy_gbps,
+                              &j);
+        qk_str_add(&j, "\n}\n");
+        qk_error e = {0}; /* written whole, or not at all */
+        if (json && !qk_write_file(json, j.s, j.len, &e)) {
+            fprintf(stderr, "qkgen bench: %s\n", e.msg);
+            rc = QK_EXIT_FAIL;
+        }
+        qk_str_free(&j);
+        if (qkrt_validation_errors(ctx)) {
+            fprintf(stderr, "qkgen bench: the validation layer reported %u errors\n",
+                    qkrt_validation_errors(ctx));
+            rc = QK_EXIT_FAIL;
+        }
+        qkrt_bundle_destroy(ctx, b);
+        qkrt_destroy(ctx);
+        return rc;
+    }
 
     /* the cases: formats the bundle holds x shapes */
     char fmts[512];

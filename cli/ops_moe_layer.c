@@ -107,11 +107,15 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         char name[300];
         snprintf(name, sizeof name, "%s_swiglu", qkrt_bundle_kernel(b, (uint32_t)plain)->name);
         int fused = qkrt_bundle_find(b, name);
-        if (fused >= 0 && qkrt_kernel_check(ctx, b, (uint32_t)fused) == QKRT_OK) k->gate_up = fused;
+        if (fused >= 0 && qkrt_kernel_check(ctx, b, (uint32_t)fused) == QKRT_OK &&
+            qk_kernel_fits(qkrt_bundle_kernel(b, (uint32_t)fused), d->F, d->H, d->T, d->E, d->top_k,
+                           1, d->T))
+            k->gate_up = fused;
     } else {
         bool unused;
+        char none[512]; /* no fused kernel: gate and up apart */
         k->gate_up = pick_product(ctx, b, d, expert_op, "swiglu", d->F, d->H, 1, expert_tokens,
-                                  &unused, err, err_size);
+                                  &unused, none, sizeof none);
     }
     if (k->gate_up < 0) {
         k->gate = plain;

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Checks a `qkgen bench --layer --json` file against what the test asked.
+
+Arguments: the file, then FORMAT:T:PATH:GATE_UP entries, one per layer
+expected (PATH decode or prefill; GATE_UP fused or split). Each layer must be
+there once, correct, timed (us > 0, runs >= copies >= 1), on that path with
+its kernels (moe_route only on the prefill path; a gate_up kernel, or gate
+and swiglu). Exit 1 with the first violation."""
+import json
+import sys
+
+
+def main():
+    path, wanted = sys.argv[1], sys.argv[2:]
+    with open(path) as f:
+        doc = json.load(f)
+    results = doc["results"]
+    if len(results) != len(wanted):
+        sys.exit(f"{path}: {len(results)} layers, expected {len(wanted)}")
+    for want in wanted:
+        fmt, tokens, route, gate_up = want.split(":")
+        found = [r for r in results if r["format"] == fmt and r["T"] == int(tokens)]
+        if len(found) != 1:
+            sys.exit(f"{want}: {len(found)} results")
+        r = found[0]
+        k = r["kernels"]
+        if not r["ok"] or r["error"] or not r["ids_match"]:
+            sys.exit(f"{want}: not ok: {r['error']}")
+        if r["nmse_out"] > r["nmse_bound"] or r["nmse_normed"] > r["nmse_bound"]:
+            sys.exit(f"{want}: NMSE {r['nmse_out']}, {r['nmse_normed']} over {r['nmse_bound']}")
+        if r["us"] <= 0 or r["copies"] < 1 or r["runs"] < max(20, r["copies"]):
+            sys.exit(f"{want}: us {r['us']}, runs {r['runs']}, copies {r['copies']}")
+        if r["path"] != route or ("route" in k) != (route == "prefill"):
+            sys.exit(f"{want}: path {r['path']}, kernels {k}")
+        if ("gate_up" in k) != (gate_up == "fused") or ("gate" in k) != ("swiglu" in k):
+            sys.exit(f"{want}: gate/up {gate_up} but kernels {k}")
+        expect = {"router", "topk", "down", "combine"}
+        if not expect <= set(k):
+            sys.exit(f"{want}: kernels {k} lack one of {sorted(expect)}")
+    print(f"{len(results)} layers as expected")
+
+
+if __name__ == "__main__":
+    main()
