@@ -32,11 +32,13 @@ int qk_open(const char *cmd, const char *device, bool validation, bool stats, co
         fprintf(stderr, "qkgen %s: %s\n", cmd, qkrt_create_error());
         return device ? QK_EXIT_USAGE : QK_EXIT_FAIL;
     }
-    if (qkrt_bundle_load(*ctx, bundle, b) != QKRT_OK) {
+    qkrt_result lr = qkrt_bundle_load(*ctx, bundle, b);
+    if (lr != QKRT_OK) {
         fprintf(stderr, "qkgen %s: %s (build one with 'qkgen build')\n", cmd,
                 qkrt_last_error(*ctx));
         qkrt_destroy(*ctx);
-        return QK_EXIT_FAIL;
+        /* a missing, unreadable or malformed bundle is bad input */
+        return lr == QKRT_ERROR_IO || lr == QKRT_ERROR_MANIFEST ? QK_EXIT_USAGE : QK_EXIT_FAIL;
     }
     return QK_EXIT_OK;
 }

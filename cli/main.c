@@ -4,6 +4,7 @@
 #include "compile/compile.h"
 #include "compile/features.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -105,10 +106,18 @@ bool qk_opt(qk_args *a, const char *name, const char **value) {
 bool qk_opt_u64(qk_args *a, const char *name, uint64_t *value) {
     const char *s;
     if (!qk_opt(a, name, &s)) return false;
+    /* decimal digits only: strtoull alone takes "-1" (as 2^64 - 1), " 8",
+     * "+8", "0x8" and "010" (as 8) */
     char *end;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (!s[0] || *end || s[0] == '-') {
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (s[0] < '0' || s[0] > '9' || *end) {
         qk_usage_error(a->cmd, "%s: '%s' is not a non-negative integer", name, s);
+        exit(QK_EXIT_USAGE);
+    }
+    if (errno == ERANGE) {
+        qk_usage_error(a->cmd, "%s: '%s' is too large (at most %llu)", name, s,
+                       (unsigned long long)UINT64_MAX);
         exit(QK_EXIT_USAGE);
     }
     *value = v;

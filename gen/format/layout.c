@@ -3,6 +3,7 @@
 #include "layout.h"
 
 #include "clang_dl.h"
+#include "qk_util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -115,14 +116,17 @@ static int first_error(CXTranslationUnit tu, char *err, size_t err_size) {
     return 0;
 }
 
+/* A C header of block structs is kilobytes; past this it is not one. */
+#define HEADER_MAX ((size_t)4 << 20)
+
 static CXTranslationUnit parse_header(CXIndex index, const char *header, char *err,
                                       size_t err_size) {
-    FILE *f = fopen(header, "r");
-    if (!f) {
-        set_err(err, err_size, "%s: cannot open: %s", header, strerror(errno));
+    /* libclang reads the header itself: a FIFO or /dev/zero would never end */
+    qk_error fe = {0};
+    if (!qk_check_file(header, HEADER_MAX, &fe)) {
+        set_err(err, err_size, "%s", fe.msg);
         return NULL;
     }
-    fclose(f);
 
     /* The header's own folder goes on the include path so it can include its neighbours. */
     char include[600];
