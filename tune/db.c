@@ -12,65 +12,114 @@
 #include <string.h>
 #include <unistd.h>
 
-static void str_of(const qkrt_json *o, const char *key, char *out, size_t size, bool *ok) {
-    const qkrt_json *v = qkrt_json_get(o, key);
-    if (!v || v->type != QKRT_JSON_STRING || strlen(v->string) >= size) {
-        *ok = false;
-        return;
-    }
-    memcpy(out, v->string, strlen(v->string) + 1);
+/* The first field of a record that is missing or wrong, for the message. */
+typedef struct field_check {
+    bool ok;
+    const char *in; /* "device.", "case." or "" */
+    char why[160];
+} field_check;
+
+static void bad_field(field_check *fc, const char *key, const char *want) {
+    if (fc->ok) snprintf(fc->why, sizeof fc->why, "%s%s: missing or not %s", fc->in, key, want);
+    fc->ok = false;
 }
 
-static double num_of(const qkrt_json *o, const char *key, bool *ok) {
+/* value must be one of the names (a NULL-ended list) */
+static void one_of(field_check *fc, const char *key, const char *value, const char *const *names) {
+    for (const char *const *n = names; *n; n++)
+        if (!strcmp(value, *n)) return;
+    if (fc->ok)
+        snprintf(fc->why, sizeof fc->why, "%s: '%.40s' is not %s, %s or %s", key, value, names[0],
+                 names[1], names[2]);
+    fc->ok = false;
+}
+
+static void str_of(const qkrt_json *o, const char *key, char *out, size_t size, field_check *fc) {
+    const qkrt_json *v = qkrt_json_get(o, key);
+    if (!v || v->type != QKRT_JSON_STRING) {
+        bad_field(fc, key, "a string");
+    } else if (strlen(v->string) >= size) {
+        if (fc->ok)
+            snprintf(fc->why, sizeof fc->why, "%s%s: longer than %zu bytes", fc->in, key, size - 1);
+        fc->ok = false;
+    } else {
+        memcpy(out, v->string, strlen(v->string) + 1);
+    }
+}
+
+static double num_of(const qkrt_json *o, const char *key, field_check *fc) {
     const qkrt_json *v = qkrt_json_get(o, key);
     if (!v || v->type != QKRT_JSON_NUMBER) {
-        *ok = false;
+        bad_field(fc, key, "a number");
         return 0;
     }
     return v->number;
 }
 
-static uint32_t u32_of(const qkrt_json *o, const char *key, bool *ok) {
-    double d = num_of(o, key, ok);
-    if (d < 0 || d > 4294967295.0 || d != floor(d)) *ok = false;
-    return *ok ? (uint32_t)d : 0;
+static uint32_t u32_of(const qkrt_json *o, const char *key, field_check *fc) {
+    const qkrt_json *v = qkrt_json_get(o, key);
+    double d = v && v->type == QKRT_JSON_NUMBER ? v->number : -1;
+    if (d < 0 || d > 4294967295.0 || d != floor(d)) {
+        bad_field(fc, key, "an integer 0..4294967295");
+        return 0;
+    }
+    return (uint32_t)d;
 }
 
-/* A record from one parsed line; false (why in *why) if a field is missing. */
-static bool record_of(const qkrt_json *j, qk_tune_record *r, const char **why) {
+/* A record from one parsed line; false (why in why) if a field is missing or
+ * of the wrong type. */
+static bool record_of(const qkrt_json *j, qk_tune_record *r, char *why, size_t why_size) {
+    field_check fc = {.ok = true, .in = ""};
     bool ok = true;
     memset(r, 0, sizeof *r);
-    double v = num_of(j, "v", &ok);
-    if (ok && v > QK_TUNE_DB_VERSION) {
-        *why = "a record of a newer version";
+    if (j->type != QKRT_JSON_OBJECT) {
+        snprintf(why, why_size, "not a JSON object");
+        return false;
+    }
+    double v = num_of(j, "v", &fc);
+    if (fc.ok && v > QK_TUNE_DB_VERSION) {
+        snprintf(why, why_size, "a record of a newer version (%g; this qkgen reads %d)", v,
+                 QK_TUNE_DB_VERSION);
         return false;
     }
     const qkrt_json *d = qkrt_json_get(j, "device"), *c = qkrt_json_get(j, "case");
-    if (!d || !c) ok = false;
-    if (ok) {
-        r->dev.vendor_id = u32_of(d, "vendor_id", &ok);
-        r->dev.device_id = u32_of(d, "device_id", &ok);
-        r->dev.driver_version = u32_of(d, "driver_version", &ok);
-        str_of(d, "cache_uuid", r->dev.cache_uuid, sizeof r->dev.cache_uuid, &ok);
-        str_of(d, "name", r->dev.name, sizeof r->dev.name, &ok);
-        str_of(c, "op", r->c.op, sizeof r->c.op, &ok);
-        str_of(c, "format", r->c.format, sizeof r->c.format, &ok);
-        str_of(c, "format_variant", r->c.format_variant, sizeof r->c.format_variant, &ok);
-        r->c.M = u32_of(c, "M", &ok), r->c.K = u32_of(c, "K", &ok), r->c.T = u32_of(c, "T", &ok);
-        r->c.E = u32_of(c, "E", &ok), r->c.top_k = u32_of(c, "top_k", &ok);
-        str_of(j, "variant", r->variant, sizeof r->variant, &ok);
-        str_of(j, "family", r->family, sizeof r->family, &ok);
-        str_of(j, "spv_sha256", r->spv_sha256, sizeof r->spv_sha256, &ok);
-        str_of(j, "precision", r->precision, sizeof r->precision, &ok);
-        str_of(j, "status", r->status, sizeof r->status, &ok);
-        str_of(j, "stage", r->stage, sizeof r->stage, &ok);
-        str_of(j, "note", r->note, sizeof r->note, &ok);
-        r->nmse = num_of(j, "nmse", &ok);
-        r->us = num_of(j, "us", &ok), r->us_min = num_of(j, "us_min", &ok);
-        r->us_max = num_of(j, "us_max", &ok), r->runs = u32_of(j, "runs", &ok);
-        r->time = num_of(j, "time", &ok);
+    if (fc.ok && (!d || d->type != QKRT_JSON_OBJECT)) bad_field(&fc, "device", "an object");
+    if (fc.ok && (!c || c->type != QKRT_JSON_OBJECT)) bad_field(&fc, "case", "an object");
+    field_check *f = &fc;
+    if (fc.ok) {
+        f->in = "device.";
+        r->dev.vendor_id = u32_of(d, "vendor_id", f);
+        r->dev.device_id = u32_of(d, "device_id", f);
+        r->dev.driver_version = u32_of(d, "driver_version", f);
+        str_of(d, "cache_uuid", r->dev.cache_uuid, sizeof r->dev.cache_uuid, f);
+        str_of(d, "name", r->dev.name, sizeof r->dev.name, f);
+        f->in = "case.";
+        str_of(c, "op", r->c.op, sizeof r->c.op, f);
+        str_of(c, "format", r->c.format, sizeof r->c.format, f);
+        str_of(c, "format_variant", r->c.format_variant, sizeof r->c.format_variant, f);
+        r->c.M = u32_of(c, "M", f), r->c.K = u32_of(c, "K", f), r->c.T = u32_of(c, "T", f);
+        r->c.E = u32_of(c, "E", f), r->c.top_k = u32_of(c, "top_k", f);
+        f->in = "";
+        str_of(j, "variant", r->variant, sizeof r->variant, f);
+        str_of(j, "family", r->family, sizeof r->family, f);
+        str_of(j, "spv_sha256", r->spv_sha256, sizeof r->spv_sha256, f);
+        str_of(j, "precision", r->precision, sizeof r->precision, f);
+        str_of(j, "status", r->status, sizeof r->status, f);
+        str_of(j, "stage", r->stage, sizeof r->stage, f);
+        str_of(j, "note", r->note, sizeof r->note, f);
+        r->nmse = num_of(j, "nmse", f);
+        r->us = num_of(j, "us", f), r->us_min = num_of(j, "us_min", f);
+        r->us_max = num_of(j, "us_max", f), r->runs = u32_of(j, "runs", f);
+        r->time = num_of(j, "time", f);
+        static const char *const precisions[] = {"f32", "f16", "q8", NULL};
+        static const char *const statuses[] = {"ok", "wrong", "failed", NULL};
+        static const char *const stages[] = {"check", "screen", "full", NULL};
+        one_of(f, "precision", r->precision, precisions);
+        one_of(f, "status", r->status, statuses);
+        one_of(f, "stage", r->stage, stages);
     }
-    if (!ok) *why = "a field is missing or of the wrong type";
+    ok = fc.ok;
+    if (!ok) snprintf(why, why_size, "%s", fc.why);
     return ok;
 }
 
@@ -122,15 +171,23 @@ bool qk_tune_db_load(const char *path, qk_tune_db *db, FILE *log, qk_error *e) {
     for (size_t at = 0; at < n; line++) {
         size_t len = strcspn(text + at, "\n");
         bool last_torn = at + len >= n; /* no newline: the write was cut off */
-        char err[256] = "";
+        char err[256] = "", whybuf[256] = "", where[16] = "";
         const char *why = NULL;
         qkrt_json *j = len ? qkrt_json_parse(text + at, len, err, sizeof err) : NULL;
         qk_tune_record r;
         if (!len) {
             why = "an empty line";
         } else if (!j) {
-            why = last_torn ? NULL : err;
-        } else if (!record_of(j, &r, &why)) {
+            /* the parser's "1:COL: what" of the one line, as the file's line:col */
+            unsigned col = 0;
+            int skip = 0;
+            if (sscanf(err, "1:%u: %n", &col, &skip) == 1 && skip) {
+                snprintf(whybuf, sizeof whybuf, "%s", err + skip);
+                snprintf(where, sizeof where, ":%u", col);
+            }
+            why = last_torn ? NULL : whybuf[0] ? whybuf : err;
+        } else if (!record_of(j, &r, whybuf, sizeof whybuf)) {
+            why = whybuf;
         } else if (last_torn) {
             why = NULL; /* whole but not ended: kept, ended on the next append */
             if (!add_unique(db, &r)) db->dup++;
@@ -145,7 +202,7 @@ bool qk_tune_db_load(const char *path, qk_tune_db *db, FILE *log, qk_error *e) {
                         line + 1);
         } else if (why && why[0]) {
             db->bad++;
-            if (log) fprintf(log, "%s:%u: %s, ignored\n", path, line + 1, why);
+            if (log) fprintf(log, "%s:%u%s: %s, ignored\n", path, line + 1, where, why);
         }
         qkrt_json_free(j);
         at += len + 1;
