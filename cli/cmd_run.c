@@ -211,7 +211,7 @@ int cmd_verify(qk_args *a) {
     bool validation = false, verbose = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen verify [--bundle DIR] [--device N] [--filter TEXT] [--seed N]\n"
+            puts("usage: qkgen verify [--bundle DIR] [--device N] [--filter A,B] [--seed N]\n"
                  "                    [--m M] [--shard K/N] [--validation] [--verbose]\n\n"
                  "Runs every mat-vec and matmul kernel of the bundle (default out/default),\n"
                  "plain, with expert ids and with the swiglu fusion, that the device supports\n"
@@ -224,7 +224,7 @@ int cmd_verify(qk_args *a) {
                  "tile, so partial tiles are checked); K and the tokens follow the kernel.\n"
                  "--shard K/N runs the kernels whose bundle index is K modulo N, so that N\n"
                  "processes share the work (a CPU driver compiles each pipeline for seconds).\n"
-                 "Exit status 1 if any kernel fails.");
+                 "Exit status 1 if any kernel fails or none was checked.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
@@ -262,7 +262,7 @@ int cmd_verify(qk_args *a) {
     bool *passed = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *passed);
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if (filter && !strstr(k->name, filter)) continue;
+        if (filter && !qk_filter_match(filter, k->name)) continue;
         if (i % shard_n != shard_k) continue;
         qkrt_result check = qkrt_kernel_check(ctx, b, i);
         if (check == QKRT_ERROR_MANIFEST) { /* the bundle's fault, not the device's */
@@ -315,10 +315,11 @@ int cmd_verify(qk_args *a) {
         fail++;
     }
     printf("%u passed, %u failed, %u skipped\n", pass, fail, skip);
-    if (!pass && !fail) printf("no kernel was checked\n");
+    /* a bundle (or filter, or shard) with nothing to check is not a pass */
+    if (!pass && !fail) fprintf(stderr, "qkgen verify: no kernel was checked\n");
     qkrt_bundle_destroy(ctx, b);
     qkrt_destroy(ctx);
-    return fail ? QK_EXIT_FAIL : QK_EXIT_OK;
+    return fail || !pass ? QK_EXIT_FAIL : QK_EXIT_OK;
 }
 
 /* The dtype of an MLX scales/biases array names the scale type. */

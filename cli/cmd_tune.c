@@ -113,6 +113,9 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
 }
 
 /* The single case of --family/--m/--k/--tokens. */
+/* An option not given (0 is a value, and out of range). */
+#define UNSET UINT64_MAX
+
 static int one_case(const char *cmd, const char *family, uint64_t m, uint64_t k, uint64_t t,
                     uint64_t e, uint64_t topk, qk_tune_case *c) {
     const char *fam = !strcmp(family, "moe")          ? "matvec_id"
@@ -124,14 +127,30 @@ static int one_case(const char *cmd, const char *family, uint64_t m, uint64_t k,
                               "--family: '%s' is not tuned (matvec, matmul, matvec_id or moe, "
                               "matmul_id or moe_matmul)",
                               family);
-    if (!m || !k || !t) return qk_usage_error(cmd, "--family needs --m, --k and --tokens");
+    if (m == UNSET || k == UNSET || t == UNSET)
+        return qk_usage_error(cmd, "--family needs --m, --k and --tokens");
+    /* the ranges of a model spec's ops and token counts (specs/models) */
+    const struct {
+        const char *name;
+        uint64_t v, max;
+    } ranges[] = {{"--m", m, 1u << 20}, {"--k", k, 1u << 20}, {"--tokens", t, 65536}};
+    for (int i = 0; i < 3; i++)
+        if (ranges[i].v < 1 || ranges[i].v > ranges[i].max)
+            return qk_usage_error(cmd, "%s: %llu is out of range 1..%llu", ranges[i].name,
+                                  (unsigned long long)ranges[i].v,
+                                  (unsigned long long)ranges[i].max);
     bool id = strstr(fam, "_id") != NULL;
     if (id != (e && topk))
         return qk_usage_error(cmd,
                               id ? "%s needs --experts and --top-k"
                                  : "--experts and --top-k are for matvec_id and matmul_id",
                               fam);
-    if (topk > e) return qk_usage_error(cmd, "--top-k is more than --experts");
+    if (e > 4096 || topk > 64)
+        return qk_usage_error(cmd, "--experts %llu --top-k %llu: at most 4096 experts, 64 a token",
+                              (unsigned long long)e, (unsigned long long)topk);
+    if (topk > e)
+        return qk_usage_error(cmd, "--top-k %llu is more than --experts %llu",
+                              (unsigned long long)topk, (unsigned long long)e);
     memset(c, 0, sizeof *c);
     snprintf(c->op, sizeof c->op, "%s", fam);
     c->M = (uint32_t)m, c->K = (uint32_t)k, c->T = (uint32_t)t, c->E = (uint32_t)e;
@@ -278,7 +297,8 @@ int cmd_tune(qk_args *a) {
     const char *templates = qk_default_templates();
     const char *merge[64];
     uint32_t nmerge = 0;
-    uint64_t m = 0, k = 0, t = 0, experts = 0, topk = 0, budget = 0, runs = 50, warm_ms = 1000;
+    uint64_t m = UNSET, k = UNSET, t = UNSET, experts = 0, topk = 0, budget = 0, runs = 50,
+             warm_ms = 1000;
     uint64_t rotate_mb = 200, finalists = 3, seed = (uint64_t)time(NULL);
     uint64_t screen_warm_ms = 10;
     bool dry_run = false, wait = false;
@@ -324,6 +344,9 @@ int cmd_tune(qk_args *a) {
         if (!dbpath) return qk_usage_error(a->cmd, "--merge needs --db OUT");
         qk_error e = {0};
         uint32_t n = 0;
+        for (uint32_t i = 0; i < nmerge; i++) /* before the lock, which creates a file */
+            if (!qk_is_file(merge[i]))
+                return qk_usage_error(a->cmd, "--merge: %s: no such database", merge[i]);
         int lock = lock_db(dbpath, wait);
         if (lock < 0) return QK_EXIT_FAIL;
         bool ok = qk_tune_db_merge(merge, nmerge, dbpath, stderr, &n, &e);
@@ -342,7 +365,9 @@ int cmd_tune(qk_args *a) {
         return qk_usage_error(a->cmd, "--strategy: '%s' is not halving or exhaustive", strategy);
     if (runs < 20)
         return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
-    if (!finalists || finalists > 64) return qk_usage_error(a->cmd, "--finalists: 1 to 64");
+    if (!finalists || finalists > 64)
+        return qk_usage_error(a->cmd, "--finalists: %llu is out of range 1..64",
+                              (unsigned long long)finalists);
 
     /* the cases */
     qk_tune_case *cases = NULL;
@@ -384,12 +409,19 @@ int cmd_tune(qk_args *a) {
     qk_spec_set specs;
     qk_plan plan;
     if (!load_plan(specs_dir, &specs, &plan)) return QK_EXIT_USAGE;
-    for (uint32_t i = 0; i < nc; i++)
-        if (!qk_plan_find_format(&plan, cases[i].format)) {
+    for (uint32_t i = 0; i < nc; i++) {
+        const qk_format *f = qk_plan_find_format(&plan, cases[i].format);
+        if (!f) {
             qk_usage_error(a->cmd, "%s: no format '%s' in %s", model ? model : "--formats",
                            cases[i].format, specs_dir);
             return QK_EXIT_USAGE;
         }
+        if (cases[i].K % f->elements) { /* no kernel of the format takes a part of a block */
+            qk_usage_error(a->cmd, "%s: K = %u is not a whole number of %s's %u-element blocks",
+                           model ? model : "--k", cases[i].K, f->name, f->elements);
+            return QK_EXIT_USAGE;
+        }
+    }
     /* held from before the database is loaded until the last record: a
      * second writer would measure the same candidates again, and a merge
      * would replace the file under this one's appends */

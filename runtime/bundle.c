@@ -43,6 +43,14 @@ static qkrt_result bad(loader *ld, const qkrt_json *node, const char *fmt, ...) 
     return QKRT_ERROR_MANIFEST;
 }
 
+/* An expression's syntax, at its place in the manifest: a broken one would
+ * otherwise fail only when a dispatch evaluates it. Names are checked then. */
+static qkrt_result check_expr(loader *ld, const qkrt_json *at, const char *what,
+                              qk_expr_kind kind) {
+    qk_error e = {0};
+    return qk_expr_check(at->string, what, kind, &e) ? QKRT_OK : bad(ld, at, "%s", e.msg);
+}
+
 /* A manifest or a module is never near this; a larger file is not a bundle's. */
 #define BUNDLE_FILE_MAX ((size_t)256 << 20)
 
@@ -164,6 +172,8 @@ static qkrt_result read_lists(loader *ld, const qkrt_json *k, qkrt_kernel *kerne
             const qkrt_json *c = &list->items[i];
             if (c->type != QKRT_JSON_STRING)
                 return bad(ld, c, "constraints[%u]: expected a string", i);
+            r = check_expr(ld, c, "constraint", QK_EXPR_CONDITION);
+            if (r != QKRT_OK) return r;
             constraints[kernel->info.constraint_count++] = c->string;
         }
     }
@@ -310,6 +320,8 @@ static qkrt_result read_shape(loader *ld, const qkrt_json *k, qkrt_kernel *kerne
     for (uint32_t i = 0; i < 3; i++) {
         if (grid->items[i].type != QKRT_JSON_STRING)
             return bad(ld, &grid->items[i], "\"dispatch.grid\"[%u]: expected a string", i);
+        r = check_expr(ld, &grid->items[i], "grid expression", QK_EXPR_VALUE);
+        if (r != QKRT_OK) return r;
         info->grid[i] = grid->items[i].string;
     }
     return QKRT_OK;
