@@ -363,7 +363,18 @@ bool qk_format_check_c(const qk_format *f, qk_error *e) {
     qk_layout from_c, from_yaml = {0};
     char err[1024];
     /* (qk_layout_read reads only a regular file of a bounded size) */
-    bool ok = qk_layout_read(header, s->c_struct, &from_c, err, sizeof err) == 0;
+    int rc = qk_layout_read(header, s->c_struct, &from_c, err, sizeof err);
+    if (rc == QK_LAYOUT_NO_LIBCLANG) {
+        /* the check guards the YAML against its C struct where formats are
+         * written; a machine that only tunes or runs them (a GPU host
+         * without libclang) keeps the YAML, once told */
+        static bool told;
+        if (!told) fprintf(stderr, "qkgen: note: %s; c_struct checks skipped\n", err), told = true;
+        free(dir);
+        free(header);
+        return true;
+    }
+    bool ok = rc == 0;
     if (ok) {
         snprintf(from_yaml.name, sizeof from_yaml.name, "%s", f->name);
         from_yaml.size = f->block_bytes;

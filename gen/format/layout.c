@@ -357,7 +357,7 @@ static int read_block(CXTranslationUnit tu, const char *header, const char *stru
 int qk_layout_read(const char *header, const char *struct_name, qk_layout *out, char *err,
                    size_t err_size) {
     memset(out, 0, sizeof *out);
-    if (!qk_clang_load(err, err_size)) return -1;
+    if (!qk_clang_load(err, err_size)) return QK_LAYOUT_NO_LIBCLANG;
     if (strlen(struct_name) >= sizeof out->name) {
         set_err(err, err_size, "%s: struct name '%s' is too long", header, struct_name);
         return -1;

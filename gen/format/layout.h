@@ -33,6 +33,8 @@ typedef struct qk_layout {
  * field gets its absolute offset. Returns 0, or -1 with a message in err such as
  * "specs/formats/ggml_blocks.h: no struct named 'block_q9_0'", the first clang error as
  * "file:line:col: message", or "file:line:col: field X of struct Y has unsupported type T". */
+/* QK_LAYOUT_NO_LIBCLANG (-2): libclang could not be loaded (err says so). */
+enum { QK_LAYOUT_NO_LIBCLANG = -2 };
 int qk_layout_read(const char *header, const char *struct_name, qk_layout *out, char *err,
                    size_t err_size);
 
