@@ -60,7 +60,9 @@ for c in $cases; do
     > "$out/bench-$name.txt" 2>&1
   rc_b=$?
   t2=$(date +%s.%N)
-  echo "$name tune_s $(echo "$t1 - $t0" | bc) rc $rc_t bench_s $(echo "$t2 - $t1" | bc) rc $rc_b" |
+  # (awk: the GPU machine has no bc)
+  awk -v n="$name" -v a="$t0" -v b="$t1" -v c="$t2" -v rt=$rc_t -v rb=$rc_b \
+    'BEGIN { printf "%s tune_s %.2f rc %d bench_s %.2f rc %d\n", n, b - a, rt, c - b, rb }' |
     tee -a "$out/times.txt"
 done
 kill $logger 2>/dev/null
