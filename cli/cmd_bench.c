@@ -178,7 +178,7 @@ int cmd_bench(qk_args *a) {
     const char *filter = NULL, *family = "all", *tokens_s = NULL;
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
     uint64_t warm_ms = 1000, rotate_mb = 200, experts = 0, topk = 0;
-    uint64_t finalists = 3;
+    uint64_t finalists = 3, decode_max = 0; /* 0: QK_MOE_DECODE_TOKENS */
     bool all = false, best_only = false, time_wrong = false, layer = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
@@ -190,7 +190,8 @@ int cmd_bench(qk_args *a) {
                  "                   [--time-wrong]\n"
                  "       qkgen bench --layer [--formats A,B] [--tokens T1,T2,...] [--m F --k H]\n"
                  "                   [--experts E --top-k N] [--runs N] [--warmup-ms MS]\n"
-                 "                   [--rotate-mb MB] [--json FILE] [--seed N]\n\n"
+                 "                   [--decode-tokens N] [--rotate-mb MB] [--json FILE]\n"
+                 "                   [--seed N]\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
                  "m=4096 k=14336, 512 tokens; MoE mat-vec with expert ids, 128 experts top-8\n"
@@ -239,7 +240,9 @@ int cmd_bench(qk_args *a) {
                  "not timed); then weight copies rotate past --rotate-mb by the bytes a run\n"
                  "reads, --warmup-ms of runs, and the median of --runs timestamp intervals\n"
                  "around each run's command buffer. The table gives us per layer, GB/s of\n"
-                 "the weights and activations a run reads, and the kernels used.");
+                 "the weights and activations a run reads, and the kernels used.\n"
+                 "--decode-tokens N moves the change-over from the mat-vec path to the\n"
+                 "routed matmul path (default: past 8 tokens), to compare the two.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
@@ -250,7 +253,8 @@ int cmd_bench(qk_args *a) {
             qk_opt_u64(a, "--seed", &seed) || qk_opt_u64(a, "--copy-mb", &copy_mb) ||
             qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
             qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
-            qk_opt_u64(a, "--finalists", &finalists))
+            qk_opt_u64(a, "--finalists", &finalists) ||
+            qk_opt_u64(a, "--decode-tokens", &decode_max))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -286,6 +290,7 @@ int cmd_bench(qk_args *a) {
     if (ntokens > 1 && !layer)
         return qk_usage_error(a->cmd, "--tokens: a list of counts is for --layer; one count else");
     t = ntokens ? tokens[0] : 0;
+    if (decode_max && !layer) return qk_usage_error(a->cmd, "--decode-tokens is for --layer");
     if (layer && (strcmp(family, "all") || filter || all || best_only || time_wrong))
         return qk_usage_error(a->cmd, "--layer times whole layers: without --family, --filter, "
                                       "--all-variants, --best and --time-wrong");
@@ -298,9 +303,9 @@ int cmd_bench(qk_args *a) {
             memcpy(tokens, layer_tokens, sizeof layer_tokens);
             ntokens = sizeof layer_tokens / sizeof layer_tokens[0];
         }
-        if (m > 65535 || k > 65535 || experts > 512 || topk > 16)
-            return qk_usage_error(a->cmd, "--layer: --m and --k up to 65535, --experts up to 512, "
-                                          "--top-k up to 16");
+        if (m > 65535 || k > 65535 || experts > 512 || topk > 16 || decode_max > 65535)
+            return qk_usage_error(a->cmd, "--layer: --m, --k and --decode-tokens up to 65535, "
+                                          "--experts up to 512, --top-k up to 16");
         t = tokens[0];
     }
     if ((m || k || t) && !(m && k && t))
@@ -355,7 +360,8 @@ int cmd_bench(qk_args *a) {
                                    .E = (uint32_t)experts,
                                    .top_k = (uint32_t)topk,
                                    .rotate_bytes = o.rotate_bytes,
-                                   .max_bytes = dev->device_local_bytes / 4};
+                                   .max_bytes = dev->device_local_bytes / 4,
+                                   .decode_max = (uint32_t)decode_max};
         qk_str j = {0};
         qk_str_addf(&j,
                     "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "

@@ -75,7 +75,7 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
                               qk_moe_kernels *k, char *err, size_t err_size) {
     memset(k, 0, sizeof *k);
     k->router = k->topk = k->route = k->gate_up = k->gate = k->glu = k->down = k->combine = -1;
-    const bool prefill = d->T > QK_MOE_DECODE_TOKENS;
+    const bool prefill = d->T > (d->decode_max ? d->decode_max : QK_MOE_DECODE_TOKENS);
     k->topk = find_op(ctx, b, "router_topk", "renorm");
     k->combine = find_op(ctx, b, "moe_combine", "residual_rmsnorm");
     int route = prefill ? find_op(ctx, b, "moe_route", "none") : -1;

@@ -9,8 +9,9 @@
 #include "ops_moe.h"
 
 /* Tokens up to which a layer takes the decode path (router mat-vec, expert
- * mat-vecs reading the router's ids); above it the prefill path (router
- * matmul, moe_route, expert matmuls with ids through indirect dispatch). */
+ * mat-vecs reading the router's ids) by default; above it the prefill path
+ * (router matmul, moe_route, expert matmuls with ids through indirect
+ * dispatch). 8, where qkgen matmul and the tuned model sets change over. */
 #define QK_MOE_DECODE_TOKENS 8u
 
 /* The kernels of a layer (indices in the bundle; -1: not used). */
@@ -34,8 +35,9 @@ typedef struct qk_moe_layer_desc {
     /* weight copies, each a whole layer, until the bytes one run reads add up
      * past this, so that runs in turn read their weights from DRAM; 0: one */
     uint64_t rotate_bytes;
-    uint64_t max_bytes; /* at most this much in copies (0: no bound) */
-    uint64_t *rng;      /* random weights and activations from here */
+    uint64_t max_bytes;  /* at most this much in copies (0: no bound) */
+    uint64_t *rng;       /* random weights and activations from here */
+    uint32_t decode_max; /* the decode path up to this many tokens; 0: QK_MOE_DECODE_TOKENS */
 } qk_moe_layer_desc;
 
 /* The kernels an engine would run for the layer: the bundle's select table
@@ -43,8 +45,8 @@ typedef struct qk_moe_layer_desc {
  * kernel of the selected one's name plus "_swiglu" where the bundle has
  * it), else qk_pick_kernel's choice (a fused swiglu kernel where the bundle
  * has one); without a fused kernel, gate and up separately and the swiglu
- * kernel. The prefill path above QK_MOE_DECODE_TOKENS tokens where the bundle
- * has moe_route and a matmul_id kernel of the format. QKRT_ERROR_ARGUMENT
+ * kernel. The prefill path above d->decode_max tokens where the bundle has
+ * moe_route and a matmul_id kernel of the format. QKRT_ERROR_ARGUMENT
  * with a message when a kernel is missing. */
 qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
                               qk_moe_kernels *k, char *err, size_t err_size);
