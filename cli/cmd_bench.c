@@ -96,7 +96,9 @@ static void json_layer(qk_str *f, const qkrt_bundle *b, const qk_bench_layer_res
                 "\"dispatches\": %u, \"experts\": %u, \"bytes\": %.0f, \"gbps\": %.1f, "
                 "\"pct_copy\": %.1f, \"nmse_logits\": %.3g, \"nmse_gate_up\": %.3g, "
                 "\"nmse_down\": %.3g, \"nmse_out\": %.3g, \"nmse_normed\": %.3g, "
-                "\"nmse_bound\": %.3g, \"ids_match\": %s, \"selected\": %s, \"ok\": %s, "
+                "\"nmse_bound\": %.3g, \"ids_match\": %s, \"selected\": %s, "
+                "\"selected_router\": %s, \"selected_gate_up\": %s, \"selected_down\": %s, "
+                "\"ok\": %s, "
                 "\"error\": \"%s\", \"kernels\": {",
                 first ? "" : ",", r->d.format, r->d.variant, r->d.T, r->d.H, r->d.F, r->d.E,
                 r->d.top_k, k->routed ? "prefill" : "decode", r->us, r->us_min, r->us_max, r->runs,
@@ -104,7 +106,8 @@ static void json_layer(qk_str *f, const qkrt_bundle *b, const qk_bench_layer_res
                 r->check.logits, r->check.act, r->check.slots, r->check.y, r->check.normed,
                 r->check.bound, r->check.ids_match ? "true" : "false",
                 k->selected[0] || k->selected[1] || k->selected[2] ? "true" : "false",
-                r->ok ? "true" : "false", r->error);
+                k->selected[0] ? "true" : "false", k->selected[1] ? "true" : "false",
+                k->selected[2] ? "true" : "false", r->ok ? "true" : "false", r->error);
     layer_names(b, k, true, f);
     qk_str_add(f, "} }");
 }
@@ -158,8 +161,15 @@ static int bench_layers(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_
                    r.dispatches, r.copies, fmax(r.check.y, r.check.normed));
             qk_str names = {0};
             layer_names(b, &r.k, false, &names);
-            bool sel = r.k.selected[0] || r.k.selected[1] || r.k.selected[2];
-            printf("  kernels (%s): %s\n", sel ? "select table" : "fallback choice", names.s);
+            /* which products the select table chose (the others: the CLI's choice) */
+            const char *product[3] = {"router", "gate/up", "down"};
+            char how[64] = "";
+            int nsel = r.k.selected[0] + r.k.selected[1] + r.k.selected[2];
+            for (int i = 0; i < 3 && nsel && nsel < 3; i++)
+                if (!r.k.selected[i])
+                    snprintf(how + strlen(how), sizeof how - strlen(how), ", %s not", product[i]);
+            printf("  kernels (%s%s): %s\n", nsel ? "select table" : "fallback choice", how,
+                   names.s);
             qk_str_free(&names);
             fflush(stdout);
         }
