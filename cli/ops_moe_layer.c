@@ -60,49 +60,22 @@ static int find_op(qkrt_context *ctx, const qkrt_bundle *b, const char *family,
     return -1;
 }
 
-/* Whether the bundle has a kernel of family for the format at all. */
-static bool has_family(const qkrt_bundle *b, const char *family, const qk_moe_layer_desc *d) {
-    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
-        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if (!strcmp(k->family, family) && !strcmp(k->format, d->format) &&
-            (!d->variant[0] || !strcmp(k->format_variant, d->variant)))
-            return true;
-    }
-    return false;
-}
-
-qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
-                              qk_moe_kernels *k, char *err, size_t err_size) {
-    memset(k, 0, sizeof *k);
-    k->router = k->topk = k->route = k->gate_up = k->gate = k->glu = k->down = k->combine = -1;
-    const bool prefill = d->T > (d->decode_max ? d->decode_max : QK_MOE_DECODE_TOKENS);
-    k->topk = find_op(ctx, b, "router_topk", "renorm");
-    k->combine = find_op(ctx, b, "moe_combine", "residual_rmsnorm");
-    int route = prefill ? find_op(ctx, b, "moe_route", "none") : -1;
-    k->routed = route >= 0 && has_family(b, "matmul_id", d);
-    k->route = k->routed ? route : -1;
-    if (k->topk < 0 || k->combine < 0) {
-        snprintf(err, err_size, "the bundle has no %s kernel that this device runs",
-                 k->topk < 0 ? "router_topk renorm" : "moe_combine residual_rmsnorm");
-        return QKRT_ERROR_ARGUMENT;
-    }
-    const char *router_op = prefill && has_family(b, "matmul", d) ? "matmul" : "matvec";
-    const char *expert_op = k->routed ? "matmul_id" : "matvec_id";
+/* The expert products on one path (k->routed: matmul_id, else matvec_id):
+ * down, and gate/up: the selected kernel's fused sibling (its name +
+ * "_swiglu"), or without a select table the best fused kernel; else the
+ * plain one twice and the swiglu kernel. */
+static qkrt_result pick_experts(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                                qk_moe_kernels *k, char *err, size_t err_size) {
+    const char *op = k->routed ? "matmul_id" : "matvec_id";
     /* a matmul_id tile's token columns are an expert's pairs */
-    uint32_t per_expert = (d->T * d->top_k + d->E - 1) / d->E;
-    uint32_t expert_tokens = k->routed ? per_expert : d->T;
-    k->router = pick_product(ctx, b, d, router_op, "none", d->E, d->H, 1, d->T, &k->selected[0],
-                             err, err_size);
-    if (k->router < 0) return QKRT_ERROR_ARGUMENT;
-    k->down = pick_product(ctx, b, d, expert_op, "none", d->H, d->F, d->top_k, expert_tokens,
-                           &k->selected[2], err, err_size);
+    uint32_t tokens = k->routed ? (d->T * d->top_k + d->E - 1) / d->E : d->T;
+    k->gate_up = k->gate = k->glu = -1;
+    k->down = pick_product(ctx, b, d, op, "none", d->H, d->F, d->top_k, tokens, &k->selected[2],
+                           err, err_size);
     if (k->down < 0) return QKRT_ERROR_ARGUMENT;
-    /* gate and up: the selected kernel's fused sibling (its name + "_swiglu"),
-     * or without a select table the best fused kernel; else the plain one
-     * twice and the swiglu kernel */
     char why[512] = "";
-    int plain = pick_product(ctx, b, d, expert_op, "none", d->F, d->H, 1, expert_tokens,
-                             &k->selected[1], why, sizeof why);
+    int plain = pick_product(ctx, b, d, op, "none", d->F, d->H, 1, tokens, &k->selected[1], why,
+                             sizeof why);
     if (k->selected[1]) {
         char name[300];
         snprintf(name, sizeof name, "%s_swiglu", qkrt_bundle_kernel(b, (uint32_t)plain)->name);
@@ -114,19 +87,48 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     } else {
         bool unused;
         char none[512]; /* no fused kernel: gate and up apart */
-        k->gate_up = pick_product(ctx, b, d, expert_op, "swiglu", d->F, d->H, 1, expert_tokens,
-                                  &unused, none, sizeof none);
+        k->gate_up = pick_product(ctx, b, d, op, "swiglu", d->F, d->H, 1, tokens, &unused, none,
+                                  sizeof none);
     }
-    if (k->gate_up < 0) {
-        k->gate = plain;
-        k->glu = find_op(ctx, b, "swiglu", "none");
-        if (plain < 0 || k->glu < 0) {
-            snprintf(err, err_size, "gate/up: no fused %s swiglu kernel for %s, and %s", expert_op,
-                     d->format, plain < 0 ? why : "no swiglu kernel that this device runs");
-            return QKRT_ERROR_ARGUMENT;
-        }
+    if (k->gate_up >= 0) return QKRT_OK;
+    k->gate = plain;
+    k->glu = find_op(ctx, b, "swiglu", "none");
+    if (plain >= 0 && k->glu >= 0) return QKRT_OK;
+    snprintf(err, err_size, "gate/up: no fused %s swiglu kernel for %s, and %s", op, d->format,
+             plain < 0 ? why : "no swiglu kernel that this device runs");
+    return QKRT_ERROR_ARGUMENT;
+}
+
+qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                              qk_moe_kernels *k, char *err, size_t err_size) {
+    memset(k, 0, sizeof *k);
+    k->router = k->topk = k->route = k->gate_up = k->gate = k->glu = k->down = k->combine = -1;
+    const bool prefill = d->T > (d->decode_max ? d->decode_max : QK_MOE_DECODE_TOKENS);
+    k->topk = find_op(ctx, b, "router_topk", "renorm");
+    k->combine = find_op(ctx, b, "moe_combine", "residual_rmsnorm");
+    if (k->topk < 0 || k->combine < 0) {
+        snprintf(err, err_size, "the bundle has no %s kernel that this device runs",
+                 k->topk < 0 ? "router_topk renorm" : "moe_combine residual_rmsnorm");
+        return QKRT_ERROR_ARGUMENT;
     }
-    return QKRT_OK;
+    /* past decode_max tokens the prefill kernels, where the bundle has
+     * some that this device runs and the shape fits; else the decode ones */
+    if (prefill)
+        k->router = pick_product(ctx, b, d, "matmul", "none", d->E, d->H, 1, d->T, &k->selected[0],
+                                 err, err_size);
+    if (k->router < 0)
+        k->router = pick_product(ctx, b, d, "matvec", "none", d->E, d->H, 1, d->T, &k->selected[0],
+                                 err, err_size);
+    if (k->router < 0) return QKRT_ERROR_ARGUMENT;
+    k->route = prefill ? find_op(ctx, b, "moe_route", "none") : -1;
+    k->routed = k->route >= 0;
+    qkrt_result r = pick_experts(ctx, b, d, k, err, err_size);
+    if (r != QKRT_OK && k->routed) {
+        k->routed = false, k->route = -1;
+        r = pick_experts(ctx, b, d, k, err, err_size);
+    }
+    if (r == QKRT_OK && err_size) err[0] = 0; /* a path given up for another is no error */
+    return r;
 }
 
 /* ---------------------------------------------------------------- the layer */

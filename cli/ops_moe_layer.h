@@ -45,8 +45,9 @@ typedef struct qk_moe_layer_desc {
  * kernel of the selected one's name plus "_swiglu" where the bundle has
  * it), else qk_pick_kernel's choice (a fused swiglu kernel where the bundle
  * has one); without a fused kernel, gate and up separately and the swiglu
- * kernel. The prefill path above d->decode_max tokens where the bundle has
- * moe_route and a matmul_id kernel of the format. QKRT_ERROR_ARGUMENT
+ * kernel. Above d->decode_max tokens the prefill kernels (router matmul;
+ * moe_route and matmul_id) where the bundle has ones that this device runs
+ * and the shape fits, else the decode ones. QKRT_ERROR_ARGUMENT
  * with a message when a kernel is missing. */
 qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
                               qk_moe_kernels *k, char *err, size_t err_size);
