@@ -1,30 +1,173 @@
-/* The malformed-spec corpus: each tests/specs_bad/{format,kernel,family,model}_*.yaml
+/* The bad-input corpus: each tests/specs_bad/{format,kernel,family,model}_*.yaml
  * states on its first line the message it must produce
  * ("# expect: :4:3: block.bytes: ..."), which must appear in the error after
- * the file name, and loading must fail. The good specs of specs/ must load. */
+ * the file name, and loading must fail. Each cli_*.args (run when qkgen's path
+ * and a bundle are given) is a qkgen command line on its second line, its
+ * first line "# expect: STATUS TEXT": qkgen must exit STATUS within a minute
+ * with TEXT in its output (stderr, or stdout where verify's table says it)
+ * and write nothing. In the command line @IN@ is the corpus's inputs/ folder
+ * (the bad .npy files, manifests, tuning databases and headers the commands
+ * read: make_inputs.py writes them), @BUNDLE@ a small bundle of q4_0
+ * mat-vecs, and @TMP@ a scratch folder, the command's working folder, which
+ * must stay empty. */
+#define _POSIX_C_SOURCE 200809L
 #include "spec/model.h"
 #include "spec/spec.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { CLI_TIMEOUT_S = 60, MAX_ARGS = 64 };
+
+/* Runs one cli_*.args case: argv from its command line, stderr into err. */
+static bool run_cli(const char *qkgen, const char *line, const char *in, const char *bundle,
+                    const char *tmp, const char *err, int *status, char *why, size_t why_size) {
+    qk_str cmd = {0};
+    for (const char *p = line; *p; p++) { /* @IN@ and @TMP@ replaced */
+        if (!strncmp(p, "@IN@", 4)) {
+            qk_str_add(&cmd, in);
+            p += 3;
+        } else if (!strncmp(p, "@BUNDLE@", 8)) {
+            qk_str_add(&cmd, bundle);
+            p += 7;
+        } else if (!strncmp(p, "@TMP@", 5)) {
+            qk_str_add(&cmd, tmp);
+            p += 4;
+        } else {
+            qk_str_addn(&cmd, p, 1);
+        }
+    }
+    char *argv[MAX_ARGS + 2] = {(char *)qkgen};
+    int argc = 1;
+    for (char *t = strtok(cmd.s, " \t\n"); t && argc <= MAX_ARGS; t = strtok(NULL, " \t\n"))
+        argv[argc++] = t;
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644), null = open("/dev/null", O_RDWR);
+        dup2(null, 0), dup2(fd, 1), dup2(fd, 2);
+        /* in the scratch folder: a default output (out/, tune.jsonl) lands there */
+        if (chdir(tmp) != 0) _exit(126);
+        execv(qkgen, argv);
+        _exit(127);
+    }
+    bool ok = pid > 0;
+    double t0 = (double)time(NULL);
+    int st = 0;
+    while (ok && waitpid(pid, &st, WNOHANG) == 0) {
+        if ((double)time(NULL) - t0 > CLI_TIMEOUT_S) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            snprintf(why, why_size, "still running after %d s (killed)", CLI_TIMEOUT_S);
+            ok = false;
+            break;
+        }
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+    }
+    if (ok && !WIFEXITED(st)) {
+        snprintf(why, why_size, "killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        ok = false;
+    }
+    *status = ok ? WEXITSTATUS(st) : -1;
+    qk_str_free(&cmd);
+    return ok;
+}
+
+/* True if dir has no entries (what a failing command must leave). */
+static bool is_empty(const char *dir, char *first, size_t size) {
+    DIR *d = opendir(dir);
+    struct dirent *ent;
+    bool empty = true;
+    while (d && (ent = readdir(d)))
+        if (strcmp(ent->d_name, ".") && strcmp(ent->d_name, "..")) {
+            snprintf(first, size, "%s", ent->d_name);
+            empty = false;
+            break;
+        }
+    if (d) closedir(d);
+    return empty;
+}
+
+/* One cli_*.args case; 1 if it passed, else 0 with FAIL printed. */
+static int cli_case(const char *qkgen, const char *bundle, const char *corpus, const char *tmp,
+                    const char *n, const char *text) {
+    int want = -1, used = 0;
+    char expect[512] = "", line[2048] = "", why[256] = "";
+    const char *nl = strchr(text, '\n');
+    /* (an empty command line runs qkgen without arguments) */
+    if (sscanf(text, "# expect: %d %n", &want, &used) != 1 || !nl ||
+        sscanf(text + used, "%511[^\n]", expect) != 1 ||
+        (nl[1] != '\n' && sscanf(nl + 1, "%2047[^\n]", line) != 1)) {
+        printf("FAIL %s: not '# expect: STATUS TEXT' and a command line\n", n);
+        return 0;
+    }
+    char *in = qk_path_join(corpus, "inputs"), *err = qk_path_join(tmp, "../stderr");
+    int status;
+    bool ran = run_cli(qkgen, line, in, bundle, tmp, err, &status, why, sizeof why);
+    qk_error e = {0};
+    char *got = qk_read_file(err, NULL, &e), first[256] = "";
+    int pass = 0;
+    if (!ran)
+        printf("FAIL %s: %s: %s\n", n, line, why);
+    else if (status != want)
+        printf("FAIL %s: %s: exit status %d, expected %d\n  output: %s", n, line, status, want,
+               got ? got : "");
+    else if (!got || !strstr(got, expect))
+        printf("FAIL %s: %s\n  got:    %s  wanted: %s\n", n, line, got ? got : "", expect);
+    else if (!is_empty(tmp, first, sizeof first))
+        printf("FAIL %s: %s: wrote %s despite the error\n", n, line, first);
+    else
+        pass = 1;
+    if (!pass) qk_rmtree(tmp), qk_mkdirs(tmp, &e);
+    free(got), free(in), free(err);
+    return pass;
+}
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_spec CORPUS_DIR\n");
+    if (argc != 2 && argc != 4) {
+        fprintf(stderr, "usage: test_spec CORPUS_DIR [QKGEN BUNDLE]\n");
         return 2;
     }
+    const char *qkgen = argc == 4 ? argv[2] : NULL, *bundle = argc == 4 ? argv[3] : NULL;
+    char scratch[] = "/tmp/qk_bad_XXXXXX";
+    if (qkgen && !mkdtemp(scratch)) {
+        printf("FAIL: mkdtemp\n");
+        return 1;
+    }
+    char *tmp = qkgen ? qk_path_join(scratch, "tmp") : NULL;
+    qk_error te = {0};
+    if (tmp && !qk_mkdirs(tmp, &te)) {
+        printf("FAIL: %s\n", te.msg);
+        return 1;
+    }
+    int pass = 0, fail = 0, cli = 0;
     DIR *d = opendir(argv[1]);
     if (!d) {
         printf("FAIL: cannot open %s\n", argv[1]);
         return 1;
     }
-    int pass = 0, fail = 0;
     struct dirent *ent;
     while ((ent = readdir(d))) {
         const char *n = ent->d_name;
         size_t len = strlen(n);
+        if (!strncmp(n, "cli_", 4) && len > 9 && !strcmp(n + len - 5, ".args")) {
+            if (!qkgen) continue; /* (spec.malformed_corpus runs without) */
+            char *path = qk_path_join(argv[1], n);
+            qk_error re = {0};
+            char *text = qk_read_file(path, NULL, &re);
+            int ok = text ? cli_case(qkgen, bundle, argv[1], tmp, n, text) : 0;
+            if (!text) printf("FAIL %s: %s\n", n, re.msg);
+            pass += ok, fail += !ok, cli++;
+            free(text), free(path);
+            continue;
+        }
         if (len < 6 || strcmp(n + len - 5, ".yaml")) continue;
         bool format = !strncmp(n, "format_", 7), model = !strncmp(n, "model_", 6);
         bool family = !strncmp(n, "family_", 7);
@@ -86,6 +229,11 @@ int main(int argc, char **argv) {
         printf("FAIL: the corpus has only %d cases\n", pass + fail);
         fail++;
     }
-    printf("%d passed, %d failed\n", pass, fail);
+    if (qkgen) {
+        qk_rmtree(scratch);
+        free(tmp);
+    }
+    printf("%d passed, %d failed (%d command lines, %d specs)\n", pass, fail, cli,
+           pass + fail - cli);
     return fail ? 1 : 0;
 }

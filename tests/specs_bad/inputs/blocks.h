@@ -1,0 +1,5 @@
+#include <stdint.h>
+struct block_x {
+    uint16_t d;
+    uint8_t qs[16];
+};
