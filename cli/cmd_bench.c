@@ -185,7 +185,7 @@ static int bench_layers(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_
 
 int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
-    const char *filter = NULL, *family = "all", *tokens_s = NULL;
+    const char *filter = NULL, *family = "all", *tokens_s = NULL, *gate_up = NULL;
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
     uint64_t warm_ms = 1000, rotate_mb = 200, experts = 0, topk = 0;
     uint64_t finalists = 3, decode_max = 0; /* 0: QK_MOE_DECODE_TOKENS */
@@ -200,8 +200,8 @@ int cmd_bench(qk_args *a) {
                  "                   [--time-wrong]\n"
                  "       qkgen bench --layer [--formats A,B] [--tokens T1,T2,...] [--m F --k H]\n"
                  "                   [--experts E --top-k N] [--runs N] [--warmup-ms MS]\n"
-                 "                   [--decode-tokens N] [--rotate-mb MB] [--json FILE]\n"
-                 "                   [--seed N]\n\n"
+                 "                   [--decode-tokens N] [--gate-up auto|fused|split]\n"
+                 "                   [--rotate-mb MB] [--json FILE] [--seed N]\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
                  "m=4096 k=14336, 512 tokens; MoE mat-vec with expert ids, 128 experts top-8\n"
@@ -252,7 +252,10 @@ int cmd_bench(qk_args *a) {
                  "around each run's command buffer. The table gives us per layer, GB/s of\n"
                  "the weights and activations a run reads, and the kernels used.\n"
                  "--decode-tokens N moves the change-over from the mat-vec path to the\n"
-                 "routed matmul path (default: past 8 tokens), to compare the two.");
+                 "routed matmul path (default: past 8 tokens), to compare the two.\n"
+                 "--gate-up fused runs gate and up as one swiglu-fused kernel (the selected\n"
+                 "kernel's _swiglu sibling, else the best fused one), split as the plain\n"
+                 "product twice and the swiglu kernel; auto (the default) as said above.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
@@ -264,7 +267,7 @@ int cmd_bench(qk_args *a) {
             qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
             qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
             qk_opt_u64(a, "--finalists", &finalists) ||
-            qk_opt_u64(a, "--decode-tokens", &decode_max))
+            qk_opt_u64(a, "--decode-tokens", &decode_max) || qk_opt(a, "--gate-up", &gate_up))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -300,7 +303,14 @@ int cmd_bench(qk_args *a) {
     if (ntokens > 1 && !layer)
         return qk_usage_error(a->cmd, "--tokens: a list of counts is for --layer; one count else");
     t = ntokens ? tokens[0] : 0;
-    if (decode_max && !layer) return qk_usage_error(a->cmd, "--decode-tokens is for --layer");
+    if ((decode_max || gate_up) && !layer)
+        return qk_usage_error(a->cmd, "--decode-tokens and --gate-up are for --layer");
+    int gu = !gate_up || !strcmp(gate_up, "auto") ? QK_GATE_UP_AUTO
+             : !strcmp(gate_up, "fused")          ? QK_GATE_UP_FUSED
+             : !strcmp(gate_up, "split")          ? QK_GATE_UP_SPLIT
+                                                  : -1;
+    if (gu < 0)
+        return qk_usage_error(a->cmd, "--gate-up: '%s' is not auto, fused or split", gate_up);
     if (layer && (strcmp(family, "all") || filter || all || best_only || time_wrong))
         return qk_usage_error(a->cmd, "--layer times whole layers: without --family, --filter, "
                                       "--all-variants, --best and --time-wrong");
@@ -371,7 +381,8 @@ int cmd_bench(qk_args *a) {
                                    .top_k = (uint32_t)topk,
                                    .rotate_bytes = o.rotate_bytes,
                                    .max_bytes = dev->device_local_bytes / 4,
-                                   .decode_max = (uint32_t)decode_max};
+                                   .decode_max = (uint32_t)decode_max,
+                                   .gate_up = (qk_gate_up)gu};
         qk_str j = {0};
         qk_str_addf(&j,
                     "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "

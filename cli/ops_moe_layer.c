@@ -76,7 +76,8 @@ static qkrt_result pick_experts(qkrt_context *ctx, const qkrt_bundle *b, const q
     char why[512] = "";
     int plain = pick_product(ctx, b, d, op, "none", d->F, d->H, 1, tokens, &k->selected[1], why,
                              sizeof why);
-    if (k->selected[1]) {
+    const bool split = d->gate_up == QK_GATE_UP_SPLIT;
+    if (!split && k->selected[1]) { /* the selected kernel's fused sibling */
         char name[300];
         snprintf(name, sizeof name, "%s_swiglu", qkrt_bundle_kernel(b, (uint32_t)plain)->name);
         int fused = qkrt_bundle_find(b, name);
@@ -84,13 +85,24 @@ static qkrt_result pick_experts(qkrt_context *ctx, const qkrt_bundle *b, const q
             qk_kernel_fits(qkrt_bundle_kernel(b, (uint32_t)fused), d->F, d->H, d->T, d->E, d->top_k,
                            1, d->T))
             k->gate_up = fused;
-    } else {
+    }
+    /* without the table's answer, or when a fused kernel is asked for: the
+     * CLI's choice among the fused ones */
+    if (!split && k->gate_up < 0 && (!k->selected[1] || d->gate_up == QK_GATE_UP_FUSED)) {
         bool unused;
-        char none[512]; /* no fused kernel: gate and up apart */
+        char none[512]; /* none: gate and up apart */
         k->gate_up = pick_product(ctx, b, d, op, "swiglu", d->F, d->H, 1, tokens, &unused, none,
                                   sizeof none);
+        if (k->gate_up >= 0) k->selected[1] = false;
     }
     if (k->gate_up >= 0) return QKRT_OK;
+    if (d->gate_up == QK_GATE_UP_FUSED) {
+        snprintf(err, err_size,
+                 "gate/up: no fused %s swiglu kernel for %s%s%s that this device "
+                 "runs at the layer's shape",
+                 op, d->format, d->variant[0] ? " " : "", d->variant);
+        return QKRT_ERROR_ARGUMENT;
+    }
     k->gate = plain;
     k->glu = find_op(ctx, b, "swiglu", "none");
     if (plain >= 0 && k->glu >= 0) return QKRT_OK;

@@ -28,6 +28,12 @@ typedef struct qk_moe_kernels {
     bool selected[3]; /* router, gate/up, down came from the bundle's select table */
 } qk_moe_kernels;
 
+/* How a layer runs gate and up: QK_GATE_UP_AUTO as qk_moe_layer_pick says;
+ * FUSED always one swiglu-fused kernel (the selected kernel's sibling, else
+ * the CLI's choice among the fused ones); SPLIT always the plain product
+ * twice and the swiglu kernel. */
+typedef enum qk_gate_up { QK_GATE_UP_AUTO, QK_GATE_UP_FUSED, QK_GATE_UP_SPLIT } qk_gate_up;
+
 /* A layer's problem: T tokens of hidden size H, E experts of F rows each, top_k per token. */
 typedef struct qk_moe_layer_desc {
     const char *format, *variant; /* the weights' format, e.g. "q4_0"; variant "" or "bf16" */
@@ -38,6 +44,7 @@ typedef struct qk_moe_layer_desc {
     uint64_t max_bytes;  /* at most this much in copies (0: no bound) */
     uint64_t *rng;       /* random weights and activations from here */
     uint32_t decode_max; /* the decode path up to this many tokens; 0: QK_MOE_DECODE_TOKENS */
+    qk_gate_up gate_up;  /* how gate and up run (qk_moe_layer_pick) */
 } qk_moe_layer_desc;
 
 /* The kernels an engine would run for the layer: the bundle's select table
