@@ -135,7 +135,8 @@ int cmd_build(qk_args *a) {
                        .representative = representative,
                        .force = force,
                        .progress = quiet ? NULL : progress,
-                       .check_progress = quiet ? NULL : check_progress};
+                       .check_progress = quiet ? NULL : check_progress,
+                       .log = quiet ? NULL : stderr};
     qk_build_stats st;
     qk_error e = {0};
     qk_compile_init();

@@ -287,19 +287,14 @@ static void check_variants(void *arg, uint32_t t, uint32_t n) {
 }
 
 /* An exclusive lock on out_dir/.NAME.lock, held until the descriptor is
- * closed (or the process dies: a killed build never leaves it held). */
-static int lock_bundle(const char *out_dir, const char *name, qk_error *e) {
+ * closed (or the process dies: a killed build never leaves it held); a build
+ * that waits for another says so on log. */
+static int lock_bundle(const char *out_dir, const char *name, FILE *log, qk_error *e) {
     if (!qk_mkdirs(out_dir, e)) return -1;
     qk_str path = {0};
     qk_str_addf(&path, "%s/.%s.lock", out_dir, name);
-    int fd = open(path.s, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        qk_error_set(e, "%s: cannot open: %s", path.s, strerror(errno));
-    } else if (flock(fd, LOCK_EX) != 0) {
-        qk_error_set(e, "%s: cannot lock: %s", path.s, strerror(errno));
-        close(fd);
-        fd = -1;
-    }
+    bool busy;
+    int fd = qk_lock_file(path.s, true, log, &busy, e);
     qk_str_free(&path);
     return fd;
 }
@@ -386,7 +381,7 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
 
     /* 3. Compile what the cache lacks, into a hidden folder; one build of a
      * bundle at a time (a second waits), so two never interleave their swaps. */
-    int lock = ok ? lock_bundle(o->out_dir, name, e) : -1;
+    int lock = ok ? lock_bundle(o->out_dir, name, o->log, e) : -1;
     ok = ok && lock >= 0;
     qk_str tmp = {0};
     qk_str_addf(&tmp, "%s/.%s.tmp.%ld", o->out_dir, name, (long)getpid());

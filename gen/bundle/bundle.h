@@ -21,6 +21,7 @@ typedef struct qk_build_opts {
     /* called now and then while each variant is checked in its specialized form */
     void (*check_progress)(void *user, uint32_t done, uint32_t total, const char *variant);
     void *user;
+    FILE *log; /* where a build that waits for another's lock of the bundle says so; NULL: not */
 } qk_build_opts;
 
 typedef struct qk_build_stats {

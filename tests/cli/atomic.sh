@@ -52,8 +52,11 @@ t0=$(date +%s.%N)
 flock "$scratch/lock/.default.lock" sleep 4 &
 holder=$!
 sleep 0.3
-"$qkgen" build "${one[@]}" --out "$scratch/lock" --force -q || fail "the waiting build failed"
+"$qkgen" build "${one[@]}" --out "$scratch/lock" --force 2> "$scratch/waited" ||
+  fail "the waiting build failed"
 waited=$(echo "$(date +%s.%N) - $t0" | bc)
+grep -q "^waiting for $scratch/lock/.default.lock, held by" "$scratch/waited" ||
+  { cat "$scratch/waited"; fail "a waiting build did not say so"; }
 wait $holder
 [ "$(echo "$waited >= 4" | bc)" = 1 ] || fail "a build did not wait for the bundle's lock ($waited s)"
 "$qkgen" build "${only[@]}" --out "$scratch/out" --force -q & a=$!
