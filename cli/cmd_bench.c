@@ -89,6 +89,10 @@ static void layer_names(const qkrt_bundle *b, const qk_moe_kernels *k, bool json
 static void json_layer(qk_str *f, const qkrt_bundle *b, const qk_bench_layer_result *r,
                        bool first) {
     const qk_moe_kernels *k = &r->k;
+    char error[sizeof r->error]; /* quotes and control characters kept out of the JSON */
+    snprintf(error, sizeof error, "%s", r->error);
+    for (char *p = error; *p; p++)
+        if (*p == '"' || *p == '\\' || (unsigned char)*p < 32) *p = '\'';
     qk_str_addf(f,
                 "%s\n    { \"format\": \"%s\", \"variant\": \"%s\", \"T\": %u, \"H\": %u, "
                 "\"F\": %u, \"E\": %u, \"top_k\": %u, \"path\": \"%s\", \"us\": %.3f, "
@@ -107,7 +111,7 @@ static void json_layer(qk_str *f, const qkrt_bundle *b, const qk_bench_layer_res
                 r->check.bound, r->check.ids_match ? "true" : "false",
                 k->selected[0] || k->selected[1] || k->selected[2] ? "true" : "false",
                 k->selected[0] ? "true" : "false", k->selected[1] ? "true" : "false",
-                k->selected[2] ? "true" : "false", r->ok ? "true" : "false", r->error);
+                k->selected[2] ? "true" : "false", r->ok ? "true" : "false", error);
     layer_names(b, k, true, f);
     qk_str_add(f, "} }");
 }
