@@ -370,7 +370,11 @@ static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info
                            d);
             return false;
         }
-        if (rowlen == 0 || rowlen % k->block_bytes) {
+        if (rowlen == 0) {
+            qk_usage_error(cmd, "%s: rows of 0 bytes (K = 0): nothing to multiply", io->wpath);
+            return false;
+        }
+        if (rowlen % k->block_bytes) {
             qk_usage_error(cmd,
                            "%s: a row of %llu bytes is not a whole number of %s blocks (%u bytes)",
                            io->wpath, (unsigned long long)rowlen, io->format, k->block_bytes);
@@ -435,7 +439,8 @@ static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info
     *K = (uint32_t)k64;
     *T = io->x.ndim >= 2 ? (uint32_t)io->x.shape[0] : 1;
     if (!*M || !*T) {
-        qk_usage_error(cmd, "empty arrays: M = %u, T = %u", *M, *T);
+        qk_usage_error(cmd, "%s: %s = 0: nothing to multiply", !*M ? io->wpath : io->xpath,
+                       !*M ? "M (rows)" : "T (tokens)");
         return false;
     }
     if (!experts) return true;
