@@ -336,7 +336,8 @@ bool qk_tune_build_subset(const qk_spec_set *specs, const qk_plan *plan, const b
     qk_build_opts o = {.templates_dir = templates,
                        .out_dir = out_dir,
                        .name = name,
-                       .progress = quiet ? NULL : build_progress};
+                       .progress = quiet ? NULL : build_progress,
+                       .log = stderr}; /* a tune waiting for another's build of DIR says so */
     qk_compile_init();
     bool ok = qk_bundle_build(specs, &sub, &o, st, e);
     qk_compile_finish();
