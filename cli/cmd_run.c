@@ -258,6 +258,7 @@ int cmd_verify(qk_args *a) {
     printf("seed %llu, device %u: %s\n", (unsigned long long)seed, dev->index, dev->name);
     printf("%-48s %-24.24s %10s %8s  %s\n", "kernel", "device", "NMSE", "ms", "result");
     uint32_t pass = 0, fail = 0, skip_device = 0, skip_family = 0;
+    char first_skip[512] = "";
     uint64_t rng = seed;
     bool *passed = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *passed);
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
@@ -275,7 +276,7 @@ int cmd_verify(qk_args *a) {
             if (verbose)
                 printf("%-48s %-24.24s %10s %8s  skip: %s\n", k->name, dev->name, "-", "-",
                        qkrt_last_error(ctx));
-            skip_device++;
+            if (!skip_device++) snprintf(first_skip, sizeof first_skip, "%s", qkrt_last_error(ctx));
             continue;
         }
         /* products (plain, with expert ids, with the swiglu fusion) have a
@@ -298,10 +299,10 @@ int cmd_verify(qk_args *a) {
                ok ? "pass" : "FAIL", r != QKRT_OK ? ": " : "", r != QKRT_OK ? err : "");
         ok ? pass++ : fail++;
     }
-    if (skip_device)
-        printf("skipped %u kernels this device cannot run (e.g. cooperative-matrix variants "
-               "without VK_NV_cooperative_matrix); --verbose lists them\n",
-               skip_device);
+    if (skip_device) /* the first one's reason: a device's lack or this runtime's */
+        printf("skipped %u kernels this device or runtime cannot run (the first: %s); --verbose "
+               "lists them\n",
+               skip_device, first_skip);
     if (skip_family)
         printf("skipped %u post-op, routing, copy and separate-expert kernels: the test suite "
                "checks those (ctest -R 'gpu[.]'); --verbose lists them\n",
