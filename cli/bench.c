@@ -833,8 +833,22 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
         r = qkrt_run_span(ctx, ds, n, &per[i]);
         lo = fmin(lo, per[i]), hi = fmax(hi, per[i]);
     }
+    /* and as a model's layers follow one another: the runs' chains back to
+     * back in one command buffer, a barrier before each (the next layer
+     * reads this one's output), the span over all of them a run */
+    qkrt_dispatch *chain = malloc(sizeof *chain * (size_t)n * runs);
+    double span[3];
+    for (uint32_t i = 0; i < runs && r == QKRT_OK; i++) {
+        memcpy(&chain[(size_t)i * n], qk_moe_layer_dispatches(L, i % copies, &n),
+               sizeof *chain * n);
+        chain[(size_t)i * n].depends = true;
+    }
+    for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
+        r = qkrt_run_span(ctx, chain, n * runs, &span[i]);
+    free(chain);
     if (r == QKRT_OK) {
         res->us = median(per, runs) / 1e3;
+        res->us_chain = median(span, 3) / runs / 1e3;
         res->us_min = lo / 1e3, res->us_max = hi / 1e3;
         res->runs = runs, res->copies = copies, res->dispatches = n;
         res->bytes = qk_moe_layer_bytes(L, &res->experts);

@@ -102,6 +102,7 @@ typedef struct qk_bench_layer_result {
     uint32_t runs, copies, dispatches;
     uint32_t experts;          /* distinct experts the tokens chose */
     double us, us_min, us_max; /* median, fastest and slowest run of the layer */
+    double us_chain; /* a run of --runs layers back to back in one command buffer, per layer */
     double bytes, gbps, pct_copy;
     bool ok; /* it ran, was right, and was timed */
     bool timed;
@@ -113,7 +114,10 @@ typedef struct qk_bench_layer_result {
  * against float64 (a wrong one is not timed: res->ok false, the reason in
  * res->error), then o->warmup_s of the copies' chains, then o->runs runs
  * (at least 20, at least one per copy), each one command buffer with a
- * timestamp before its first dispatch and after its last; the median.
+ * timestamp before its first dispatch and after its last; the median. And
+ * us_chain: the runs' layers back to back in one command buffer, a barrier
+ * between layers, as a model's layers follow one another (no idle GPU
+ * between them); the median of 3 such spans over the layers.
  * QKRT_OK unless the device failed; a layer that cannot be built (a kernel
  * missing) returns QKRT_ERROR_ARGUMENT with res->error. */
 qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,

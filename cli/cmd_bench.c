@@ -93,25 +93,26 @@ static void json_layer(qk_str *f, const qkrt_bundle *b, const qk_bench_layer_res
     snprintf(error, sizeof error, "%s", r->error);
     for (char *p = error; *p; p++)
         if (*p == '"' || *p == '\\' || (unsigned char)*p < 32) *p = '\'';
-    qk_str_addf(f,
-                "%s\n    { \"format\": \"%s\", \"variant\": \"%s\", \"T\": %u, \"H\": %u, "
-                "\"F\": %u, \"E\": %u, \"top_k\": %u, \"path\": \"%s\", \"us\": %.3f, "
-                "\"us_min\": %.3f, \"us_max\": %.3f, \"runs\": %u, \"copies\": %u, "
-                "\"dispatches\": %u, \"experts\": %u, \"bytes\": %.0f, \"gbps\": %.1f, "
-                "\"pct_copy\": %.1f, \"nmse_logits\": %.3g, \"nmse_gate_up\": %.3g, "
-                "\"nmse_down\": %.3g, \"nmse_out\": %.3g, \"nmse_normed\": %.3g, "
-                "\"nmse_bound\": %.3g, \"ids_match\": %s, \"selected\": %s, "
-                "\"selected_router\": %s, \"selected_gate_up\": %s, \"selected_down\": %s, "
-                "\"ok\": %s, "
-                "\"error\": \"%s\", \"kernels\": {",
-                first ? "" : ",", r->d.format, r->d.variant, r->d.T, r->d.H, r->d.F, r->d.E,
-                r->d.top_k, k->routed ? "prefill" : "decode", r->us, r->us_min, r->us_max, r->runs,
-                r->copies, r->dispatches, r->experts, r->bytes, r->gbps, r->pct_copy,
-                r->check.logits, r->check.act, r->check.slots, r->check.y, r->check.normed,
-                r->check.bound, r->check.ids_match ? "true" : "false",
-                k->selected[0] || k->selected[1] || k->selected[2] ? "true" : "false",
-                k->selected[0] ? "true" : "false", k->selected[1] ? "true" : "false",
-                k->selected[2] ? "true" : "false", r->ok ? "true" : "false", error);
+    qk_str_addf(
+        f,
+        "%s\n    { \"format\": \"%s\", \"variant\": \"%s\", \"T\": %u, \"H\": %u, "
+        "\"F\": %u, \"E\": %u, \"top_k\": %u, \"path\": \"%s\", \"us\": %.3f, "
+        "\"us_min\": %.3f, \"us_max\": %.3f, \"us_chain\": %.3f, \"runs\": %u, \"copies\": %u, "
+        "\"dispatches\": %u, \"experts\": %u, \"bytes\": %.0f, \"gbps\": %.1f, "
+        "\"pct_copy\": %.1f, \"nmse_logits\": %.3g, \"nmse_gate_up\": %.3g, "
+        "\"nmse_down\": %.3g, \"nmse_out\": %.3g, \"nmse_normed\": %.3g, "
+        "\"nmse_bound\": %.3g, \"ids_match\": %s, \"selected\": %s, "
+        "\"selected_router\": %s, \"selected_gate_up\": %s, \"selected_down\": %s, "
+        "\"ok\": %s, "
+        "\"error\": \"%s\", \"kernels\": {",
+        first ? "" : ",", r->d.format, r->d.variant, r->d.T, r->d.H, r->d.F, r->d.E, r->d.top_k,
+        k->routed ? "prefill" : "decode", r->us, r->us_min, r->us_max, r->us_chain, r->runs,
+        r->copies, r->dispatches, r->experts, r->bytes, r->gbps, r->pct_copy, r->check.logits,
+        r->check.act, r->check.slots, r->check.y, r->check.normed, r->check.bound,
+        r->check.ids_match ? "true" : "false",
+        k->selected[0] || k->selected[1] || k->selected[2] ? "true" : "false",
+        k->selected[0] ? "true" : "false", k->selected[1] ? "true" : "false",
+        k->selected[2] ? "true" : "false", r->ok ? "true" : "false", error);
     layer_names(b, k, true, f);
     qk_str_add(f, "} }");
 }
@@ -127,8 +128,8 @@ static int bench_layers(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_
     printf("MoE layer: hidden %u, expert ffn %u, %u experts top-%u; router, top-k, [route,] "
            "gate/up+SwiGLU, down, sum+residual+RMSNorm in one command buffer a run\n",
            shape->H, shape->F, shape->E, shape->top_k);
-    printf("%-10s %6s %-8s %10s %10s %8s %7s %5s %6s %9s\n", "format", "tokens", "path", "us/layer",
-           "us min", "GB/s", "copy", "disp", "copies", "NMSE out");
+    printf("%-10s %6s %-8s %10s %10s %10s %8s %7s %5s %6s %9s\n", "format", "tokens", "path",
+           "us/layer", "us min", "chain us", "GB/s", "copy", "disp", "copies", "NMSE out");
     int rc = QK_EXIT_OK, done = 0;
     bool fatal = false; /* the device failed: no more layers (a wrong one, the next) */
     qk_str_addf(json,
@@ -160,9 +161,9 @@ static int bench_layers(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_
                     rc = cr == QKRT_ERROR_ARGUMENT ? QK_EXIT_USAGE : QK_EXIT_FAIL;
                 continue;
             }
-            printf("%-10s %6u %-8s %10.2f %10.2f %8.1f %6.1f%% %5u %6u %9.2g\n", fmt, d.T,
-                   r.k.routed ? "prefill" : "decode", r.us, r.us_min, r.gbps, r.pct_copy,
-                   r.dispatches, r.copies, fmax(r.check.y, r.check.normed));
+            printf("%-10s %6u %-8s %10.2f %10.2f %10.2f %8.1f %6.1f%% %5u %6u %9.2g\n", fmt, d.T,
+                   r.k.routed ? "prefill" : "decode", r.us, r.us_min, r.us_chain, r.gbps,
+                   r.pct_copy, r.dispatches, r.copies, fmax(r.check.y, r.check.normed));
             qk_str names = {0};
             layer_names(b, &r.k, false, &names);
             /* which products the select table chose (the others: the CLI's choice) */
@@ -254,7 +255,9 @@ int cmd_bench(qk_args *a) {
                  "not timed); then weight copies rotate past --rotate-mb by the bytes a run\n"
                  "reads, --warmup-ms of runs, and the median of --runs timestamp intervals\n"
                  "around each run's command buffer. The table gives us per layer, GB/s of\n"
-                 "the weights and activations a run reads, and the kernels used.\n"
+                 "the weights and activations a run reads, and the kernels used; 'chain us'\n"
+                 "is per layer of the --runs layers back to back in one command buffer, a\n"
+                 "barrier between layers, as a model's layers follow one another.\n"
                  "--decode-tokens N moves the change-over from the mat-vec path to the\n"
                  "routed matmul path (default: past 8 tokens), to compare the two.\n"
                  "--gate-up fused runs gate and up as one swiglu-fused kernel (the selected\n"
