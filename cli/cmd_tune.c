@@ -249,6 +249,15 @@ static int lock_db(const char *dbpath, bool wait) {
     return fd;
 }
 
+/* What a tune that stops before its device work frees; returns rc. */
+static int setup_failed(int rc, int lock, qk_tune_case *cases, qk_plan *plan, qk_spec_set *specs) {
+    if (lock >= 0) close(lock);
+    free(cases);
+    qk_plan_free(plan);
+    qk_spec_set_free(specs);
+    return rc;
+}
+
 static const char *usage =
     "usage: qkgen tune (--model FILE | --family F --m M --k K --tokens T\n"
     "                  [--experts E --top-k N]) [--formats A,B] [--device N] [--db FILE]\n"
@@ -408,31 +417,33 @@ int cmd_tune(qk_args *a) {
     }
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(specs_dir, &specs, &plan)) return QK_EXIT_USAGE;
+    if (!load_plan(specs_dir, &specs, &plan)) {
+        free(cases);
+        return QK_EXIT_USAGE;
+    }
     for (uint32_t i = 0; i < nc; i++) {
         const qk_format *f = qk_plan_find_format(&plan, cases[i].format);
         if (!f) {
             qk_usage_error(a->cmd, "%s: no format '%s' in %s", model ? model : "--formats",
                            cases[i].format, specs_dir);
-            return QK_EXIT_USAGE;
+            return setup_failed(QK_EXIT_USAGE, -1, cases, &plan, &specs);
         }
         if (cases[i].K % f->elements) { /* no kernel of the format takes a part of a block */
             qk_usage_error(a->cmd, "%s: K = %u is not a whole number of %s's %u-element blocks",
                            model ? model : "--k", cases[i].K, f->name, f->elements);
-            return QK_EXIT_USAGE;
+            return setup_failed(QK_EXIT_USAGE, -1, cases, &plan, &specs);
         }
     }
     /* held from before the database is loaded until the last record: a
      * second writer would measure the same candidates again, and a merge
      * would replace the file under this one's appends */
     int lock = dry_run ? -2 : lock_db(dbpath, wait);
-    if (lock == -1) return QK_EXIT_FAIL;
+    if (lock == -1) return setup_failed(QK_EXIT_FAIL, -1, cases, &plan, &specs);
     qkrt_context *ctx = NULL;
     qkrt_desc desc = {.device = device};
     if (qkrt_create(&desc, &ctx) != QKRT_OK) {
         fprintf(stderr, "qkgen tune: %s\n", qkrt_create_error());
-        if (lock >= 0) close(lock);
-        return device ? QK_EXIT_USAGE : QK_EXIT_FAIL;
+        return setup_failed(device ? QK_EXIT_USAGE : QK_EXIT_FAIL, lock, cases, &plan, &specs);
     }
     const qkrt_device_info *dev = qkrt_device(ctx);
     qk_tune_space space = {.kernel_count = model ? ms.kernel_count : 0,
