@@ -98,8 +98,9 @@ typedef struct qk_moe_check {
 } qk_moe_check;
 
 /* Runs every weight copy once as qkrt_run_span records it (outputs poisoned
- * with NaN before each) and checks each against the reference; *c says how
- * the last one compares. QKRT_OK when it ran (c->ok says whether it was right). */
+ * with NaN before each) and checks each against the reference; *c holds each
+ * stage's worst NMSE over the copies. QKRT_OK when it ran (c->ok says
+ * whether it was right). */
 qkrt_result qk_moe_layer_check(qkrt_context *ctx, qk_moe_layer *L, qk_moe_check *c);
 
 #endif
