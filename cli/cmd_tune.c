@@ -183,6 +183,15 @@ static bool load_plan(const char *specs_dir, qk_spec_set *specs, qk_plan *plan) 
     return true;
 }
 
+/* False, with a message, for a database that has no record to read: the
+ * lines it had (if any) were reported as ignored while loading. */
+static bool has_records(const char *cmd, const char *opt, const qk_tune_db *db) {
+    if (db->count) return true;
+    qk_usage_error(cmd, "%s: %s: no records%s", opt, db->path,
+                   db->bad || db->torn ? " (every line ignored: see above)" : "");
+    return false;
+}
+
 static int report(const char *dbpath, const char *svg, const char *precision,
                   const char *specs_dir) {
     qk_tune_db db;
@@ -191,6 +200,10 @@ static int report(const char *dbpath, const char *svg, const char *precision,
     if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
         fprintf(stderr, "qkgen tune: %s\n", e.msg);
         return QK_EXIT_FAIL;
+    }
+    if (!has_records("tune", "--report", &db)) {
+        qk_tune_db_free(&db);
+        return QK_EXIT_USAGE;
     }
     qk_spec_set specs;
     qk_plan plan;
@@ -758,6 +771,13 @@ int cmd_build_tuned(qk_args *a) {
     if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
         return QK_EXIT_FAIL;
+    }
+    if (!has_records("build", "--tuned", &db)) {
+        qk_tune_db_free(&db);
+        qk_plan_free(&plan);
+        qk_spec_set_free(&specs);
+        free(mc);
+        return QK_EXIT_USAGE;
     }
     /* the content hashes the generator makes now, for every variant the
      * database names: records of others are stale */

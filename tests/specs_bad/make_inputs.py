@@ -222,5 +222,7 @@ db("repeated", line)
 db("trailing", line + " x")
 db("unterminated", line[:-20])
 db("deep", "[" * 5000 + "]" * 5000)
+put("tunedb_all_bad.jsonl", "garbage\n" + line[:100])  # nothing a reader can use
+put("tunedb_empty.jsonl", "")
 shutil.rmtree(out + "_", ignore_errors=True)
 print(f"wrote {len(os.listdir(out))} inputs into {out}")
