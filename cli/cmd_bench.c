@@ -188,6 +188,25 @@ static int bench_layers(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_
     return rc;
 }
 
+/* The end of both modes: the JSON (when asked) written whole or not at
+ * all, the validation layer's verdict, the context released. */
+static int bench_finish(qkrt_context *ctx, qkrt_bundle *b, const char *json, qk_str *j, int rc) {
+    qk_error e = {0};
+    if (json && !qk_write_file(json, j->s ? j->s : "", j->len, &e)) {
+        fprintf(stderr, "qkgen bench: %s\n", e.msg);
+        rc = QK_EXIT_FAIL;
+    }
+    qk_str_free(j);
+    if (qkrt_validation_errors(ctx)) {
+        fprintf(stderr, "qkgen bench: the validation layer reported %u errors\n",
+                qkrt_validation_errors(ctx));
+        rc = QK_EXIT_FAIL;
+    }
+    qkrt_bundle_destroy(ctx, b);
+    qkrt_destroy(ctx);
+    return rc;
+}
+
 int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
     const char *filter = NULL, *family = "all", *tokens_s = NULL, *gate_up = NULL;
@@ -400,20 +419,7 @@ int cmd_bench(qk_args *a) {
             rc = bench_layers(ctx, b, &o, formats, std_formats, tokens, ntokens, &shape, copy_gbps,
                               &j);
         qk_str_add(&j, "\n}\n");
-        qk_error e = {0}; /* written whole, or not at all */
-        if (json && !qk_write_file(json, j.s, j.len, &e)) {
-            fprintf(stderr, "qkgen bench: %s\n", e.msg);
-            rc = QK_EXIT_FAIL;
-        }
-        qk_str_free(&j);
-        if (qkrt_validation_errors(ctx)) {
-            fprintf(stderr, "qkgen bench: the validation layer reported %u errors\n",
-                    qkrt_validation_errors(ctx));
-            rc = QK_EXIT_FAIL;
-        }
-        qkrt_bundle_destroy(ctx, b);
-        qkrt_destroy(ctx);
-        return rc;
+        return bench_finish(ctx, b, json, &j, rc);
     }
 
     /* the cases: formats the bundle holds x shapes */
@@ -515,8 +521,8 @@ int cmd_bench(qk_args *a) {
     for (uint32_t i = 0; i < nres; i++)
         if (!res[i].ok && !strstr(res[i].error, "lacks") && !strstr(res[i].error, "needs"))
             rc = QK_EXIT_FAIL;
+    qk_str j = {0};
     if (json) {
-        qk_str j = {0};
         qk_str_addf(&j,
                     "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "
                     "\"floor_us\": %.3f, \"floor_span_us\": %.3f, \"seed\": %llu, "
@@ -526,20 +532,7 @@ int cmd_bench(qk_args *a) {
         for (uint32_t i = 0; i < nres; i++)
             json_result(&j, &res[i], i == 0);
         qk_str_add(&j, "\n  ]\n}\n");
-        qk_error e = {0}; /* written whole, or not at all */
-        if (!qk_write_file(json, j.s ? j.s : "", j.len, &e)) {
-            fprintf(stderr, "qkgen bench: %s\n", e.msg);
-            rc = QK_EXIT_FAIL;
-        }
-        qk_str_free(&j);
-    }
-    if (qkrt_validation_errors(ctx)) {
-        fprintf(stderr, "qkgen bench: the validation layer reported %u errors\n",
-                qkrt_validation_errors(ctx));
-        rc = QK_EXIT_FAIL;
     }
     free(res);
-    qkrt_bundle_destroy(ctx, b);
-    qkrt_destroy(ctx);
-    return rc;
+    return bench_finish(ctx, b, json, &j, rc);
 }

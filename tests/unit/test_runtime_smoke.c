@@ -229,6 +229,23 @@ static qkrt_shape shape2(vars2 *v, const char *a, int64_t va, const char *b, int
     return (qkrt_shape){2, v->names, v->values};
 }
 
+/* Loads the bundle in dir and runs its kernel 0 (scale: N, M) once on a
+ * 64-byte buffer; the run's result (the context keeps its error). */
+static qkrt_result run_scale_bundle(qkrt_context *ctx, const char *dir) {
+    qkrt_bundle *bundle = NULL;
+    qkrt_buffer *b = NULL;
+    OK(ctx, qkrt_bundle_load(ctx, dir, &bundle));
+    OK(ctx, qkrt_buffer_create(ctx, 64, &b));
+    vars2 v;
+    qkrt_buffer *bb[] = {b, b};
+    qkrt_dispatch d = {
+        .bundle = bundle, .buffer_count = 2, .buffers = bb, .shape = shape2(&v, "N", 1, "M", 0)};
+    qkrt_result r = bundle && b ? qkrt_run(ctx, &d, 1) : QKRT_OK;
+    qkrt_buffer_destroy(ctx, b);
+    qkrt_bundle_destroy(ctx, bundle);
+    return r;
+}
+
 static void test_devices(void) {
     char error[256];
     uint32_t count = 0;
@@ -520,7 +537,6 @@ int main(void) {
     {
         qkrt_context *ctx = NULL;
         qkrt_desc desc = {.validation = validation, .pipeline_cache_dir = ""};
-        qkrt_bundle *bundle = NULL;
         char *text = strdup(MANIFEST);
         char *size = strstr(text, "\"push_constant_size\": 8");
         size[strlen("\"push_constant_size\": ")] = '4';
@@ -529,16 +545,7 @@ int main(void) {
         CHECK(write_file(dir, "manifest.json", text, strlen(text)), "write manifest");
         free(text);
         if (qkrt_create(&desc, &ctx) == QKRT_OK) {
-            OK(ctx, qkrt_bundle_load(ctx, dir, &bundle));
-            qkrt_buffer *b = NULL;
-            OK(ctx, qkrt_buffer_create(ctx, 64, &b));
-            vars2 v;
-            qkrt_buffer *bb[] = {b, b};
-            qkrt_dispatch d = {.bundle = bundle,
-                               .buffer_count = 2,
-                               .buffers = bb,
-                               .shape = shape2(&v, "N", 1, "M", 0)};
-            qkrt_result r = bundle && b ? qkrt_run(ctx, &d, 1) : QKRT_OK;
+            qkrt_result r = run_scale_bundle(ctx, dir);
             CHECK(r == QKRT_ERROR_MANIFEST &&
                       strstr(qkrt_last_error(ctx), "reads push constant 'M' (f32) at offset 4, "
                                                    "where the manifest entry has none"),
@@ -546,8 +553,6 @@ int main(void) {
             printf("push range too small: %s\n", qkrt_last_error(ctx));
             CHECK(qkrt_validation_errors(ctx) == 0, "%u validation errors",
                   qkrt_validation_errors(ctx));
-            qkrt_buffer_destroy(ctx, b);
-            qkrt_bundle_destroy(ctx, bundle);
             qkrt_destroy(ctx);
         }
     }
@@ -577,22 +582,10 @@ int main(void) {
         free(text);
         qkrt_context *ctx = NULL;
         qkrt_desc desc = {.validation = true, .pipeline_cache_dir = ""};
-        qkrt_bundle *bundle = NULL;
         if (qkrt_create(&desc, &ctx) == QKRT_OK) {
-            OK(ctx, qkrt_bundle_load(ctx, dir, &bundle));
-            qkrt_buffer *b = NULL;
-            OK(ctx, qkrt_buffer_create(ctx, 64, &b));
-            vars2 v;
-            qkrt_buffer *bb[] = {b, b};
-            qkrt_dispatch d = {.bundle = bundle,
-                               .buffer_count = 2,
-                               .buffers = bb,
-                               .shape = shape2(&v, "N", 1, "M", 0)};
-            if (bundle && b) qkrt_run(ctx, &d, 1);
+            run_scale_bundle(ctx, dir);
             CHECK(qkrt_validation_errors(ctx) > 0, "an invalid module went unnoticed");
             printf("validation errors counted for a bad kernel: %u\n", qkrt_validation_errors(ctx));
-            qkrt_buffer_destroy(ctx, b);
-            qkrt_bundle_destroy(ctx, bundle);
             qkrt_destroy(ctx);
         }
     }
