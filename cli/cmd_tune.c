@@ -82,7 +82,7 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
     const char *h = hash_of(t, k->name);
     snprintf(rec.spv_sha256, sizeof rec.spv_sha256, "%s", h ? h : "");
     rec.c = *t->c;
-    snprintf(rec.precision, sizeof rec.precision, "%s", qk_precision_of(k->family, k->mma));
+    snprintf(rec.precision, sizeof rec.precision, "%s", k->precision);
     rec.nmse = r->nmse;
     bool check = !strcmp(stage, "check");
     snprintf(rec.status, sizeof rec.status, "%s",
@@ -851,8 +851,7 @@ int cmd_build_tuned(qk_args *a) {
         snprintf(d->format, sizeof d->format, "%s", c.format);
         snprintf(d->option, sizeof d->option, "%s", c.format_variant);
         snprintf(d->kernel, sizeof d->kernel, "%s", f->name);
-        snprintf(d->precision, sizeof d->precision, "%s",
-                 qk_precision_of(f->kernel->family, f->mma[0] ? f->mma : "scalar"));
+        snprintf(d->precision, sizeof d->precision, "%s", qk_variant_precision(f));
     }
     if (model && rc == QK_EXIT_OK) /* every case of the model is tuned, or says so */
         for (uint32_t i = 0; i < nmc; i++) {

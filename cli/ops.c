@@ -171,14 +171,8 @@ void qk_free_weights(qk_weights *w) {
     w->plane_count = 0;
 }
 
-const char *qk_precision_of(const char *family, const char *mma) {
-    if (!strcmp(mma, "dot8")) return "q8";
-    if (!strncmp(family, "matmul", 6) || !strncmp(mma, "coopmat", 7)) return "f16";
-    return "f32";
-}
-
 double qk_nmse_bound(const qkrt_kernel_info *k) {
-    const char *p = qk_precision_of(k->family, k->mma);
+    const char *p = k->precision;
     /* q8, against qk_round_x8's activations: f32 sums whose min term (b
      * times the group sums) cancels against the codes' (seen up to 4e-6 on
      * the one-row shapes), and codes a device's reciprocal can flip where

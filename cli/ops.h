@@ -85,10 +85,6 @@ void qk_free_weights(qk_weights *w);
  * smallest normal squared per element); NaN in out gives +inf. */
 double qk_nmse(const float *out, const double *ref, size_t n);
 
-/* A kernel's precision class, from its manifest family and math path: "q8"
- * rounds activations to 8 bits (mma dot8), "f16" stages operands in f16 (the
- * tiled matmuls, cooperative matrices), else "f32". Part of the tuning key. */
-const char *qk_precision_of(const char *family, const char *mma);
 
 /* The NMSE bound a product kernel is held to: 5e-4 where it stages f16
  * operands (tiled matmuls, cooperative-matrix paths; ggml's bound for them),

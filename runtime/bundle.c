@@ -419,6 +419,7 @@ static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kern
     info->mma = "scalar";
     info->fusion = "none";
     info->weights_layout = "";
+    info->precision = "f32";
     kernel->entry = "main";
     kernel->vulkan_version = "1.2";
     qkrt_result r = get_string(ld, k, "name", true, &info->name);
@@ -429,6 +430,7 @@ static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kern
     if (r == QKRT_OK) r = get_string(ld, k, "format_variant", false, &info->format_variant);
     if (r == QKRT_OK) r = get_string(ld, k, "mma", false, &info->mma);
     if (r == QKRT_OK) r = get_string(ld, k, "fusion", false, &info->fusion);
+    if (r == QKRT_OK) r = get_string(ld, k, "precision", false, &info->precision);
     if (r == QKRT_OK) r = read_weights(ld, k, info);
     if (r == QKRT_OK) r = get_string(ld, k, "spv", true, &kernel->spv);
     if (r == QKRT_OK) r = get_string(ld, k, "spv_sha256", true, &kernel->sha256);

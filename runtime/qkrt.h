@@ -326,6 +326,10 @@ typedef struct qkrt_kernel_info {
     uint32_t plane_count;
     const qkrt_plane_info *planes; /* plane_count of them */
     qkrt_family family_id;         /* family as an enum */
+    /* what the kernel rounds activations to on the way (the manifest's
+     * "precision"): "f32", "f16" (staged as f16) or "q8" (8-bit codes);
+     * "f32" where the manifest does not say */
+    const char *precision;
 } qkrt_kernel_info;
 
 /* Loads dir/manifest.json and the .spv files it names (each once, however

@@ -4,7 +4,6 @@
 #include "bundle/bundle.h" /* qk_json_string */
 #include "compile/compile.h"
 #include "json.h" /* libqkrt's reader */
-#include "ops.h"  /* qk_precision_of */
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,10 +12,6 @@
 
 const char *qk_tune_format_variant(const char *format) {
     return strncmp(format, "mlx", 3) ? "" : "bf16";
-}
-
-static const char *variant_mma(const qk_variant *v) {
-    return v->mma[0] ? v->mma : "scalar";
 }
 
 static bool lookup(void *user, const char *name, size_t len, int64_t *value) {
@@ -58,7 +53,7 @@ bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune
             !strcmp(s->kernels[i], v->kernel->name) || !strcmp(s->kernels[i], v->kernel->origin);
     if (!listed) return false;
     if (s->precision && strcmp(s->precision, "any") &&
-        strcmp(s->precision, qk_precision_of(v->kernel->family, variant_mma(v))))
+        strcmp(s->precision, qk_variant_precision(v)))
         return false;
     if (s->filter && !qk_filter_match(s->filter, v->name)) return false;
     if (s->dev && !device_runs(v, s->dev)) return false;
@@ -88,7 +83,7 @@ const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char 
         /* the family spec named after the operation (matvec.yaml for matvec
          * and matvec_id) is its plainest; a few rows per workgroup (4) beat
          * one on any device */
-        int64_t key[8] = {precision_rank(qk_precision_of(v->kernel->family, variant_mma(v))),
+        int64_t key[8] = {precision_rank(qk_variant_precision(v)),
                           strncmp(v->kernel->origin, op, strlen(v->kernel->origin)) != 0,
                           qk_variant_features(v, f, 16),
                           v->constraint_count,

@@ -57,17 +57,6 @@ static const char *extension_of(const char *feature) {
     return NULL;
 }
 
-/* The precision class of docs/manifest.md: activations as f32 throughout,
- * staged as f16 (the tiled matmuls' tiles, cooperative matrices), or
- * quantized to 8 bits (the int8 dot products). */
-static const char *precision(const qk_variant *v) {
-    if (!strcmp(v->mma, "dot8")) return "q8";
-    if (!strcmp(v->mma, "coopmat") || !strcmp(v->mma, "coopmat_khr") ||
-        !strcmp(v->kernel->template_name, "matmul.comp"))
-        return "f16";
-    return "f32";
-}
-
 /* Whether v reads activations another kernel (the quantize family) wrote. */
 static bool prepass(const qk_variant *v) {
     qk_binding_info b[QK_MAX_BINDINGS];
@@ -89,7 +78,8 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
     qk_str_addf(m,
                 "      \"kernel\": \"%s\", \"template\": \"%s\", \"precision\": \"%s\", "
                 "\"prepass\": %s,\n      \"description\": ",
-                k->name, k->template_name, precision(v), prepass(v) ? "\"quantize\"" : "null");
+                k->name, k->template_name, qk_variant_precision(v),
+                prepass(v) ? "\"quantize\"" : "null");
     qk_json_string(m, k->description);
     qk_str_add(m, ",\n");
     qk_str_addf(m,

@@ -18,6 +18,13 @@ uint32_t qk_variant_parts(const qk_variant *v) {
     return f->elements / v->nk;
 }
 
+const char *qk_variant_precision(const qk_variant *v) {
+    if (!strcmp(v->mma, "dot8")) return "q8";
+    if (!strncmp(v->mma, "coopmat", 7) || !strcmp(v->kernel->template_name, "matmul.comp"))
+        return "f16";
+    return "f32";
+}
+
 uint32_t qk_variant_stage_vec(const qk_variant *v) {
     const qk_format *f = v->format;
     if (f->layout != QK_LAYOUT_BLOCK || !f->elements || !v->nk) return 0;

@@ -95,6 +95,13 @@ uint32_t qk_variant_parts(const qk_variant *v);
  * words. */
 uint32_t qk_variant_stage_vec(const qk_variant *v);
 
+/* The precision class of docs/manifest.md, the one rule behind the
+ * manifest's "precision", the tuner's --precision and the CLI's error
+ * bounds: "q8" (activations quantized to 8 bits: the int8 dot products),
+ * "f16" (staged as f16: cooperative matrices, the tiled matmul's tiles) or
+ * "f32" (f32 throughout). */
+const char *qk_variant_precision(const qk_variant *v);
+
 /* The value of a tile parameter of v. */
 uint32_t qk_variant_tile(const qk_variant *v, qk_tile_param p);
 
