@@ -13,11 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Loads and plans spec_dir; prints the error and returns false on failure. */
-static bool load_plan_as(const char *cmd, const char *spec_dir, bool no_specialize,
-                         qk_spec_set *specs, qk_plan *plan) {
+/* Loads and plans spec_dir, with the kernel set at set_path applied (NULL:
+ * none); prints the error and returns false on failure. */
+static bool load_plan_as(const char *cmd, const char *spec_dir, const char *set_path,
+                         bool no_specialize, qk_spec_set *specs, qk_plan *plan) {
     qk_error e = {0};
-    bool ok = qk_spec_set_load(spec_dir, specs, &e);
+    bool ok = qk_spec_set_load(spec_dir, specs, &e) &&
+              (!set_path || qk_spec_set_apply(specs, spec_dir, set_path, &e));
     for (uint32_t i = 0; ok && no_specialize && i < specs->kernel_count; i++)
         specs->kernels[i].specialize = 0;
     if (!ok || !qk_plan_build(specs, plan, &e)) {
@@ -28,8 +30,9 @@ static bool load_plan_as(const char *cmd, const char *spec_dir, bool no_speciali
     return true;
 }
 
-static bool load_plan(const char *cmd, const char *spec_dir, qk_spec_set *specs, qk_plan *plan) {
-    return load_plan_as(cmd, spec_dir, false, specs, plan);
+static bool load_plan(const char *cmd, const char *spec_dir, const char *set_path,
+                      qk_spec_set *specs, qk_plan *plan) {
+    return load_plan_as(cmd, spec_dir, set_path, false, specs, plan);
 }
 
 /* On a terminal one line rewritten in place; otherwise (CI, a log) a line
@@ -58,13 +61,13 @@ int cmd_build(qk_args *a) {
     for (int i = a->i; i < a->argc; i++) /* a tuned bundle: cli/cmd_tune.c */
         if (!strncmp(a->argv[i], "--tuned", 7)) return cmd_build_tuned(a);
     const char *spec_dir = NULL, *out = "out", *name = "default", *filter = NULL;
-    const char *templates = qk_default_templates();
+    const char *templates = qk_default_templates(), *set_path = NULL;
     bool force = false, quiet = false, representative = false, no_specialize = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen build [SPEC_DIR] [--out DIR] [--name NAME] [--templates DIR]\n"
-                 "                   [--filter TEXT] [--representative] [--no-specialize]\n"
-                 "                   [--force] [--quiet]\n"
+            puts("usage: qkgen build [SPEC_DIR] [--set FILE] [--out DIR] [--name NAME]\n"
+                 "                   [--templates DIR] [--filter TEXT] [--representative]\n"
+                 "                   [--no-specialize] [--force] [--quiet]\n"
                  "       qkgen build [SPEC_DIR] --tuned DB [--model FILE] [--precision P]\n"
                  "                   [--out DIR] [--name NAME]   (a tuned bundle: qkgen tune "
                  "--help)\n\n"
@@ -77,6 +80,9 @@ int cmd_build(qk_args *a) {
                  "unchanged bundle is not rewritten. SPEC_DIR and --templates default to\n"
                  "./specs and ./templates, else to an installed qkgen's share/qkgen (or to\n"
                  "$QKGEN_SPECS and $QKGEN_TEMPLATES when set).\n\n"
+                 "  --set FILE        a kernel set (specs/sets/*.yaml): only the kernels and\n"
+                 "                    families it names, on its formats and fusions, less\n"
+                 "                    the family points it excludes\n"
                  "  --filter TEXT     only the variants whose name contains TEXT (or one of\n"
                  "                    its comma-separated parts: a,b,c)\n"
                  "  --representative  of those, only the first tile of each path: kernel x\n"
@@ -88,7 +94,8 @@ int cmd_build(qk_args *a) {
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--out", &out) || qk_opt(a, "--name", &name) ||
-            qk_opt(a, "--templates", &templates) || qk_opt(a, "--filter", &filter))
+            qk_opt(a, "--templates", &templates) || qk_opt(a, "--filter", &filter) ||
+            qk_opt(a, "--set", &set_path))
             continue;
         if (qk_flag(a, "--force")) {
             force = true;
@@ -118,7 +125,8 @@ int cmd_build(qk_args *a) {
     double t0 = qk_now_s();
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan_as(a->cmd, spec_dir, no_specialize, &specs, &plan)) return QK_EXIT_USAGE;
+    if (!load_plan_as(a->cmd, spec_dir, set_path, no_specialize, &specs, &plan))
+        return QK_EXIT_USAGE;
     for (uint32_t i = 0; i < specs.kernel_count; i++) {
         qk_error te = {0};
         if (!qk_emit_check_template(&specs.kernels[i], templates, &te)) {
@@ -281,22 +289,24 @@ static void list_counts(const qk_plan *p) {
 }
 
 int cmd_list(qk_args *a) {
-    const char *spec_dir = NULL, *filter = NULL, *axes = NULL;
+    const char *spec_dir = NULL, *filter = NULL, *axes = NULL, *set_path = NULL;
     bool formats = false, variants = false, dropped = false, representative = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen list [SPEC_DIR] [--formats] [--variants] [--dropped]\n"
-                 "                  [--filter TEXT] [--representative] [--axes FAMILY]\n\n"
+            puts("usage: qkgen list [SPEC_DIR] [--set FILE] [--formats] [--variants]\n"
+                 "                  [--dropped] [--filter TEXT] [--representative]\n"
+                 "                  [--axes FAMILY]\n\n"
                  "Lists the formats and how many variants and modules each kernel and format\n"
                  "has (the default), the variant names (--variants), or the points of the\n"
                  "search space that rules dropped, with why (--dropped).\n"
-                 "--filter and --representative select variants as 'qkgen build' does.\n"
+                 "--set, --filter and --representative select variants as 'qkgen build'\n"
+                 "does (--set FILE: a kernel set, specs/sets/*.yaml).\n"
                  "--axes FAMILY prints a family spec's axes and values with their meanings,\n"
                  "each combination's kernel and variant count or why it has none, and the\n"
                  "rules that dropped points of its tile space.");
             return QK_EXIT_OK;
         }
-        if (qk_opt(a, "--axes", &axes)) continue;
+        if (qk_opt(a, "--axes", &axes) || qk_opt(a, "--set", &set_path)) continue;
         if (qk_flag(a, "--formats"))
             formats = true;
         else if (qk_flag(a, "--variants"))
@@ -316,7 +326,7 @@ int cmd_list(qk_args *a) {
     if (counts) formats = true;
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(a->cmd, spec_dir ? spec_dir : qk_default_specs(), &specs, &plan))
+    if (!load_plan(a->cmd, spec_dir ? spec_dir : qk_default_specs(), set_path, &specs, &plan))
         return QK_EXIT_USAGE;
     if (axes) {
         int rc = list_axes(a->cmd, &specs, &plan, axes);
@@ -330,12 +340,18 @@ int cmd_list(qk_args *a) {
         for (uint32_t i = 0; i < plan.format_count; i++) {
             const qk_format *f = &plan.formats[i];
             if (i && !strcmp(f->name, plan.formats[i - 1].name)) continue;
-            /* MLX scale types are options of one format, listed once */
+            /* MLX scale types are options of one format, listed once; with
+             * --set, the formats and options the set keeps */
             qk_str opts = {0};
+            bool kept = false;
             for (uint32_t j = i; j < plan.format_count && !strcmp(plan.formats[j].name, f->name);
-                 j++)
+                 j++) {
+                if (!qk_spec_set_keeps(&specs, NULL, f->name, plan.formats[j].variant)) continue;
+                kept = true;
                 if (plan.formats[j].variant[0])
                     qk_str_addf(&opts, "%s%s", opts.len ? "," : "", plan.formats[j].variant);
+            }
+            if (!kept) continue;
             double bpw = 8.0 * (double)qk_format_row_bytes(f, f->elements) / f->elements;
             printf("%-12s %-7s %-14s %8u %7.3g  %s\n", f->name,
                    f->layout == QK_LAYOUT_BLOCK ? "block" : "planar", opts.s ? opts.s : "-",
@@ -365,13 +381,17 @@ int cmd_list(qk_args *a) {
 
 int cmd_emit(qk_args *a) {
     const char *spec_dir = NULL, *name = NULL, *templates = qk_default_templates();
+    const char *set_path = NULL;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen emit VARIANT [--specs DIR] [--templates DIR]\n\n"
-                 "Prints the complete GLSL generated for VARIANT (a name from 'qkgen list').");
+            puts("usage: qkgen emit VARIANT [--specs DIR] [--set FILE] [--templates DIR]\n\n"
+                 "Prints the complete GLSL generated for VARIANT (a name from 'qkgen list',\n"
+                 "of the kernel set FILE with --set).");
             return QK_EXIT_OK;
         }
-        if (qk_opt(a, "--specs", &spec_dir) || qk_opt(a, "--templates", &templates)) continue;
+        if (qk_opt(a, "--specs", &spec_dir) || qk_opt(a, "--templates", &templates) ||
+            qk_opt(a, "--set", &set_path))
+            continue;
         if (a->argv[a->i][0] != '-' && !name) {
             name = a->argv[a->i++];
             continue;
@@ -381,7 +401,7 @@ int cmd_emit(qk_args *a) {
     if (!name) return qk_usage_error(a->cmd, "which variant? (see 'qkgen list --variants')");
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(a->cmd, spec_dir ? spec_dir : qk_default_specs(), &specs, &plan))
+    if (!load_plan(a->cmd, spec_dir ? spec_dir : qk_default_specs(), set_path, &specs, &plan))
         return QK_EXIT_USAGE;
     int rc = QK_EXIT_USAGE;
     for (uint32_t i = 0; i < plan.variant_count; i++) {

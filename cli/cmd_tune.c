@@ -174,9 +174,13 @@ static const char *fallback_name(void *user, const qk_tune_case *c) {
     return v ? v->name : NULL;
 }
 
-static bool load_plan(const char *specs_dir, qk_spec_set *specs, qk_plan *plan) {
+/* specs_dir planned, with the kernel set at set_path applied (NULL: none). */
+static bool load_plan(const char *specs_dir, const char *set_path, qk_spec_set *specs,
+                      qk_plan *plan) {
     qk_error e = {0};
-    if (!qk_spec_set_load(specs_dir, specs, &e) || !qk_plan_build(specs, plan, &e)) {
+    if (!qk_spec_set_load(specs_dir, specs, &e) ||
+        (set_path && !qk_spec_set_apply(specs, specs_dir, set_path, &e)) ||
+        !qk_plan_build(specs, plan, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         return false;
     }
@@ -192,8 +196,8 @@ static bool has_records(const char *cmd, const char *opt, const qk_tune_db *db) 
     return false;
 }
 
-static int report(const char *dbpath, const char *svg, const char *precision,
-                  const char *specs_dir) {
+static int report(const char *dbpath, const char *svg, const char *precision, const char *specs_dir,
+                  const char *set_path) {
     qk_tune_db db;
     qk_error e = {0};
     if (!qk_is_file(dbpath)) return qk_usage_error("tune", "--report: %s: no such file", dbpath);
@@ -207,7 +211,7 @@ static int report(const char *dbpath, const char *svg, const char *precision,
     }
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(specs_dir, &specs, &plan)) return QK_EXIT_USAGE;
+    if (!load_plan(specs_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
     qk_tune_outcome *oc;
     uint32_t n = qk_tune_outcomes(&db, precision, fallback_name, &plan, &oc);
     const qk_tune_device *last = NULL;
@@ -277,7 +281,7 @@ static const char *usage =
     "                  [--budget SECONDS] [--strategy halving|exhaustive]\n"
     "                  [--precision f32|f16|q8|any] [--filter A,B] [--out DIR]\n"
     "                  [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--finalists N] [--seed N]\n"
-    "                  [--screen-warmup-ms MS] [--dry-run] [--wait]\n"
+    "                  [--screen-warmup-ms MS] [--specs DIR] [--set FILE] [--dry-run] [--wait]\n"
     "       qkgen tune --merge A [B ...] --db C [--wait]\n"
     "       qkgen tune --report DB [--svg FILE] [--precision P]\n\n"
     "Times the candidate kernels of each case on the device and appends every\n"
@@ -288,7 +292,9 @@ static const char *usage =
     "specs for that operation and format (f32 activations, no fusion) that the\n"
     "legality rules keep, the device can run and the shape allows, plus the\n"
     "operation's portable fallback; they are built on demand through the\n"
-    "generator and its content-hash cache into DIR/tune (default out/).\n"
+    "generator and its content-hash cache into DIR/tune (default out/), from\n"
+    "--specs DIR (default specs/), of the kernel set FILE only with --set\n"
+    "(specs/sets/*.yaml: its kernels, formats and fusions, less its exclusions).\n"
     "Each candidate is checked against the CPU reference on the device first (a\n"
     "wrong one is recorded as wrong and never wins), then timed by qkgen bench's\n"
     "method: halving (default) screens every correct candidate over 10\n"
@@ -316,7 +322,7 @@ int cmd_tune(qk_args *a) {
     const char *model = NULL, *family = NULL, *formats = NULL, *device = NULL, *dbpath = NULL;
     const char *strategy = "halving", *precision = "any", *filter = NULL, *out = "out";
     const char *report_db = NULL, *svg = NULL, *specs_dir = qk_default_specs();
-    const char *templates = qk_default_templates();
+    const char *templates = qk_default_templates(), *set_path = NULL;
     const char *merge[64];
     uint32_t nmerge = 0;
     uint64_t m = UNSET, k = UNSET, t = UNSET, experts = 0, topk = 0, budget = 0, runs = 50,
@@ -349,8 +355,8 @@ int cmd_tune(qk_args *a) {
             qk_opt(a, "--precision", &precision) || qk_opt(a, "--filter", &filter) ||
             qk_opt(a, "--out", &out) || qk_opt(a, "--report", &report_db) ||
             qk_opt(a, "--svg", &svg) || qk_opt(a, "--specs", &specs_dir) ||
-            qk_opt(a, "--templates", &templates) || qk_opt_u64(a, "--m", &m) ||
-            qk_opt_u64(a, "--k", &k) || qk_opt_u64(a, "--tokens", &t) ||
+            qk_opt(a, "--set", &set_path) || qk_opt(a, "--templates", &templates) ||
+            qk_opt_u64(a, "--m", &m) || qk_opt_u64(a, "--k", &k) || qk_opt_u64(a, "--tokens", &t) ||
             qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
             qk_opt_u64(a, "--budget", &budget) || qk_opt_u64(a, "--runs", &runs) ||
             qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
@@ -380,7 +386,7 @@ int cmd_tune(qk_args *a) {
         printf("merged %u databases into %s: %u records\n", nmerge, dbpath, n);
         return QK_EXIT_OK;
     }
-    if (report_db) return report(report_db, svg, precision, specs_dir);
+    if (report_db) return report(report_db, svg, precision, specs_dir, set_path);
     if (!dbpath) dbpath = "tune.jsonl";
     if (!model == !family) return qk_usage_error(a->cmd, "either --model FILE or --family F");
     if (strcmp(strategy, "halving") && strcmp(strategy, "exhaustive"))
@@ -430,7 +436,7 @@ int cmd_tune(qk_args *a) {
     }
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(specs_dir, &specs, &plan)) {
+    if (!load_plan(specs_dir, set_path, &specs, &plan)) {
         free(cases);
         return QK_EXIT_USAGE;
     }
@@ -711,14 +717,14 @@ static bool model_has(const qk_model_case *mc, uint32_t n, const qk_tune_case *c
 
 int cmd_build_tuned(qk_args *a) {
     const char *spec_dir = NULL, *out = "out", *name = "tuned", *dbpath = NULL, *model = NULL;
-    const char *templates = qk_default_templates(), *precision = "any";
+    const char *templates = qk_default_templates(), *precision = "any", *set_path = NULL;
     uint64_t within = 3;
     bool quiet = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen build [SPEC_DIR] --tuned DB [--model FILE] [--precision P]\n"
                  "                   [--out DIR] [--name NAME] [--within PCT] [--templates DIR]\n"
-                 "                   [--quiet]\n\n"
+                 "                   [--set FILE] [--quiet]\n\n"
                  "Writes DIR/NAME (default out/tuned): the fastest correct kernel of each case\n"
                  "of the tuning database DB (of the model's cases with --model) on each device\n"
                  "it holds, among the precision classes P allows (f32, f16, q8 or any, the\n"
@@ -727,13 +733,15 @@ int cmd_build_tuned(qk_args *a) {
                  "runs for a device, operation, format and shape. Records of variants whose\n"
                  "SPIR-V the generator no longer makes are ignored with a message. Where one\n"
                  "kernel is within --within percent (default 3; 0: off) of a case's best, by\n"
-                 "the times of one stage, it serves that case too, so the bundle holds fewer.");
+                 "the times of one stage, it serves that case too, so the bundle holds fewer.\n"
+                 "--set FILE takes winners and fallbacks from that kernel set only\n"
+                 "(specs/sets/*.yaml), as the tune that wrote DB did with --set.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--tuned", &dbpath) || qk_opt(a, "--model", &model) ||
             qk_opt(a, "--out", &out) || qk_opt(a, "--name", &name) ||
             qk_opt(a, "--templates", &templates) || qk_opt(a, "--precision", &precision) ||
-            qk_opt_u64(a, "--within", &within))
+            qk_opt(a, "--set", &set_path) || qk_opt_u64(a, "--within", &within))
             continue;
         if (qk_flag(a, "--quiet") || qk_flag(a, "-q")) {
             quiet = true;
@@ -766,7 +774,7 @@ int cmd_build_tuned(qk_args *a) {
     }
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(spec_dir, &specs, &plan)) return QK_EXIT_USAGE;
+    if (!load_plan(spec_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
     qk_tune_db db;
     if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);

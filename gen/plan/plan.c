@@ -331,12 +331,34 @@ static bool expand_kernel(qk_plan *p, const qk_spec_set *specs, const qk_kernel_
             const qk_format *f = &p->formats[i];
             if (strcmp(f->name, k->formats[fi]) && strcmp(f->spec->name, k->formats[fi])) continue;
             any = true;
+            if (!qk_spec_set_keeps(specs, k, f->name, f->variant)) continue;
             if (!expand_points(p, specs, k, f, e)) return false;
         }
         if (!any) {
             qk_error_set(e, "%s:%d:%d: formats: unknown format '%s'", k->path, k->formats_mark.line,
                          k->formats_mark.col, k->formats[fi]);
             return false;
+        }
+    }
+    return true;
+}
+
+/* Every format a kernel set picks is one of the plan's (a name, or a name
+ * and option). */
+static bool check_picks(const qk_plan *p, const qk_spec_set *specs, qk_error *e) {
+    for (uint32_t i = 0; i < specs->pick_count; i++) {
+        const qk_format_pick *pk = &specs->picks[i];
+        for (uint32_t j = 0; j < pk->count; j++) {
+            bool found = false;
+            for (uint32_t f = 0; f < p->format_count && !found; f++)
+                found =
+                    qk_format_pick_names(pk->formats[j], p->formats[f].name, p->formats[f].variant);
+            if (!found) {
+                qk_error_set(e, "%s:%d:%d: %s: no format '%s' in the specs (qkgen list --formats)",
+                             specs->set_path, pk->marks[j].line, pk->marks[j].col, pk->where,
+                             pk->formats[j]);
+                return false;
+            }
         }
     }
     return true;
@@ -362,6 +384,10 @@ bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e) {
             out->formats[out->format_count++] = fs[j];
         }
         free(fs);
+    }
+    if (!check_picks(out, specs, e)) {
+        qk_plan_free(out);
+        return false;
     }
     for (uint32_t i = 0; i < specs->kernel_count; i++)
         if (!expand_kernel(out, specs, &specs->kernels[i], e)) {

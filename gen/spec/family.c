@@ -103,7 +103,11 @@ static int find_axis(const qk_family_spec *f, const char *name) {
 
 /* when: { axis: value, other: [value, value] } */
 static bool load_when(family_reader *r, ynode *n, const char *where, uint32_t when[QK_MAX_AXES]) {
-    yw *w = r->w;
+    return qk_spec_when(r->w, n, where, r->f, when);
+}
+
+bool qk_spec_when(yw *w, ynode *n, const char *where, const qk_family_spec *f,
+                  uint32_t when[QK_MAX_AXES]) {
     memset(when, 0, sizeof(uint32_t) * QK_MAX_AXES);
     if (!yw_is_map(n) || yw_map_len(n) == 0)
         return yw_fail(w, n, where, "expected a mapping of axes to values");
@@ -111,7 +115,7 @@ static bool load_when(family_reader *r, ynode *n, const char *where, uint32_t wh
         char axis[QK_MAX_NAME];
         ynode *kn = yw_map_key(w, n, i), *vn = yw_map_value(w, n, i);
         if (!yw_str(w, kn, where, axis, sizeof axis)) return false;
-        int a = find_axis(r->f, axis);
+        int a = find_axis(f, axis);
         if (a < 0) return yw_fail(w, kn, where, "'%s' is not an axis of this family", axis);
         if (when[a]) return yw_fail(w, kn, where, "axis '%s' is named twice", axis);
         char values[QK_MAX_AXIS_VALUES][QK_MAX_NAME];
@@ -120,7 +124,7 @@ static bool load_when(family_reader *r, ynode *n, const char *where, uint32_t wh
         snprintf(wv, sizeof wv, "%s.%s", where, axis);
         if (!yw_str_list(w, vn, wv, values[0], sizeof values[0], QK_MAX_AXIS_VALUES, &count))
             return false;
-        const qk_axis_spec *ax = &r->f->axes[a];
+        const qk_axis_spec *ax = &f->axes[a];
         for (uint32_t j = 0; j < count; j++) {
             uint32_t v = 0;
             while (v < ax->value_count && strcmp(ax->values[v].name, values[j]))
@@ -134,7 +138,7 @@ static bool load_when(family_reader *r, ynode *n, const char *where, uint32_t wh
     return true;
 }
 
-static bool when_matches(const uint32_t when[QK_MAX_AXES], const uint8_t *point, uint32_t axes) {
+bool qk_spec_when_matches(const uint32_t when[QK_MAX_AXES], const uint8_t *point, uint32_t axes) {
     for (uint32_t a = 0; a < axes; a++)
         if (when[a] && !(when[a] & (1u << point[a]))) return false;
     return true;
@@ -490,7 +494,8 @@ static uint32_t point_contribs(const family_reader *r, const uint8_t *p, const c
             if (r->contribs[i].axis == (int)a && r->contribs[i].value == p[a])
                 out[n++] = &r->contribs[i];
     for (uint32_t i = 1; i < r->contrib_count; i++)
-        if (r->contribs[i].axis < 0 && when_matches(r->contribs[i].when, p, r->f->axis_count))
+        if (r->contribs[i].axis < 0 &&
+            qk_spec_when_matches(r->contribs[i].when, p, r->f->axis_count))
             out[n++] = &r->contribs[i];
     return n;
 }
@@ -533,7 +538,7 @@ static bool merge_lists(family_reader *r, qk_kernel_spec *k, const contrib *c, c
         memcpy(k->constraints[k->constraint_count++], s->constraints[i], sizeof k->constraints[0]);
     }
     for (uint32_t i = 0; i < c->rule_count; i++) {
-        if (!when_matches(c->rule_when[i], p, r->f->axis_count)) continue;
+        if (!qk_spec_when_matches(c->rule_when[i], p, r->f->axis_count)) continue;
         if (k->rule_count == QK_MAX_KERNEL_RULES)
             return fail_at(r, c->rules[i].mark, c->where, "more than %d rules at %s",
                            QK_MAX_KERNEL_RULES, k->name);
@@ -567,15 +572,18 @@ static bool add_shared(family_reader *r, qk_kernel_spec *k, const contrib *c) {
 
 /* The kernel name of point p: the family, then the value of each spelled
  * axis that is not at its first (default) value; and its axes text. */
+void qk_family_point_axes(const qk_family_spec *f, const uint8_t *p, qk_str *out) {
+    for (uint32_t a = 0; a < f->axis_count; a++)
+        qk_str_addf(out, "%s%s=%s", a ? " " : "", f->axes[a].name, f->axes[a].values[p[a]].name);
+}
+
 static bool point_name(family_reader *r, const uint8_t *p, qk_kernel_spec *k) {
     const qk_family_spec *f = r->f;
     qk_str name = {0}, axes = {0};
     qk_str_add(&name, f->name);
-    for (uint32_t a = 0; a < f->axis_count; a++) {
-        const char *v = f->axes[a].values[p[a]].name;
-        if (f->axes[a].spelled && p[a]) qk_str_addf(&name, "-%s", v);
-        qk_str_addf(&axes, "%s%s=%s", a ? " " : "", f->axes[a].name, v);
-    }
+    for (uint32_t a = 0; a < f->axis_count; a++)
+        if (f->axes[a].spelled && p[a]) qk_str_addf(&name, "-%s", f->axes[a].values[p[a]].name);
+    qk_family_point_axes(f, p, &axes);
     bool fits = name.len < sizeof k->name;
     snprintf(k->name, sizeof k->name, "%s", name.s);
     snprintf(k->axes, sizeof k->axes, "%s", axes.s);
@@ -683,7 +691,7 @@ static bool expand(family_reader *r, qk_kernel_spec **kernels, uint32_t *kernel_
             rest /= f->axes[a].value_count;
         }
         for (uint32_t x = 0; x < r->exclusion_count && !pt->excluded[0]; x++)
-            if (when_matches(r->exclusions[x].when, pt->value, f->axis_count))
+            if (qk_spec_when_matches(r->exclusions[x].when, pt->value, f->axis_count))
                 snprintf(pt->excluded, sizeof pt->excluded, "%s", r->exclusions[x].reason);
         made += !pt->excluded[0];
     }

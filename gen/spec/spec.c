@@ -703,5 +703,6 @@ void qk_spec_set_free(qk_spec_set *s) {
     for (uint32_t i = 0; i < s->family_count; i++)
         qk_family_spec_free(&s->families[i]);
     free(s->families);
+    free(s->picks);
     memset(s, 0, sizeof *s);
 }

@@ -249,6 +249,19 @@ void qk_family_spec_free(qk_family_spec *f);
 /* Whether the YAML file at path is a family spec (a top-level `axes:` key). */
 bool qk_is_family_file(const char *path);
 
+/* Formats a kernel set keeps (gen/spec/set.c): each a format's name (every
+ * option of it: "mlx4_g64") or its name and option as variant names spell
+ * them ("mlx4_g64_bf16"). The plan, which knows the concrete formats, checks
+ * the names and applies them. */
+typedef struct qk_format_pick {
+    char kernel[QK_MAX_NAME]; /* the kernel it restricts; "" every kernel */
+    char axes[256];           /* and its family point's axes (qk_kernel_spec.axes) */
+    char where[48];           /* its key path in the set: "formats", "restrict[0].formats" */
+    uint32_t count;
+    char formats[QK_MAX_LIST][QK_MAX_NAME];
+    qk_mark marks[QK_MAX_LIST];
+} qk_format_pick;
+
 /* Loads every *.yaml under dir/formats, dir/kernels (kernel and family
  * specs, a family expanded into its kernels) and dir/fusions (sorted by name). */
 typedef struct qk_spec_set {
@@ -257,9 +270,26 @@ typedef struct qk_spec_set {
     qk_kernel_spec *kernels;
     qk_fusion_spec *fusions;
     qk_family_spec *families;
+    /* the kernel set applied (qk_spec_set_apply), "" none, and its format picks */
+    char set_path[QK_MAX_PATH];
+    uint32_t pick_count;
+    qk_format_pick *picks;
 } qk_spec_set;
 
 bool qk_spec_set_load(const char *dir, qk_spec_set *out, qk_error *e);
 void qk_spec_set_free(qk_spec_set *s);
+
+/* Applies the kernel set at set_path (specs/sets/NAME.yaml, docs/kernel-sets.md)
+ * to s, loaded from dir: keeps the kernels and families it names, marks the
+ * family points it excludes as excluded (with its reason), narrows fusions,
+ * and records its format picks for the plan. False with "file:line:col:
+ * key.path: message" in e, and s freed. */
+bool qk_spec_set_apply(qk_spec_set *s, const char *dir, const char *set_path, qk_error *e);
+/* Whether the set's picks keep format name (with option, "" none) for k
+ * (NULL: whether the set's formats hold it). */
+bool qk_spec_set_keeps(const qk_spec_set *s, const qk_kernel_spec *k, const char *name,
+                       const char *option);
+/* Whether a pick's entry names format name with option. */
+bool qk_format_pick_names(const char *entry, const char *name, const char *option);
 
 #endif

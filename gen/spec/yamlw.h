@@ -66,4 +66,15 @@ bool qk_spec_rule(yw *w, ynode *m, const char *where, qk_rule_spec *r);
  * grid, rules and shared_memory left to the caller. */
 bool qk_spec_kernel_keys(yw *w, ynode *map, qk_kernel_spec *k, bool partial);
 
+/* A family's when: { axis: value, other: [value, value] } (family specs'
+ * cases, rules and exclusions, kernel sets' exclusions): when[a] gets bit v
+ * for each value v of axis a named (0: any value). */
+bool qk_spec_when(yw *w, ynode *n, const char *where, const qk_family_spec *f,
+                  uint32_t when[QK_MAX_AXES]);
+/* Whether the point (each axis's value index) is one when names. */
+bool qk_spec_when_matches(const uint32_t when[QK_MAX_AXES], const uint8_t *point, uint32_t axes);
+/* A point's axes as its kernel spec's axes text ("routing=ids split=none"):
+ * what tells apart points whose names are one (an axis not spelled). */
+void qk_family_point_axes(const qk_family_spec *f, const uint8_t *point, qk_str *out);
+
 #endif
