@@ -1,8 +1,9 @@
 /* The bad-input corpus: each tests/specs_bad/{format,kernel,family,model}_*.yaml
  * states on its first line the message it must produce
  * ("# expect: :4:3: block.bytes: ..."), which must appear in the error after
- * the file name, and loading must fail. Each cli_*.args (run when qkgen's path
- * and a bundle are given) is a qkgen command line on its second line, its
+ * the file name, and loading must fail (a set_*.yaml, a kernel set, applying
+ * to the repository's specs/ or planning with them). Each cli_*.args (run
+ * when qkgen's path and a bundle are given) is a qkgen command line on its second line, its
  * first line "# expect: STATUS TEXT": qkgen must exit STATUS within a minute
  * with TEXT in its output (stderr, or stdout where verify's table says it)
  * and write nothing. In the command line @IN@ is the corpus's inputs/ folder
@@ -11,6 +12,7 @@
  * mat-vecs, and @TMP@ a scratch folder, the command's working folder, which
  * must stay empty. */
 #define _POSIX_C_SOURCE 200809L
+#include "plan/plan.h"
 #include "spec/model.h"
 #include "spec/spec.h"
 
@@ -170,9 +172,10 @@ int main(int argc, char **argv) {
         }
         if (len < 6 || strcmp(n + len - 5, ".yaml")) continue;
         bool format = !strncmp(n, "format_", 7), model = !strncmp(n, "model_", 6);
-        bool family = !strncmp(n, "family_", 7);
-        if (!format && !model && !family && strncmp(n, "kernel_", 7)) {
-            printf("FAIL %s: corpus files start with format_, kernel_, family_ or model_\n", n);
+        bool family = !strncmp(n, "family_", 7), set = !strncmp(n, "set_", 4);
+        if (!format && !model && !family && !set && strncmp(n, "kernel_", 7)) {
+            printf("FAIL %s: corpus files start with format_, kernel_, family_, model_ or set_\n",
+                   n);
             fail++;
             continue;
         }
@@ -200,6 +203,22 @@ int main(int argc, char **argv) {
             ok = qk_family_spec_load(path, &fs, &ks, &nk, &e);
             qk_family_spec_free(&fs);
             free(ks);
+        } else if (set) {
+            /* the corpus lies in tests/specs_bad: the specs are ../../specs */
+            char *dir = qk_path_join(argv[1], "../../specs");
+            qk_spec_set ss;
+            qk_plan p = {0};
+            qk_error le = {0};
+            if (!qk_spec_set_load(dir, &ss, &le)) {
+                printf("FAIL %s: %s\n", n, le.msg);
+                fail++;
+                free(dir), free(text), free(path);
+                continue;
+            }
+            ok = qk_spec_set_apply(&ss, dir, path, &e) && qk_plan_build(&ss, &p, &e);
+            qk_plan_free(&p);
+            qk_spec_set_free(&ss);
+            free(dir);
         } else if (model) {
             qk_model_spec *ms = malloc(sizeof *ms);
             ok = qk_model_spec_load(path, ms, &e);
