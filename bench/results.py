@@ -84,8 +84,7 @@ def main():
     out += ["## Reproduce", "",
             "On this machine (Debian 12, the set-up done):", "",
             "    bash ../shared/gpu/fetch-loader.sh      # the Vulkan loader for the GPU machine, into .gpu/",
-            "    bash bench/standard-specs.sh            # the standard set's specs, build-gpu/standard-specs",
-            "    bash bench/build-gpu.sh build-gpu/standard-specs   # static qkgen + bundle, build-gpu/pkg", "",
+            "    bash bench/build-gpu.sh                 # static qkgen + the bundle of specs/sets/standard.yaml, build-gpu/pkg", "",
             "On the GPU machine, carrying `.gpu` and `build-gpu/pkg`, a part per call:", "",
             "    . .gpu/enter.sh && OUT=$OUT/run bash build-gpu/pkg/standard.sh decode   # or moe, prefill", "",
             f"Then copy the returned JSON, commit.txt and gpu.txt into a new folder of "

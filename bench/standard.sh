@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root, after `. .gpu/enter.sh`: the
-# standard set of `qkgen bench` (its default cases) on the bundle that
-# bench/standard-specs.sh and bench/build-gpu.sh put in build-gpu/pkg, one
+# standard set of `qkgen bench` (its default cases) on the bundle of
+# specs/sets/standard.yaml that bench/build-gpu.sh puts in build-gpu/pkg, one
 # part per call so that each fits the device's 10-minute limit:
 #   bash build-gpu/pkg/standard.sh decode    # dense mat-vec, 1-8 tokens
 #   bash build-gpu/pkg/standard.sh moe       # MoE mat-vec with ids, 1-32 tokens

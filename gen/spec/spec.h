@@ -279,11 +279,11 @@ typedef struct qk_spec_set {
 bool qk_spec_set_load(const char *dir, qk_spec_set *out, qk_error *e);
 void qk_spec_set_free(qk_spec_set *s);
 
-/* Applies the kernel set at set_path (specs/sets/NAME.yaml, docs/kernel-sets.md)
- * to s, loaded from dir: keeps the kernels and families it names, marks the
- * family points it excludes as excluded (with its reason), narrows fusions,
- * and records its format picks for the plan. False with "file:line:col:
- * key.path: message" in e, and s freed. */
+/* Applies the kernel set at set_path (specs/sets/NAME.yaml; docs/ARCHITECTURE.md,
+ * "Kernel sets") to s, loaded from dir: keeps the kernels and families it
+ * names, marks the family points it excludes as excluded (with its reason),
+ * narrows fusions, and records its format picks for the plan. False with
+ * "file:line:col: key.path: message" in e, and s freed. */
 bool qk_spec_set_apply(qk_spec_set *s, const char *dir, const char *set_path, qk_error *e);
 /* Whether the set's picks keep format name (with option, "" none) for k
  * (NULL: whether the set's formats hold it). */
