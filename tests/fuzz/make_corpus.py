@@ -31,14 +31,27 @@ def put(d, name, data):
         f.write(data if isinstance(data, bytes) else data.encode())
 
 
+# a kernel set that fuzz_spec.c's own spec folder takes whole
+SET_SEED = """set: seed
+kernels: [copy, matvec]
+formats: [q4_0, mlx4_g64_bf16]
+fusions: [none]
+exclude:
+  - { family: matvec, when: { mma: scalar }, reason: "not in this set" }
+restrict:
+  - { family: matvec, when: { routing: ids }, formats: [q4_0], reason: "q4_0 only" }
+"""
+
+
 def specs():
     d = fresh("spec")
-    for folder in ["specs/formats", "specs/kernels", "specs/fusions", "specs/models",
+    for folder in ["specs/formats", "specs/kernels", "specs/fusions", "specs/models", "specs/sets",
                    "tests/specs_bad", "tests/specs_plan/formats", "tests/specs_plan/kernels", "tests/newformat"]:
         src = os.path.join(root, folder)
         for n in sorted(os.listdir(src)):
             if n.endswith(".yaml"):
                 shutil.copy(os.path.join(src, n), os.path.join(d, folder.replace("/", "_") + "_" + n))
+    put(d, "set_seed.yaml", SET_SEED)
 
 
 def pick_kernels(manifest):
