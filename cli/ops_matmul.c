@@ -227,64 +227,6 @@ qkrt_result qk_run_moe_route(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     return finish(ctx, &p, r, err, err_size);
 }
 
-qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t route_ki,
-                           uint32_t gate_up_ki, uint32_t down_ki, const qk_weights wgu[2],
-                           const qk_weights *wd, const float *x, const int32_t *topk, uint32_t T,
-                           uint32_t top_k, uint32_t E, uint32_t H, uint32_t F, float *h, float *y,
-                           char *err, size_t err_size) {
-    const qkrt_kernel_info *kr = qkrt_bundle_kernel(b, route_ki);
-    const qkrt_kernel_info *kg = qkrt_bundle_kernel(b, gate_up_ki);
-    const qkrt_kernel_info *kd = qkrt_bundle_kernel(b, down_ki);
-    if (!qk_matmul_k_ok(kg, H, err, err_size) || !qk_matmul_k_ok(kd, F, err, err_size))
-        return QKRT_ERROR_ARGUMENT;
-    if (kernel_weights(kg) != 2) {
-        snprintf(err, err_size, "%s: the gate/up kernel must bind two matrices (swiglu)", kg->name);
-        return QKRT_ERROR_ARGUMENT;
-    }
-    pool p = {.ctx = ctx};
-    qkrt_result r = QKRT_OK;
-    qkrt_buffer *wbg[8] = {0}, *wbd[4] = {0};
-    pool_weights(&p, wgu, 2, wbg, &r);
-    pool_weights(&p, wd, 1, wbd, &r);
-    qkrt_buffer *topk_b = pool_buffer(&p, topk, (size_t)T * top_k * 4, 0, &r);
-    qkrt_buffer *tpe_b = pool_buffer(&p, NULL, (size_t)E * 4, ~0u, &r);
-    qkrt_buffer *ids_b = pool_buffer(&p, NULL, (size_t)E * T * 4, ~0u, &r);
-    qkrt_buffer *disp_b = pool_buffer(&p, NULL, 6 * 4, ~0u, &r);
-    qkrt_buffer *x_b = pool_buffer(&p, x, (size_t)T * H * 4, 0, &r);
-    qkrt_buffer *h_b = pool_buffer(&p, NULL, (size_t)T * top_k * F * 4, NaN32, &r);
-    qkrt_buffer *y_b = pool_buffer(&p, NULL, (size_t)T * top_k * H * 4, NaN32, &r);
-    /* the router writes each product's grid: x from the kernel's own grid
-     * rule (a tiled matmul's row tiles, or a mat-vec tile's row groups),
-     * y from the busiest expert's pairs over the kernel's NR1 */
-    qk_moe_shape sg = {F, H, T, E, top_k, 1}, sd = {H, F, T, E, top_k, top_k};
-    qk_slots sl[3];
-    qkrt_shape shg = {0}, shd = {0};
-    moe_shape(&shg, &sl[1], &sg, T), moe_shape(&shd, &sl[2], &sd, T);
-    int64_t gx64[2] = {0, 0};
-    if (r == QKRT_OK) r = qkrt_eval(kg->grid[0], &shg, &gx64[0], err, err_size);
-    if (r == QKRT_OK) r = qkrt_eval(kd->grid[0], &shd, &gx64[1], err, err_size);
-    const uint32_t gx[2] = {(uint32_t)gx64[0], (uint32_t)gx64[1]};
-    const uint32_t tn[2] = {kg->nr1, kd->nr1};
-    qkrt_dispatch d[3] = {
-        {.bundle = b, .kernel = route_ki},
-        {.bundle = b, .kernel = gate_up_ki, .indirect = disp_b},
-        {.bundle = b, .kernel = down_ki, .indirect = disp_b, .indirect_offset = 12}};
-    role_buf rr[] = {{"topk", topk_b}, {"tpe", tpe_b}, {"ids", ids_b}, {"indirect", disp_b}};
-    role_buf rg[] = {{"activations", x_b}, {"ids", ids_b}, {"tpe", tpe_b}, {"output", h_b}};
-    role_buf rd[] = {{"activations", h_b}, {"ids", ids_b}, {"tpe", tpe_b}, {"output", y_b}};
-    if (r == QKRT_OK) r = bind_roles(ctx, kr, NULL, 0, rr, 4, &d[0], &sl[0], err, err_size);
-    if (r == QKRT_OK)
-        r = bind_roles(ctx, kg, wbg, wgu[0].plane_count, rg, 4, &d[1], &sl[1], err, err_size);
-    if (r == QKRT_OK)
-        r = bind_roles(ctx, kd, wbd, wd->plane_count, rd, 4, &d[2], &sl[2], err, err_size);
-    route_shape(&d[0].shape, &sl[0], T, top_k, E, gx, tn);
-    d[1].shape = shg, d[2].shape = shd;
-    if (r == QKRT_OK) r = qkrt_run(ctx, d, 3);
-    if (r == QKRT_OK && h) r = qkrt_buffer_download(ctx, h_b, 0, h, (size_t)T * top_k * F * 4);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, y_b, 0, y, (size_t)T * top_k * H * 4);
-    return finish(ctx, &p, r, err, err_size);
-}
-
 /* ---------------------------------------------------------------- references */
 
 qk_weights qk_weights_expert(const qk_weights *w, uint32_t e, uint32_t E) {

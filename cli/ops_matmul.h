@@ -44,18 +44,6 @@ qkrt_result qk_run_moe_route(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
                              const uint32_t gx[2], const uint32_t tn[2], uint32_t *tpe,
                              uint32_t *ids, uint32_t *disp, char *err, size_t err_size);
 
-/* A MoE feed-forward block in one submission, with no host round trip:
- * moe_route (kernel route_ki) from topk, then matmul_id gate_up_ki (the swiglu
- * fusion: h = silu(x Wg^T) * (x Wu^T), [T, top_k, F]) and matmul_id down_ki
- * (y = h Wd^T, [T, top_k, H]) both through vkCmdDispatchIndirect on the
- * arguments moe_route wrote. wgu: gate and up [E, F, H]; wd: [E, H, F]. h
- * (optional) receives the intermediate. */
-qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t route_ki,
-                           uint32_t gate_up_ki, uint32_t down_ki, const qk_weights wgu[2],
-                           const qk_weights *wd, const float *x, const int32_t *topk, uint32_t T,
-                           uint32_t top_k, uint32_t E, uint32_t H, uint32_t F, float *h, float *y,
-                           char *err, size_t err_size);
-
 /* float64 references. nw matrices (1, or 2 with swiglu: y = silu(g) * u). */
 bool qk_ref_matmul(const qk_weights *w, uint32_t nw, const double *x, uint32_t M, uint32_t K,
                    uint32_t T, double *y);

@@ -270,42 +270,58 @@ static qkrt_result add_op(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_layer 
     return add(ctx, b, L, c, &s, err, err_size);
 }
 
-/* Copy c's chain: [quantize x,] router, top-k, [moe_route,] gate/up (fused,
- * or gate, up and swiglu), [quantize act,] down, combine. */
-static qkrt_result record_chain(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_layer *L,
+/* Whether the chain quantizes x first: the router or gate/up reads its q8 rows. */
+static bool x_quantized(const qkrt_bundle *b, const qk_moe_kernels *k) {
+    return takes_q8(b, k->router) || takes_q8(b, k->gate_up >= 0 ? k->gate_up : k->gate);
+}
+
+static const char *const q_names[] = {"K", "T"}; /* the quantizer's shape */
+
+/* [quantize x]: the q8 rows of the layer's input. */
+static qkrt_result record_input(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_layer *L,
                                 uint32_t c, char *err, size_t err_size) {
+    if (!x_quantized(b, &L->k)) return QKRT_OK;
+    const qk_bind bq[] = {{"x", L->buf[B_X]}, {"xq", L->buf[B_XQ]}};
+    const int64_t vq[] = {L->d.H, L->d.T};
+    step s = {L->quant, NULL, 0, bq, 2, q_names, vq, 2, false, NULL, 0};
+    return add(ctx, b, L, c, &s, err, err_size);
+}
+
+/* router, top-k: the logits, each token's experts and routing weights. */
+static qkrt_result record_router(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_layer *L,
+                                 uint32_t c, char *err, size_t err_size) {
+    const qk_moe_layer_desc *d = &L->d;
+    int64_t vr[PROD_VARS];
+    prod_values(vr, d->E, d->H, d, 1);
+    qkrt_result r = add_product(ctx, b, L, c, L->k.router, &L->wb[c][W_ROUTER], 1, B_X, B_XQ,
+                                B_LOGITS, vr, x_quantized(b, &L->k), 0, err, err_size);
+    static const char *const names[] = {"E", "T", "top_k"};
+    const int64_t vals[] = {d->E, d->T, d->top_k};
+    qkrt_buffer **B = L->buf;
+    const qk_bind bt[] = {{"logits", B[B_LOGITS]}, {"ids", B[B_IDS]}, {"route_w", B[B_RW]}};
+    if (r == QKRT_OK) r = add_op(ctx, b, L, c, L->k.topk, bt, 3, names, vals, 3, err, err_size);
+    return r;
+}
+
+/* The experts, from each pair's expert id (B_IDS) and x: [moe_route,]
+ * gate/up (fused, or gate, up and swiglu), [quantize act,] down, into the
+ * slots. The one recording of this sequence: the layer's, and
+ * qk_run_moe_ffn's. */
+static qkrt_result record_experts(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_layer *L,
+                                  uint32_t c, char *err, size_t err_size) {
     const qk_moe_layer_desc *d = &L->d;
     const qk_moe_kernels *k = &L->k;
     qkrt_buffer **B = L->buf;
     const qk_wbufs *W = L->wb[c];
     const uint32_t P = d->T * d->top_k;
     const int gk = k->gate_up >= 0 ? k->gate_up : k->gate;
-    L->n = 0;
-    int64_t vr[PROD_VARS], vg[PROD_VARS], vd[PROD_VARS];
-    prod_values(vr, d->E, d->H, d, 1);
+    int64_t vg[PROD_VARS], vd[PROD_VARS];
     prod_values(vg, d->F, d->H, d, 1);
     prod_values(vd, d->H, d->F, d, d->top_k);
-    static const char *const q_names[] = {"K", "T"};
     qkrt_result r = QKRT_OK;
-    const bool xq = takes_q8(b, k->router) || takes_q8(b, gk);
-    if (xq) {
-        const qk_bind bq[] = {{"x", B[B_X]}, {"xq", B[B_XQ]}};
-        const int64_t vq[] = {d->H, d->T};
-        step s = {L->quant, NULL, 0, bq, 2, q_names, vq, 2, false, NULL, 0};
-        r = add(ctx, b, L, c, &s, err, err_size);
-    }
-    if (r == QKRT_OK)
-        r = add_product(ctx, b, L, c, k->router, &W[W_ROUTER], 1, B_X, B_XQ, B_LOGITS, vr, xq, 0,
-                        err, err_size);
-    if (r == QKRT_OK) {
-        static const char *const names[] = {"E", "T", "top_k"};
-        const int64_t vals[] = {d->E, d->T, d->top_k};
-        const qk_bind bt[] = {{"logits", B[B_LOGITS]}, {"ids", B[B_IDS]}, {"route_w", B[B_RW]}};
-        r = add_op(ctx, b, L, c, k->topk, bt, 3, names, vals, 3, err, err_size);
-    }
     /* prefill: moe_route writes each product's grid, x from the kernel's own
      * grid rule, y from the busiest expert's pairs over its NR1 */
-    if (r == QKRT_OK && k->routed) {
+    if (k->routed) {
         const qkrt_kernel_info *kg = qkrt_bundle_kernel(b, (uint32_t)gk);
         const qkrt_kernel_info *kd = qkrt_bundle_kernel(b, (uint32_t)k->down);
         qkrt_shape sg = {PROD_VARS, prod_names, vg}, sd = {PROD_VARS, prod_names, vd};
@@ -343,17 +359,32 @@ static qkrt_result record_chain(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_
     if (r == QKRT_OK)
         r = add_product(ctx, b, L, c, k->down, &W[W_DOWN], 1, B_ACT, B_ACTQ, B_SLOTS, vd, true, 12,
                         err, err_size);
-    if (r == QKRT_OK) {
-        static const char *const names[] = {"N", "T", "top_k", "eps_bits"};
-        const float eps = QK_MOE_EPS;
-        uint32_t eps_bits;
-        memcpy(&eps_bits, &eps, 4);
-        const int64_t vals[] = {d->H, d->T, d->top_k, eps_bits};
-        const qk_bind bc[] = {{"slots", B[B_SLOTS]},   {"route_w", B[B_RW]},
-                              {"y", B[B_Y]},           {"residual", B[B_RES]},
-                              {"norm_w", B[B_NORM_W]}, {"normed", B[B_NORMED]}};
-        r = add_op(ctx, b, L, c, k->combine, bc, 6, names, vals, 4, err, err_size);
-    }
+    return r;
+}
+
+/* combine: the slots weighted and summed, the residual added, and RMSNorm. */
+static qkrt_result record_combine(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_layer *L,
+                                  uint32_t c, char *err, size_t err_size) {
+    const qk_moe_layer_desc *d = &L->d;
+    qkrt_buffer **B = L->buf;
+    static const char *const names[] = {"N", "T", "top_k", "eps_bits"};
+    const float eps = QK_MOE_EPS;
+    uint32_t eps_bits;
+    memcpy(&eps_bits, &eps, 4);
+    const int64_t vals[] = {d->H, d->T, d->top_k, eps_bits};
+    const qk_bind bc[] = {{"slots", B[B_SLOTS]},  {"route_w", B[B_RW]},    {"y", B[B_Y]},
+                          {"residual", B[B_RES]}, {"norm_w", B[B_NORM_W]}, {"normed", B[B_NORMED]}};
+    return add_op(ctx, b, L, c, L->k.combine, bc, 6, names, vals, 4, err, err_size);
+}
+
+/* Copy c's chain: [quantize x,] router, top-k, the experts, combine. */
+static qkrt_result record_chain(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_layer *L,
+                                uint32_t c, char *err, size_t err_size) {
+    L->n = 0;
+    qkrt_result r = record_input(ctx, b, L, c, err, err_size);
+    if (r == QKRT_OK) r = record_router(ctx, b, L, c, err, err_size);
+    if (r == QKRT_OK) r = record_experts(ctx, b, L, c, err, err_size);
+    if (r == QKRT_OK) r = record_combine(ctx, b, L, c, err, err_size);
     return r;
 }
 
@@ -419,6 +450,61 @@ static uint32_t copies_for(const qk_moe_layer *L) {
     return n < 1 ? 1 : n > QK_MOE_LAYER_MAX_COPIES ? QK_MOE_LAYER_MAX_COPIES : (uint32_t)n;
 }
 
+/* A layer of kernels k for problem d, nothing on the device yet. */
+static qk_moe_layer *layer_new(const qk_moe_kernels *k, const qk_moe_layer_desc *d) {
+    qk_moe_layer *L = calloc(1, sizeof *L);
+    L->k = *k, L->d = *d, L->quant = -1;
+    snprintf(L->format, sizeof L->format, "%s", d->format);
+    snprintf(L->variant, sizeof L->variant, "%s", d->variant ? d->variant : "");
+    L->d.format = L->format, L->d.variant = L->variant;
+    return L;
+}
+
+/* The bundle's quantizer where a kernel reads pre-quantized activations; the
+ * activation buffers, x and each pair's expert ids from x and ids where
+ * given, the residual and norm weights from L's data, the others NaN; and
+ * room for L->copies chains. */
+static qkrt_result layer_buffers(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_layer *L,
+                                 const float *x, const int32_t *ids, char *err, size_t err_size) {
+    const qk_moe_layer_desc *d = &L->d;
+    const qk_moe_kernels *k = &L->k;
+    qkrt_result r = QKRT_OK;
+    if (x_quantized(b, k) || takes_q8(b, k->down)) {
+        L->quant = qk_find_quantizer(ctx, b, err, err_size);
+        if (L->quant < 0) return QKRT_ERROR_UNSUPPORTED;
+    }
+    const size_t T = d->T, H = d->H, F = d->F, E = d->E, P = T * d->top_k;
+    const struct {
+        const void *data;
+        size_t bytes;
+    } spec[B_COUNT] = {
+        [B_X] = {x, 4 * T * H},
+        [B_XQ] = {NULL, qk_q8_bytes(d->T, d->H)},
+        [B_RES] = {L->res, 4 * T * H},
+        [B_NORM_W] = {L->norm_w, 4 * H},
+        [B_LOGITS] = {NULL, 4 * T * E},
+        [B_IDS] = {ids, 4 * P},
+        [B_RW] = {NULL, 4 * P},
+        [B_TPE] = {NULL, 4 * E},
+        [B_RIDS] = {NULL, 4 * E * T},
+        [B_DISP] = {NULL, 6 * 4},
+        [B_G] = {NULL, k->gate_up < 0 ? 4 * P * F : 4},
+        [B_U] = {NULL, k->gate_up < 0 ? 4 * P * F : 4},
+        [B_ACT] = {NULL, 4 * P * F},
+        [B_ACTQ] = {NULL, qk_q8_bytes((uint32_t)P, d->F)},
+        [B_SLOTS] = {NULL, 4 * P * H},
+        [B_Y] = {NULL, 4 * T * H},
+        [B_NORMED] = {NULL, 4 * T * H},
+    };
+    for (int i = 0; i < B_COUNT && r == QKRT_OK; i++)
+        r = qk_buffer_from(ctx, spec[i].data, spec[i].bytes, &L->buf[i]);
+    if (r == QKRT_OK) {
+        L->d_all = calloc((size_t)L->copies * QK_MOE_LAYER_MAX_DISPATCHES, sizeof *L->d_all);
+        L->slots = calloc((size_t)L->copies * QK_MOE_LAYER_MAX_DISPATCHES, sizeof *L->slots);
+    }
+    return r;
+}
+
 qkrt_result qk_moe_layer_create(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_kernels *k,
                                 const qk_moe_layer_desc *d, qk_moe_layer **out, char *err,
                                 size_t err_size) {
@@ -442,53 +528,66 @@ qkrt_result qk_moe_layer_create(qkrt_context *ctx, const qkrt_bundle *b, const q
                  d->format, kd->block_elements);
         return QKRT_ERROR_ARGUMENT;
     }
-    qk_moe_layer *L = calloc(1, sizeof *L);
-    L->k = *k, L->d = *d, L->quant = -1;
-    snprintf(L->format, sizeof L->format, "%s", d->format);
-    snprintf(L->variant, sizeof L->variant, "%s", d->variant ? d->variant : "");
-    L->d.format = L->format, L->d.variant = L->variant;
+    qk_moe_layer *L = layer_new(k, d);
     *out = L;
     qkrt_result r = make_data(L, err, err_size) ? QKRT_OK : QKRT_ERROR_ARGUMENT;
-    if (r == QKRT_OK && (takes_q8(b, k->router) || takes_q8(b, gk) || takes_q8(b, k->down))) {
-        L->quant = qk_find_quantizer(ctx, b, err, err_size);
-        if (L->quant < 0) r = QKRT_ERROR_UNSUPPORTED;
+    if (r == QKRT_OK) {
+        L->copies = copies_for(L);
+        r = layer_buffers(ctx, b, L, L->x, NULL, err, err_size);
     }
-    const size_t T = d->T, H = d->H, F = d->F, E = d->E, P = T * d->top_k;
-    const struct {
-        const void *data;
-        size_t bytes;
-    } spec[B_COUNT] = {
-        [B_X] = {L->x, 4 * T * H},
-        [B_XQ] = {NULL, qk_q8_bytes(d->T, d->H)},
-        [B_RES] = {L->res, 4 * T * H},
-        [B_NORM_W] = {L->norm_w, 4 * H},
-        [B_LOGITS] = {NULL, 4 * T * E},
-        [B_IDS] = {NULL, 4 * P},
-        [B_RW] = {NULL, 4 * P},
-        [B_TPE] = {NULL, 4 * E},
-        [B_RIDS] = {NULL, 4 * E * T},
-        [B_DISP] = {NULL, 6 * 4},
-        [B_G] = {NULL, k->gate_up < 0 ? 4 * P * F : 4},
-        [B_U] = {NULL, k->gate_up < 0 ? 4 * P * F : 4},
-        [B_ACT] = {NULL, 4 * P * F},
-        [B_ACTQ] = {NULL, qk_q8_bytes((uint32_t)P, d->F)},
-        [B_SLOTS] = {NULL, 4 * P * H},
-        [B_Y] = {NULL, 4 * T * H},
-        [B_NORMED] = {NULL, 4 * T * H},
-    };
-    for (int i = 0; i < B_COUNT && r == QKRT_OK; i++)
-        r = qk_buffer_from(ctx, spec[i].data, spec[i].bytes, &L->buf[i]);
-    L->copies = r == QKRT_OK ? copies_for(L) : 0;
     for (uint32_t c = 0; c < L->copies && r == QKRT_OK; c++)
         for (int i = 0; i < W_COUNT && r == QKRT_OK; i++)
             r = qk_wbufs_upload(ctx, &L->w[i], &L->wb[c][i]);
-    if (r == QKRT_OK) {
-        L->d_all = calloc((size_t)L->copies * QK_MOE_LAYER_MAX_DISPATCHES, sizeof *L->d_all);
-        L->slots = calloc((size_t)L->copies * QK_MOE_LAYER_MAX_DISPATCHES, sizeof *L->slots);
-    }
     for (uint32_t c = 0; c < L->copies && r == QKRT_OK; c++)
         r = record_chain(ctx, b, L, c, err, err_size);
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+    return r;
+}
+
+qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t route_ki,
+                           uint32_t gate_up_ki, uint32_t down_ki, const qk_weights wgu[2],
+                           const qk_weights *wd, const float *x, const int32_t *topk, uint32_t T,
+                           uint32_t top_k, uint32_t E, uint32_t H, uint32_t F, float *h, float *y,
+                           char *err, size_t err_size) {
+    const qkrt_kernel_info *kg = qkrt_bundle_kernel(b, gate_up_ki);
+    const qkrt_kernel_info *kd = qkrt_bundle_kernel(b, down_ki);
+    if (!qk_matmul_k_ok(kg, H, err, err_size) || !qk_matmul_k_ok(kd, F, err, err_size))
+        return QKRT_ERROR_ARGUMENT;
+    if (strcmp(kg->fusion, "swiglu")) {
+        snprintf(err, err_size, "%s: the gate/up kernel must bind two matrices (swiglu)", kg->name);
+        return QKRT_ERROR_ARGUMENT;
+    }
+    /* a layer with only its experts' kernels, and the caller's ids, x and weights */
+    const qk_moe_kernels k = {.router = -1,
+                              .topk = -1,
+                              .route = (int)route_ki,
+                              .gate_up = (int)gate_up_ki,
+                              .gate = -1,
+                              .glu = -1,
+                              .down = (int)down_ki,
+                              .combine = -1,
+                              .routed = true};
+    const qk_moe_layer_desc d = {.format = kg->format,
+                                 .variant = kg->format_variant,
+                                 .T = T,
+                                 .H = H,
+                                 .F = F,
+                                 .E = E,
+                                 .top_k = top_k};
+    qk_moe_layer *L = layer_new(&k, &d);
+    L->copies = 1;
+    qkrt_result r = layer_buffers(ctx, b, L, x, topk, err, err_size);
+    const qk_weights *w[] = {[W_GATE] = &wgu[0], [W_UP] = &wgu[1], [W_DOWN] = wd};
+    for (int i = W_GATE; i < W_COUNT && r == QKRT_OK; i++)
+        r = qk_wbufs_upload(ctx, w[i], &L->wb[0][i]);
+    if (r == QKRT_OK) r = record_input(ctx, b, L, 0, err, err_size);
+    if (r == QKRT_OK) r = record_experts(ctx, b, L, 0, err, err_size);
+    if (r == QKRT_OK) r = qkrt_run(ctx, L->d_all, L->n);
+    const size_t P = (size_t)T * top_k;
+    if (r == QKRT_OK && h) r = qkrt_buffer_download(ctx, L->buf[B_ACT], 0, h, 4 * P * F);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, L->buf[B_SLOTS], 0, y, 4 * P * H);
+    if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+    qk_moe_layer_destroy(ctx, L);
     return r;
 }
 

@@ -2,7 +2,8 @@
  * top-k, routing, gate/up with SwiGLU, down, weighted sum with residual and
  * RMSNorm, one chain of dispatches with barriers only where one reads what
  * another wrote, checked against float64. `qkgen bench --layer` times it and
- * the GPU tests run it; this is the one copy of its recording. */
+ * the GPU tests run it, and qk_run_moe_ffn runs its expert part alone: this is
+ * the one copy of its recording. */
 #ifndef QK_OPS_MOE_LAYER_H
 #define QK_OPS_MOE_LAYER_H
 
@@ -102,5 +103,19 @@ typedef struct qk_moe_check {
  * stage's worst NMSE over the copies. QKRT_OK when it ran (c->ok says
  * whether it was right). */
 qkrt_result qk_moe_layer_check(qkrt_context *ctx, qk_moe_layer *L, qk_moe_check *c);
+
+/* A MoE feed-forward block in one submission, with no host round trip: the
+ * layer's expert part on the caller's kernels, ids, x and weights. moe_route
+ * (kernel route_ki) from topk, then matmul_id gate_up_ki (the swiglu fusion:
+ * h = silu(x Wg^T) * (x Wu^T), [T, top_k, F]) and matmul_id down_ki (y = h
+ * Wd^T, [T, top_k, H]) both through vkCmdDispatchIndirect on the arguments
+ * moe_route wrote (and the bundle's quantizer before a kernel on
+ * pre-quantized activations). wgu: gate and up [E, F, H]; wd: [E, H, F]. h
+ * (optional) receives the intermediate. */
+qkrt_result qk_run_moe_ffn(qkrt_context *ctx, const qkrt_bundle *b, uint32_t route_ki,
+                           uint32_t gate_up_ki, uint32_t down_ki, const qk_weights wgu[2],
+                           const qk_weights *wd, const float *x, const int32_t *topk, uint32_t T,
+                           uint32_t top_k, uint32_t E, uint32_t H, uint32_t F, float *h, float *y,
+                           char *err, size_t err_size);
 
 #endif

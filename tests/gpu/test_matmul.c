@@ -4,6 +4,7 @@
  * (the seed is printed; QKGEN_SEED repeats a run), outputs poisoned with NaN,
  * rows and tokens that are not multiples of the tile, experts with no tokens. */
 #include "gpu_common.h"
+#include "ops_moe_layer.h" /* qk_run_moe_ffn */
 
 #include <math.h>
 #include <stdio.h>
