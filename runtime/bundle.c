@@ -134,6 +134,7 @@ static const struct {
     {"integer_dot_product", QKRT_FEATURE_INTEGER_DOT_PRODUCT},
     {"vulkan_memory_model", QKRT_FEATURE_VULKAN_MEMORY_MODEL},
     {"cooperative_matrix_khr", QKRT_FEATURE_COOPERATIVE_MATRIX_KHR},
+    {"cooperative_matrix2_nv", QKRT_FEATURE_COOPERATIVE_MATRIX2_NV},
 };
 
 uint32_t qkrt_feature_bit(const char *name) {
@@ -728,6 +729,8 @@ static bool has_feature(const qkrt_device_caps *c, uint32_t bit) {
         return c->memory_model;
     case QKRT_FEATURE_COOPERATIVE_MATRIX_KHR:
         return d->cooperative_matrix_khr;
+    case QKRT_FEATURE_COOPERATIVE_MATRIX2_NV:
+        return d->cooperative_matrix2_nv;
     }
     return false;
 }

@@ -34,6 +34,21 @@ typedef VkResult(VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKH
 #define VK_SCOPE_SUBGROUP_KHR         VK_SCOPE_SUBGROUP_NV
 #endif
 
+/* VK_NV_cooperative_matrix2 (Vulkan headers 1.3.296) is newer than every
+ * Vulkan header Debian 12 has; its features struct as the registry defines it. */
+#define QKRT_STRUCTURE_TYPE_COOPMAT2_FEATURES_NV ((VkStructureType)1000593000)
+typedef struct qkrt_coopmat2_features {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrixWorkgroupScope;
+    VkBool32 cooperativeMatrixFlexibleDimensions;
+    VkBool32 cooperativeMatrixReductions;
+    VkBool32 cooperativeMatrixConversions;
+    VkBool32 cooperativeMatrixPerElementOperations;
+    VkBool32 cooperativeMatrixTensorAddressing;
+    VkBool32 cooperativeMatrixBlockLoads;
+} qkrt_coopmat2_features;
+
 static uint32_t major_minor(uint32_t version) {
     return VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(version), VK_API_VERSION_MINOR(version), 0);
 }
@@ -162,6 +177,7 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     c->coopmat_nv_ext = has_extension(exts, ext_count, "VK_NV_cooperative_matrix");
     bool dot_ext = has_extension(exts, ext_count, "VK_KHR_shader_integer_dot_product");
     bool coopmat_khr_ext = has_extension(exts, ext_count, "VK_KHR_cooperative_matrix");
+    bool coopmat2_ext = v13 && has_extension(exts, ext_count, "VK_NV_cooperative_matrix2");
 
     VkPhysicalDeviceSubgroupSizeControlProperties size_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES,
@@ -180,8 +196,10 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     };
     vkGetPhysicalDeviceProperties2(c->physical, &props);
 
+    qkrt_coopmat2_features coopmat2 = {.sType = QKRT_STRUCTURE_TYPE_COOPMAT2_FEATURES_NV};
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat_khr = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+        .pNext = coopmat2_ext ? &coopmat2 : NULL,
     };
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
@@ -263,6 +281,16 @@ static void query_v12(VkInstance instance, qkrt_device_caps *c, const VkExtensio
     if (!info->cooperative_matrix_nv) c->coopmat_nv_ext = false;
     info->cooperative_matrix_khr = coopmat_khr_ext && coopmat_khr.cooperativeMatrix &&
                                    query_coopmat_khr(instance, c->physical);
+    /* what matmul_tensor.comp uses: workgroup-scope matrices of any tile,
+     * tensor-addressed loads with decode callbacks (block loads), per-element
+     * operations; the callbacks' block references need buffer device
+     * addresses */
+    info->cooperative_matrix2_nv = coopmat_khr_ext && info->cooperative_matrix_khr &&
+                                   coopmat2_ext && coopmat2.cooperativeMatrixWorkgroupScope &&
+                                   coopmat2.cooperativeMatrixFlexibleDimensions &&
+                                   coopmat2.cooperativeMatrixPerElementOperations &&
+                                   coopmat2.cooperativeMatrixTensorAddressing &&
+                                   coopmat2.cooperativeMatrixBlockLoads && v12.bufferDeviceAddress;
 }
 
 void qkrt_device_query(VkInstance instance, uint32_t instance_api, VkPhysicalDevice physical,
@@ -385,12 +413,13 @@ qkrt_result qkrt_enumerate_devices(qkrt_device_info *infos, uint32_t *count, cha
 qkrt_result qkrt_device_open(qkrt_context *ctx) {
     const qkrt_device_caps *c = &ctx->caps;
     const qkrt_device_info *info = &c->info;
-    const char *extensions[8];
+    const char *extensions[12];
     uint32_t extension_count = 0;
     if (c->size_control_ext) extensions[extension_count++] = "VK_EXT_subgroup_size_control";
     if (c->maintenance4_ext) extensions[extension_count++] = "VK_KHR_maintenance4";
     if (c->coopmat_nv_ext) extensions[extension_count++] = "VK_NV_cooperative_matrix";
     if (info->cooperative_matrix_khr) extensions[extension_count++] = "VK_KHR_cooperative_matrix";
+    if (info->cooperative_matrix2_nv) extensions[extension_count++] = "VK_NV_cooperative_matrix2";
     if (c->integer_dot_ext) extensions[extension_count++] = "VK_KHR_shader_integer_dot_product";
     if (c->push_descriptor) extensions[extension_count++] = "VK_KHR_push_descriptor";
     ctx->pipeline_stats = ctx->pipeline_stats && c->executable_info;
@@ -398,8 +427,17 @@ qkrt_result qkrt_device_open(qkrt_context *ctx) {
         extensions[extension_count++] = "VK_KHR_pipeline_executable_properties";
 
     /* only what kernels use: robustBufferAccess and friends cost speed */
+    qkrt_coopmat2_features coopmat2 = {
+        .sType = QKRT_STRUCTURE_TYPE_COOPMAT2_FEATURES_NV,
+        .cooperativeMatrixWorkgroupScope = VK_TRUE,
+        .cooperativeMatrixFlexibleDimensions = VK_TRUE,
+        .cooperativeMatrixPerElementOperations = VK_TRUE,
+        .cooperativeMatrixTensorAddressing = VK_TRUE,
+        .cooperativeMatrixBlockLoads = VK_TRUE,
+    };
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat_khr = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+        .pNext = info->cooperative_matrix2_nv ? &coopmat2 : NULL,
         .cooperativeMatrix = VK_TRUE,
     };
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat = {
@@ -434,6 +472,7 @@ qkrt_result qkrt_device_open(qkrt_context *ctx) {
         .vulkanMemoryModel = c->memory_model,
         .vulkanMemoryModelDeviceScope = c->memory_model_device_scope,
         .shaderSubgroupExtendedTypes = c->subgroup_extended_types,
+        .bufferDeviceAddress = info->cooperative_matrix2_nv,
     };
     VkPhysicalDeviceVulkan11Features v11 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,

@@ -13,6 +13,7 @@ typedef struct enabled {
     bool storage_16bit, storage_16bit_uniform, storage_8bit, storage_8bit_uniform;
     bool float16, int8, memory_model, memory_model_device_scope, subgroup_extended_types;
     bool size_control, full_subgroups, maintenance4, integer_dot, coopmat_nv, executable;
+    bool buffer_device_address;
 } enabled;
 
 static void read_chain(const VkDeviceCreateInfo *info, enabled *e) {
@@ -37,6 +38,7 @@ static void read_chain(const VkDeviceCreateInfo *info, enabled *e) {
             e->memory_model |= f->vulkanMemoryModel;
             e->memory_model_device_scope |= f->vulkanMemoryModelDeviceScope;
             e->subgroup_extended_types |= f->shaderSubgroupExtendedTypes;
+            e->buffer_device_address |= f->bufferDeviceAddress;
             break;
         }
         case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES: {
@@ -140,6 +142,10 @@ static void mask_caps(qkrt_context *ctx, const enabled *e) {
     d->cooperative_matrix_nv &=
         e->coopmat_nv && qkrt_extension_enabled(ctx, "VK_NV_cooperative_matrix");
     d->cooperative_matrix_khr &= qkrt_extension_enabled(ctx, "VK_KHR_cooperative_matrix");
+    /* the caller enabled the extension, and with it (we trust) the features
+     * qkrt_device_open turns on for it; buffer addresses are checked */
+    d->cooperative_matrix2_nv &= d->cooperative_matrix_khr && e->buffer_device_address &&
+                                 qkrt_extension_enabled(ctx, "VK_NV_cooperative_matrix2");
     c->executable_info &=
         e->executable && qkrt_extension_enabled(ctx, "VK_KHR_pipeline_executable_properties");
     c->push_descriptor &= qkrt_extension_enabled(ctx, "VK_KHR_push_descriptor");
@@ -159,7 +165,8 @@ void qkrt_caps_restrict(qkrt_device_caps *c, uint32_t features) {
                  features & QKRT_FEATURE_INTEGER_DOT_PRODUCT,
                  features & QKRT_FEATURE_COOPERATIVE_MATRIX_NV,
                  features & QKRT_FEATURE_VULKAN_MEMORY_MODEL,
-                 features & QKRT_FEATURE_COOPERATIVE_MATRIX_KHR};
+                 features & QKRT_FEATURE_COOPERATIVE_MATRIX_KHR,
+                 features & QKRT_FEATURE_COOPERATIVE_MATRIX2_NV};
     d->storage_8bit &= on[0], c->storage_8bit_uniform &= on[0];
     d->storage_16bit &= on[1], c->storage_16bit_uniform &= on[1];
     d->float16 &= on[2];
@@ -171,6 +178,7 @@ void qkrt_caps_restrict(qkrt_device_caps *c, uint32_t features) {
     d->cooperative_matrix_nv &= on[8], c->coopmat_nv_ext &= on[8];
     c->memory_model &= on[9], c->memory_model_device_scope &= on[9];
     d->cooperative_matrix_khr &= on[10];
+    d->cooperative_matrix2_nv &= on[11] && d->cooperative_matrix_khr;
     /* subgroup operations on 8- and 16-bit values come with those types */
     c->subgroup_extended_types &= on[2] || on[3] || on[4];
 }

@@ -33,6 +33,7 @@ enum {
     QKRT_FEATURE_INT16 = 1u << 9,
     QKRT_FEATURE_VULKAN_MEMORY_MODEL = 1u << 10,
     QKRT_FEATURE_COOPERATIVE_MATRIX_KHR = 1u << 11,
+    QKRT_FEATURE_COOPERATIVE_MATRIX2_NV = 1u << 12,
 };
 
 /* Everything learnt about one physical device; shared by enumeration and creation. */

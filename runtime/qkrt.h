@@ -87,6 +87,8 @@ typedef struct qkrt_device_info {
     bool integer_dot_product;         /* shaderIntegerDotProduct (1.3 or the KHR ext.) */
     bool cooperative_matrix_nv;       /* VK_NV_cooperative_matrix with a f16 x f16 -> f32 shape */
     bool cooperative_matrix_khr;      /* VK_KHR_cooperative_matrix */
+    bool cooperative_matrix2_nv;      /* VK_NV_cooperative_matrix2 (workgroup scope, tensor
+                                         addressing, per-element operations) on Vulkan 1.3 */
     uint32_t coopmat_m, coopmat_n, coopmat_k; /* first usable NV f16 shape, 0 if none */
     uint64_t device_local_bytes;
     double timestamp_period_ns; /* 0 if compute queue has no timestamps */

@@ -53,6 +53,7 @@ static void hash_path(qk_sha256 *h, const char *path) {
 static const char *extension_of(const char *feature) {
     if (!strcmp(feature, "cooperative_matrix_nv")) return "VK_NV_cooperative_matrix";
     if (!strcmp(feature, "cooperative_matrix_khr")) return "VK_KHR_cooperative_matrix";
+    if (!strcmp(feature, "cooperative_matrix2_nv")) return "VK_NV_cooperative_matrix2";
     if (!strcmp(feature, "integer_dot_product")) return "VK_KHR_shader_integer_dot_product";
     return NULL;
 }
@@ -97,7 +98,10 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
                 v->wg, k->min_subgroup_size, v->shared_memory);
     const char *features[16];
     uint32_t nf = qk_variant_features(v, features, 16);
-    qk_str_add(m, "      \"vulkan_version\": \"1.2\", \"extensions\": [");
+    bool v13 = false; /* NV cooperative matrix 2 modules are SPIR-V 1.6 */
+    for (uint32_t i = 0; i < nf; i++)
+        v13 |= !strcmp(features[i], "cooperative_matrix2_nv");
+    qk_str_addf(m, "      \"vulkan_version\": \"%s\", \"extensions\": [", v13 ? "1.3" : "1.2");
     for (uint32_t i = 0, ne = 0; i < nf; i++) {
         const char *ext = extension_of(features[i]);
         if (ext) qk_str_addf(m, "%s\"%s\"", ne++ ? ", " : "", ext);

@@ -44,14 +44,23 @@ static void annotate_log(const char *log, qk_str *out) {
     }
 }
 
+/* Modules target Vulkan 1.2 (SPIR-V 1.5), but for those that enable an
+ * extension glslang accepts only for SPIR-V 1.6: GL_NV_cooperative_matrix2
+ * (whose devices are Vulkan 1.3 ones). The optimizer and the validator then
+ * read the target from the module's SPIR-V version. */
+static bool needs_vulkan13(const char *source) {
+    return strstr(source, "#extension GL_NV_cooperative_matrix2 ") != NULL;
+}
+
 bool qk_compile_glsl(const char *name, const char *source, qk_spirv *out, qk_error *e) {
+    const bool v13 = needs_vulkan13(source);
     glslang_input_t input = {
         .language = GLSLANG_SOURCE_GLSL,
         .stage = GLSLANG_STAGE_COMPUTE,
         .client = GLSLANG_CLIENT_VULKAN,
-        .client_version = GLSLANG_TARGET_VULKAN_1_2,
+        .client_version = v13 ? GLSLANG_TARGET_VULKAN_1_3 : GLSLANG_TARGET_VULKAN_1_2,
         .target_language = GLSLANG_TARGET_SPV,
-        .target_language_version = GLSLANG_TARGET_SPV_1_5,
+        .target_language_version = v13 ? GLSLANG_TARGET_SPV_1_6 : GLSLANG_TARGET_SPV_1_5,
         .code = source,
         .default_version = 450,
         .default_profile = GLSLANG_NO_PROFILE,
@@ -95,7 +104,8 @@ done:
 }
 
 bool qk_validate(const char *name, const qk_spirv *m, qk_error *e) {
-    spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+    spv_context ctx = spvContextCreate(
+        m->count > 1 && m->words[1] >= 0x00010600u ? SPV_ENV_VULKAN_1_3 : SPV_ENV_VULKAN_1_2);
     spv_const_binary_t bin = {m->words, m->count};
     spv_diagnostic diag = NULL;
     spv_result_t r = spvValidate(ctx, &bin, &diag);

@@ -11,8 +11,13 @@ extern "C" {
 #include "compile.h"
 }
 
+// The Vulkan version a module targets, from its SPIR-V version (compile.c).
+static spv_target_env env_of(const qk_spirv *m) {
+    return m->count > 1 && m->words[1] >= 0x00010600u ? SPV_ENV_VULKAN_1_3 : SPV_ENV_VULKAN_1_2;
+}
+
 extern "C" bool qk_optimize(const char *name, qk_spirv *m, qk_error *e) {
-    spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
+    spvtools::Optimizer opt(env_of(m));
     std::string log;
     opt.SetMessageConsumer([&log](spv_message_level_t level, const char *,
                                   const spv_position_t &pos, const char *msg) {
@@ -52,7 +57,7 @@ extern "C" bool qk_optimize(const char *name, qk_spirv *m, qk_error *e) {
 // bundle ships the module with its specialization constants open.
 extern "C" bool qk_specialize(const char *name, const qk_spirv *in, const uint32_t *ids,
                               const uint32_t *values, uint32_t n, qk_spirv *out, qk_error *e) {
-    spvtools::Optimizer opt(SPV_ENV_VULKAN_1_2);
+    spvtools::Optimizer opt(env_of(in));
     std::string log;
     opt.SetMessageConsumer([&log](spv_message_level_t level, const char *,
                                   const spv_position_t &pos, const char *msg) {

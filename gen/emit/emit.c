@@ -19,10 +19,14 @@ static const struct {
     {"storage_8bit", "GL_EXT_shader_8bit_storage"},
     {"float16", "GL_EXT_shader_explicit_arithmetic_types_float16"},
     {"int8", "GL_EXT_shader_explicit_arithmetic_types_int8"},
+    {"int16", "GL_EXT_shader_explicit_arithmetic_types_int16"},
     {"integer_dot_product", "GL_EXT_spirv_intrinsics"},
     {"cooperative_matrix_nv", "GL_NV_cooperative_matrix GL_KHR_memory_scope_semantics "
                               "GL_EXT_shader_explicit_arithmetic_types_float16"},
     {"cooperative_matrix_khr", "GL_KHR_cooperative_matrix GL_KHR_memory_scope_semantics "
+                               "GL_EXT_shader_explicit_arithmetic_types_float16"},
+    {"cooperative_matrix2_nv", "GL_KHR_cooperative_matrix GL_NV_cooperative_matrix2 "
+                               "GL_KHR_memory_scope_semantics GL_EXT_buffer_reference "
                                "GL_EXT_shader_explicit_arithmetic_types_float16"},
 };
 
@@ -255,6 +259,18 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
         if (k->staged == QK_STAGED_SHARED) qk_str_add(&h, "#define QK_STAGE_SHARED 1\n");
     }
     if (v->mma[0]) qk_str_addf(&h, "#define MMA_%s 1\n", v->mma);
+    /* a family point's axis values ("routing=pairs weights=shared"), for the
+     * templates whose paths the values choose: AXIS_weights_shared */
+    for (const char *a = k->axes; *a;) {
+        size_t n = strcspn(a, " ");
+        const char *eq = memchr(a, '=', n);
+        if (eq)
+            qk_str_addf(&h, "#define AXIS_%.*s_%.*s 1\n", (int)(eq - a), a,
+                        (int)(n - (size_t)(eq - a) - 1), eq + 1);
+        a += n;
+        while (*a == ' ')
+            a++;
+    }
     if (v->fusion) qk_str_addf(&h, "#define FUSION_%s 1\n", v->fusion->name);
     if (k->specialize & (1u << QK_TILE_WG))
         /* the size as well as the id: without it the workgroup's default

@@ -131,6 +131,8 @@ static const char *builtin_rule(const qk_variant *v, char *buf, size_t n) {
      * cooperative matrices): dropped, so the build still succeeds */
     if (!strcmp(v->mma, "coopmat_khr") && !qk_compile_has_extension("GL_KHR_cooperative_matrix"))
         return qk_compile_missing_reason("GL_KHR_cooperative_matrix", buf, (unsigned)n);
+    if (!strcmp(v->mma, "coopmat2_nv") && !qk_compile_has_extension("GL_NV_cooperative_matrix2"))
+        return qk_compile_missing_reason("GL_NV_cooperative_matrix2", buf, (unsigned)n);
     if (v->kernel->staged && qk_variant_stage_vec(v) == 0)
         return "a staged chunk must be whole blocks filling whole 32-bit words (NK / QK * QK_BYTES "
                "% 4 == 0)";
@@ -498,6 +500,14 @@ uint32_t qk_variant_features(const qk_variant *v, const char **out, uint32_t cap
     if (!strcmp(v->mma, "coopmat") || !strcmp(v->mma, "coopmat_khr")) {
         /* f16 matrices on the Vulkan memory model */
         want[nw++] = strcmp(v->mma, "coopmat") ? "cooperative_matrix_khr" : "cooperative_matrix_nv";
+        want[nw++] = "float16";
+        want[nw++] = "vulkan_memory_model";
+    }
+    if (!strcmp(v->mma, "coopmat2_nv")) {
+        /* workgroup-scope matrices, tensor-addressed loads with decode
+         * callbacks (whose block references need buffer device addresses) */
+        want[nw++] = "cooperative_matrix_khr";
+        want[nw++] = "cooperative_matrix2_nv";
         want[nw++] = "float16";
         want[nw++] = "vulkan_memory_model";
     }

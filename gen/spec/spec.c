@@ -340,6 +340,7 @@ static bool load_features(yw *w, ynode *n, char (*out)[32], uint32_t *count) {
                                         "storage_16bit",
                                         "float16",
                                         "int8",
+                                        "int16",
                                         "int64",
                                         "cooperative_matrix_nv",
                                         "cooperative_matrix_khr",
@@ -543,9 +544,11 @@ bool qk_spec_kernel_keys(yw *w, ynode *root, qk_kernel_spec *k, bool partial) {
         if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count)) return false;
         for (uint32_t i = 0; i < k->mma_count; i++)
             if (strcmp(k->mma[i], "scalar") && strcmp(k->mma[i], "coopmat") &&
-                strcmp(k->mma[i], "coopmat_khr") && strcmp(k->mma[i], "dot8"))
+                strcmp(k->mma[i], "coopmat_khr") && strcmp(k->mma[i], "coopmat2_nv") &&
+                strcmp(k->mma[i], "dot8"))
                 return yw_fail(w, n, "mma",
-                               "'%s' is not a math path (scalar, coopmat, coopmat_khr or dot8)",
+                               "'%s' is not a math path (scalar, coopmat, coopmat_khr, coopmat2_nv "
+                               "or dot8)",
                                k->mma[i]);
     }
     if ((n = yw_get(w, root, "fusions"))) {

@@ -7,6 +7,16 @@
 #define QK_MLX_WORDS (QK_SUB_N * QK_P_bits / 32)
 #define QK_MLX_MASK ((1u << QK_P_bits) - 1u)
 
+// One element (include/dequant_elem.glsl): bits e * QK_P_bits on of the
+// group's stream, which may straddle two words (3, 5 and 6 bits).
+#define QK_DEQUANT_ELEM 1
+float qk_dequant_elem(uint m, uint g, uint e) {
+    const uint p = e * QK_P_bits, o = p & 31u;
+    uint q = qkp_w(m, g, p >> 5) >> o;
+    if (o + QK_P_bits > 32u) q |= qkp_w(m, g, (p >> 5) + 1u) << (32u - o);
+    return fma(float(q & QK_MLX_MASK), qkp_scales(m, g, 0u), qkp_biases(m, g, 0u));
+}
+
 void qk_dequant_sub(uint m, uint g, uint sub, out float y[QK_SUB_N]) {
     float s = qkp_scales(m, g, 0u), b = qkp_biases(m, g, 0u);
     uint w[QK_MLX_WORDS];

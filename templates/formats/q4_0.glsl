@@ -3,6 +3,14 @@
 #include "include/nibbles.glsl"
 #include "include/split32.glsl"
 
+// One element (include/dequant_elem.glsl): element e is the low (e < 16) or
+// high nibble of qs[e % 16].
+#define QK_DEQUANT_ELEM 1
+float qk_dequant_elem(uint m, uint blk, uint e) {
+    const uint q = (qkf_qs(m, blk, e & 15u) >> (4u * (e >> 4))) & 15u;
+    return qkf_d(m, blk) * (float(q) - 8.0);
+}
+
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     float d = qkf_d(m, blk);
     float c[QK_SUB_N];

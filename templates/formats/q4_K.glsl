@@ -7,6 +7,16 @@
 #include "include/kquant.glsl"
 #include "include/linear.glsl"
 
+// One element (include/dequant_elem.glsl): element e is in sub-block j = e / 32,
+// the low (j even) or high nibble of qs[32 * (j / 2) + e % 32].
+#define QK_DEQUANT_ELEM 1
+float qk_dequant_elem(uint m, uint blk, uint e) {
+    const uint base = blk * QK_BYTES, j = e >> 5;
+    const vec2 s = qk_k4_scale_min(m, base, j);
+    const uint q = (qk_u8(m, base + QKF_qs_OFFSET + 32u * (j >> 1) + (e & 31u)) >> (4u * (j & 1u))) & 15u;
+    return s.x * float(q) - s.y;
+}
+
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     const uint base = blk * QK_BYTES, j = sub >> 1;
     const vec2 s = qk_k4_scale_min(m, base, j);

@@ -5,6 +5,18 @@
 #include "include/nibbles.glsl"
 #include "include/linear.glsl"
 
+// One element (include/dequant_elem.glsl): element e is in half h = e / 128,
+// quarter t = e % 128 / 32, at l = e % 32 of it: the low bits are nibble t / 2
+// of ql[64h + 32 * (t % 2) + l], the high ones crumb t of qh[32h + l], the
+// scale scales[e / 16].
+#define QK_DEQUANT_ELEM 1
+float qk_dequant_elem(uint m, uint blk, uint e) {
+    const uint h = e >> 7, t = (e >> 5) & 3u, l = e & 31u;
+    const uint lo = (qkf_ql(m, blk, 64u * h + 32u * (t & 1u) + l) >> (4u * (t >> 1))) & 15u;
+    const uint hi = (qkf_qh(m, blk, 32u * h + l) >> (2u * t)) & 3u;
+    return qkf_d(m, blk) * float(qkf_scales(m, blk, e >> 4)) * (float(lo | (hi << 4)) - 32.0);
+}
+
 // The four 6-bit values of quarter t whose low bits are at byte ql and high
 // bits at byte qh, one in the low bits of each byte of the word.
 uint qk_q6_K_word(uint m, uint ql, uint qh, uint t) {

@@ -3,6 +3,12 @@
 #include "include/nibbles.glsl"
 #include "include/linear.glsl"
 
+// One element (include/dequant_elem.glsl): d times the signed byte qs[e].
+#define QK_DEQUANT_ELEM 1
+float qk_dequant_elem(uint m, uint blk, uint e) {
+    return qkf_d(m, blk) * float(bitfieldExtract(int(qkf_qs(m, blk, e)), 0, 8));
+}
+
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     float d = qkf_d(m, blk);
     for (uint k = 0u; k < QK_SUB_N / 4u; k++) {

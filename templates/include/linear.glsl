@@ -4,3 +4,9 @@
 uint qk_sub_elem(uint sub, uint i) {
     return sub * QK_SUB_N + i;
 }
+
+// The inverse: the hook call and the position in y that hold element e of the
+// block (include/dequant_elem.glsl's one-element decoder).
+uvec2 qk_elem_sub(uint e) {
+    return uvec2(e / QK_SUB_N, e % QK_SUB_N);
+}

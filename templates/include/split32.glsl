@@ -10,6 +10,12 @@ uint qk_sub_elem(uint sub, uint i) {
     return (i < half_n ? 0u : 16u) + sub * half_n + i % half_n;
 }
 
+// The inverse: the hook call and the position in y that hold element e.
+uvec2 qk_elem_sub(uint e) {
+    const uint half_n = QK_SUB_N / 2u, l = e & 15u;
+    return uvec2(l / half_n, (e >> 4) * half_n + l % half_n);
+}
+
 // The 4-bit codes of hook call sub, in y order; qs is the byte address of the
 // block's qs field.
 void qk_split32_codes(uint m, uint qs, uint sub, out uint c[QK_SUB_N]) {

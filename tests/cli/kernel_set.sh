@@ -59,6 +59,6 @@ grep -A1 '^  matvec  ' "$scratch/axes" | grep -q 'excluded: not in the standard 
   fail "no exclusion reason for the dense matvec: $(grep -A1 '^  matvec  ' "$scratch/axes")"
 "$qkgen" list --axes matvec_mma --set specs/sets/standard.yaml 2>"$scratch/err" >/dev/null
 rc=$?
-[ $rc -eq 2 ] && grep -q "no family 'matvec_mma' (the specs have: matmul, matvec, matvec_lanes)" "$scratch/err" ||
+[ $rc -eq 2 ] && grep -q "no family 'matvec_mma' (the specs have: matmul, matmul_tensor, matvec, matvec_lanes)" "$scratch/err" ||
   fail "--axes of a family outside the set: exit $rc, $(cat "$scratch/err")"
 echo "3 passed, 0 failed"

@@ -16,7 +16,7 @@ grep -q "the format has int8-dot hooks (int8_dot: true in its YAML) (rule 'QK_DO
 "$qkgen" list --axes nosuch 2>"$scratch/err"
 rc=$?
 [ $rc -eq 2 ] || fail "an unknown family: exit status $rc, expected 2"
-grep -q "no family 'nosuch' (the specs have: matmul, matvec, matvec_lanes" "$scratch/err" ||
+grep -q "no family 'nosuch' (the specs have: matmul, matmul_tensor, matvec, matvec_lanes" "$scratch/err" ||
   fail "message: $(cat "$scratch/err")"
 # qkgen list without flags: counts per kernel and format, whose total is
 # the number of variants and of modules a bundle of the specs holds
