@@ -706,6 +706,19 @@ static bool finish_manifest(const char *bundle_dir, const qk_str *select, const 
     return ok;
 }
 
+/* The operations of a MoE layer besides its products (docs/tune.md). */
+static bool moe_aux(const char *op) {
+    return !strcmp(op, "router_topk") || !strcmp(op, "moe_route") || !strcmp(op, "moe_combine") ||
+           !strcmp(op, "swiglu") || !strcmp(op, "quantize");
+}
+
+/* Whether v is winner's swiglu-fused form (the name + "_swiglu"). */
+static bool is_fused_sibling(const qk_variant *v, const char *winner) {
+    size_t n = strlen(winner);
+    return v->fusion && !strcmp(v->fusion->name, "swiglu") && !strncmp(v->name, winner, n) &&
+           !strcmp(v->name + n, "_swiglu");
+}
+
 static bool model_has(const qk_model_case *mc, uint32_t n, const qk_tune_case *c) {
     for (uint32_t i = 0; i < n; i++)
         if (!strcmp(mc[i].family, c->op) && !strcmp(mc[i].format, c->format) && mc[i].m == c->M &&
@@ -876,6 +889,20 @@ int cmd_build_tuned(qk_args *a) {
         }
     for (uint32_t i = 0; any_q8 && i < plan.variant_count; i++)
         if (!strcmp(plan.variants[i].kernel->family, "quantize")) want[i] = true;
+    /* A model with experts also gets what an engine runs around the tuned
+     * products of its MoE layer (qkgen bench --layer records it so): the
+     * router's top-k, the routing, the weighted sum and SwiGLU (a handful of
+     * small kernels), and each expert winner's swiglu-fused sibling, which
+     * computes gate and up at once. */
+    bool moe = false;
+    for (uint32_t i = 0; i < nmc; i++)
+        moe |= !strcmp(mc[i].family, "matvec_id") || !strcmp(mc[i].family, "matmul_id");
+    for (uint32_t i = 0; moe && rc == QK_EXIT_OK && i < plan.variant_count; i++) {
+        const qk_variant *v = &plan.variants[i];
+        if (moe_aux(v->kernel->family)) want[i] = true;
+        for (uint32_t j = 0; j < n && !want[i]; j++)
+            want[i] = oc[j].best && is_fused_sibling(v, oc[j].best->variant);
+    }
     if (rc == QK_EXIT_OK &&
         !qk_tune_build_subset(&specs, &plan, want, templates, out, name, quiet, &st, &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
@@ -892,9 +919,15 @@ int cmd_build_tuned(qk_args *a) {
             if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
         for (uint32_t d = 0; d < nd; d++)
             keep[nkeep++] = defs[d].kernel;
-        for (uint32_t i = 0; any_q8 && i < plan.variant_count; i++)
-            if (!strcmp(plan.variants[i].kernel->family, "quantize"))
-                keep[nkeep++] = plan.variants[i].name;
+        for (uint32_t i = 0; i < plan.variant_count; i++) {
+            const qk_variant *v = &plan.variants[i];
+            bool fused = false;
+            for (uint32_t j = 0; moe && j < n && !fused; j++)
+                fused = oc[j].best && is_fused_sibling(v, oc[j].best->variant);
+            if ((any_q8 && !strcmp(v->kernel->family, "quantize")) ||
+                (moe && (moe_aux(v->kernel->family) || fused)))
+                keep[nkeep++] = v->name;
+        }
         bool fin = finish_manifest(st.path, &sel, keep, nkeep, &extra, &e);
         free(keep);
         if (!fin) {

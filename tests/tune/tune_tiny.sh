@@ -41,8 +41,16 @@ names = {k["name"] for k in m["kernels"]}
 kernels = {r["kernel"] for d in m["select"]["devices"] for r in d["rules"]} | {r["kernel"] for r in m["select"]["default"]}
 assert not missing and ops == {"matvec", "matmul", "matvec_id", "matmul_id"}, (missing, ops)
 assert kernels <= names, kernels - names
+# a MoE model's layer: its other operations too (qkgen bench --layer)
+fams = {k["family"] for k in m["kernels"]}
+assert {"router_topk", "moe_route", "moe_combine"} <= fams, fams
 print(len(cases), "cases tuned,", len(ops), "fallbacks,", len(names), "kernels in the bundle")
 PY
+# the layer of the tiny model from the tuned bundle alone, its products selected
+"$qkgen" bench --layer --bundle "$out/tuned" --formats q4_0 --k 256 --m 32 --experts 4 --top-k 2 \
+  --tokens 1,16 --runs 20 --warmup-ms 10 --rotate-mb 0 > "$scratch/layer" 2>&1 ||
+  fail "bench --layer on the tuned bundle: $(tail -3 "$scratch/layer")"
+cat "$scratch/layer"
 python3 tests/tools/select_eval.py "$test_select" "$out/tuned" --expect-device-rules ||
   fail "qkrt_select disagrees with the rule"
 # an unknown device: the same bundle with another vendor id in its table
