@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""qkgen against the peer (llama.cpp's Vulkan backend) measured in the same
+device call, as markdown tables.
+
+    python3 bench/side_by_side.py DIR
+
+DIR holds what such a call returned:
+  prefill/  `qkgen bench --json` files (the fastest correct variant of each
+            case is the one marked best) and the peer's peer-on.txt
+            (../shared/peer/run.sh: RESULT lines with kern_us, ggml-vulkan's
+            own per-op GPU time) and gpu.txt;
+  layer/    `qkgen bench --layer --json` (layer.json) and the peer's
+            layer-on.txt / layer-off.txt (bench/peer/run-layer.sh).
+Either may be missing. Ratios are the peer's time over ours (above 1: qkgen
+is faster)."""
+import glob
+import json
+import os
+import re
+import sys
+
+
+def results(path):
+    """RESULT lines of a peer log as dicts."""
+    out = []
+    if not os.path.exists(path):
+        return out
+    for line in open(path):
+        if line.startswith("RESULT "):
+            out.append(dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv))
+    return out
+
+
+def gpu_name(d):
+    p = os.path.join(d, "gpu.txt")
+    if not os.path.exists(p):
+        return ""
+    lines = [l.strip() for l in open(p) if l.strip() and not l.startswith("name")]
+    return lines[-1] if lines else ""
+
+
+def prefill(d):
+    best = {}
+    device = ""
+    for p in sorted(glob.glob(os.path.join(d, "*.json"))):
+        j = json.load(open(p))
+        device = j.get("device", device)
+        for r in j.get("results", []):
+            if not r.get("ok") or not r.get("timed") or r.get("us", 0) <= 0:
+                continue
+            key = (r["family"], r["format"], r["M"], r["K"], r["T"], r.get("E", 0))
+            if key not in best or r["us"] < best[key]["us"]:
+                best[key] = r
+    peer = {}
+    for r in results(os.path.join(d, "peer-on.txt")):
+        if r.get("part") == "prefill":
+            peer[("matmul", r["type"], int(r["m"]), int(r["k"]), int(r["n"]), 0)] = r
+        elif r.get("part") == "moe" and int(r["n"]) >= 32:
+            peer[("matmul_id", r["type"], int(r["m"]), int(r["k"]), int(r["n"]), int(r["E"]))] = r
+    if not best:
+        return []
+    out = [f"Device {device} ({gpu_name(d) or 'see gpu.txt'}). Ours: the fastest correct "
+           "variant of `qkgen bench` (per dispatch, between barriers); the peer: `kern_us` "
+           "(ggml-vulkan's per-op GPU time). Both in one device call.", "",
+           "| case | format | qkgen variant | qkgen us | qkgen TFLOP/s | peer us | peer TFLOP/s "
+           "| peer / qkgen |", "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(best, key=lambda k: (k[0], k[2], k[1])):
+        r = best[key]
+        fam, fmt, m, k, t, e = key
+        case = f"{fam} {m}x{k}, {t} tok" + (f", {e} experts top-{r['top_k']}" if e else "")
+        pk = ("matmul" if fam == "matmul" else "matmul_id", fmt, m, k, t, e)
+        pr = peer.get(pk)
+        ps = (f"{float(pr['kern_us']):.1f} | {float(pr['tflops_kern']):.1f} | "
+              f"{float(pr['kern_us']) / r['us']:.2f}x") if pr else "- | - | -"
+        out.append(f"| {case} | {fmt} | `{r['kernel']}` | {r['us']:.1f} | {r['tflops']:.1f} | {ps} |")
+    return out
+
+
+def layer(d):
+    p = os.path.join(d, "layer.json")
+    if not os.path.exists(p):
+        return []
+    j = json.load(open(p))
+    on = {(r["type"], int(r["tokens"])): r for r in results(os.path.join(d, "layer-on.txt"))}
+    off = {(r["type"], int(r["tokens"])): r for r in results(os.path.join(d, "layer-off.txt"))}
+    lay = j.get("layer", {})
+    out = [f"Device {j.get('device', '')}. A Qwen3-30B-A3B-like MoE FFN layer (hidden "
+           f"{lay.get('H')}, expert ffn {lay.get('F')}, {lay.get('E')} experts top-"
+           f"{lay.get('top_k')}): router, top-k, routing, gate/up with SwiGLU, down, weighted sum "
+           "with residual and RMSNorm. Ours: `qkgen bench --layer` on the model's tuned bundle "
+           "(`qkgen tune --model`, `qkgen build --tuned`), one command buffer; `chain us` is per "
+           "layer of layers back to back. The peer: one ggml graph of the same ops "
+           "(bench/peer/peerlayer.c); `wall us` per layer of chained layers, `kern us` the sum "
+           "of its per-op GPU times (a barrier after each op).", "",
+           "| format | tokens | qkgen us/layer | qkgen chain us | peer wall us | peer kern us "
+           "| peer wall / qkgen chain | dispatches (qkgen) |", "|---|---|---|---|---|---|---|---|"]
+    for r in j.get("results", []):
+        if not r.get("ok"):
+            continue
+        key = (r["format"], r["T"])
+        a, b = off.get(key), on.get(key)
+        wall = float(a["wall_us"]) if a else None
+        kern = float(b["kern_us"]) if b else None
+        ratio = f"{wall / r['us_chain']:.2f}x" if wall else "-"
+        out.append(f"| {r['format']} | {r['T']} | {r['us']:.1f} | {r['us_chain']:.1f} | "
+                   f"{wall if wall else '-'} | {kern if kern else '-'} | {ratio} | "
+                   f"{r['dispatches']} |")
+    return out
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        sys.exit("usage: side_by_side.py DIR")
+    d = sys.argv[1]
+    out = []
+    t = prefill(os.path.join(d, "prefill"))
+    if t:
+        out += ["### Prefill: matmul and MoE matmul, 512 tokens", ""] + t + [""]
+    t = layer(os.path.join(d, "layer"))
+    if t:
+        out += ["### The MoE layer", ""] + t + [""]
+    print("\n".join(out).rstrip())
+
+
+if __name__ == "__main__":
+    main()
