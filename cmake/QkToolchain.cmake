@@ -63,6 +63,12 @@ set(QK_HAS_NOT)
 foreach(f ${QK_PROBES})
   get_filename_component(ext ${f} NAME_WE)
   file(READ ${f} src)
+  # the target gen/compile/compile.c gives a module: Vulkan 1.3 (SPIR-V 1.6)
+  # where it enables GL_NV_cooperative_matrix2, else 1.2
+  set(env vulkan1.2)
+  if(src MATCHES "#extension GL_NV_cooperative_matrix2 ")
+    set(env vulkan1.3)
+  endif()
   string(REPLACE "\\" "\\\\" src "${src}")
   string(REPLACE "\"" "\\\"" src "${src}")
   string(REPLACE "\n" "\\n\"\n    \"" src "${src}")
@@ -70,10 +76,10 @@ foreach(f ${QK_PROBES})
   set(rc 1)
   if(QK_GLSLANG_BIN AND QK_SPIRV_VAL_BIN)
     set(spv ${CMAKE_BINARY_DIR}/generated/${ext}.spv)
-    execute_process(COMMAND ${QK_GLSLANG_BIN} --target-env vulkan1.2 -V ${f} -o ${spv}
+    execute_process(COMMAND ${QK_GLSLANG_BIN} --target-env ${env} -V ${f} -o ${spv}
                     RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
     if(rc EQUAL 0)
-      execute_process(COMMAND ${QK_SPIRV_VAL_BIN} --target-env vulkan1.2 ${spv}
+      execute_process(COMMAND ${QK_SPIRV_VAL_BIN} --target-env ${env} ${spv}
                       RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
     endif()
   endif()

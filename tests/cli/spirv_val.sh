@@ -5,7 +5,11 @@ out=$2
 command -v spirv-val >/dev/null || fail "spirv-val not installed (Debian: spirv-tools)"
 pass=0
 for f in "$out/default"/*.spv; do
-  spirv-val --target-env vulkan1.2 "$f" || fail "$f does not validate"
+  # the module's target from its SPIR-V version (word 1): 1.6 is Vulkan 1.3's
+  # (the NV cooperative-matrix-2 modules), else Vulkan 1.2
+  env=vulkan1.2
+  [ "$(od -An -tx4 -j4 -N4 "$f" | tr -d ' ')" = 00010600 ] && env=vulkan1.3
+  spirv-val --target-env $env "$f" || fail "$f does not validate"
   pass=$((pass + 1))
 done
 [ "$pass" -gt 0 ] || fail "no module checked"
