@@ -28,7 +28,7 @@ keep() { python3 "$scratch/keep.py" "$scratch/families" "$@" <"$scratch/all"; }
 keep q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64_bf16 \
   "fam in ('copy', 'quantize_q8') or fmt and (fam == 'matvec' and values == ['ids'] and fmt == 'q6_K'
    or fam == 'matvec_lanes' and set(values) & {'slab', 'q8', 'q8pre'}
-   or fam == 'matmul' and not name.endswith('_scalar'))" >"$scratch/std_want"
+   or fam == 'matmul' and not name.endswith('_scalar') or fam == 'matmul_tensor')" >"$scratch/std_want"
 [ -s "$scratch/std" ] || fail "the standard set has no variants"
 diff "$scratch/std_want" "$scratch/std" >"$scratch/diff" ||
   fail "standard set: $(wc -l <"$scratch/std") variants, the rules give $(wc -l <"$scratch/std_want"): $(head -5 "$scratch/diff")"
