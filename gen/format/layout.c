@@ -4,6 +4,7 @@
 
 #include "clang_dl.h"
 #include "qk_util.h"
+#include "../spec/spec.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -390,15 +391,9 @@ void qk_layout_print_yaml(const qk_layout *l, FILE *f) {
     }
 }
 
+/* The spec's type table (gen/spec/spec.c), the one every part reads. */
 uint32_t qk_layout_type_bytes(const char *type) {
-    static const struct {
-        const char *name;
-        uint32_t bytes;
-    } types[] = {{"u8", 1},   {"i8", 1},  {"u16", 2}, {"i16", 2}, {"f16", 2},
-                 {"bf16", 2}, {"u32", 4}, {"i32", 4}, {"f32", 4}};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
-        if (strcmp(type, types[i].name) == 0) return types[i].bytes;
-    return 0;
+    return qk_type_size(qk_type_parse(type));
 }
 
 /* Writes "block_x in header: " (or "block_x: ") into err, returning the length used. */
