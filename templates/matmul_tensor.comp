@@ -5,13 +5,14 @@
 // accumulator and walks K in steps of NK: the driver lays the matrices out
 // over the workgroup's subgroups and schedules the products, which the
 // other matmul paths (matmul.comp) spell out by hand. Per step an NR0 x NK
-// weight matrix (A) and an NK x NR1 activation matrix (B) come in one of two
+// weight matrix (A) and an NK x NR1 activation matrix (B) come in one of three
 // ways (the spec's `weights` axis):
 //  - decode: A through coopMatLoadTensorNV with a decode callback, each
 //    element from the format's one-element decoder (include/dequant_elem.glsl;
 //    the layout's blocks are the format's, 1 x QK), and B the same way from x
-//    (f32) through the row offsets of the tile's columns: no barrier in the
-//    loop, the driver schedules every load;
+//    (f32; dense: the layout over x finds each element, MoE: gathered through
+//    the row offsets of the tile's columns): no barrier in the loop, the
+//    driver schedules every load;
 //  - inplace: both tiles staged as f16 in shared memory by
 //    include/tile_load.glsl as matmul.comp stages them (the format's hooks
 //    read the weights where they lie), then loaded from there;
@@ -19,14 +20,12 @@
 //    into registers and dequantized from shared memory.
 // The staged tiles hold a step in the hooks' element order, the same for
 // weights and activations (include/tile_load.glsl); the decode path's are in
-// K order.
+// K order. Split K (a scratch binding) runs a split's share of the steps on
+// any path and meets as matmul.comp's does (include/split_k.glsl).
 //
-// The decode callback reads the bindings through the generated accessors
-// and leaves its block reference unused: the coordinates name the block, so
-// every format (planar MLX too, whose groups span several bindings) decodes
-// the same way. Rows past M (dense) or past the expert's M rows (MoE: the
-// layout ends at the expert's last row) and steps past K load zeros (the
-// layouts' constant clamp mode).
+// Rows past M (dense) or past the expert's M rows (MoE: the layout ends at
+// the expert's last row) and steps past K load zeros (the layouts' constant
+// clamp mode); the staged tiles clamp rows and zero steps as in matmul.comp.
 //
 // MoE form: grid z is the expert e; column c of the grid is the pair
 // p = ids[e][c] = token * top_k + slot, for c < tpe[e]; a workgroup whose first
