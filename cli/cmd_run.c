@@ -73,8 +73,9 @@ int cmd_devices(qk_args *a) {
                d[i].float16 ? "yes" : "no", d[i].int8 ? "yes" : "no",
                d[i].integer_dot_product ? "yes" : "no");
         if (d[i].cooperative_matrix_nv)
-            printf("   cooperative matrix: NV (f16 %ux%ux%u)%s\n", d[i].coopmat_m, d[i].coopmat_n,
-                   d[i].coopmat_k, d[i].cooperative_matrix_khr ? ", KHR" : "");
+            printf("   cooperative matrix: NV (f16 %ux%ux%u)%s%s\n", d[i].coopmat_m, d[i].coopmat_n,
+                   d[i].coopmat_k, d[i].cooperative_matrix_khr ? ", KHR" : "",
+                   d[i].cooperative_matrix2_nv ? ", NV2 (workgroup scope, tensor loads)" : "");
         else
             printf("   cooperative matrix: %s\n",
                    d[i].cooperative_matrix_khr ? "KHR only" : "none");
