@@ -91,26 +91,11 @@ float qk_result(float v[QK_NW]) {
 }
 
 #ifdef QK_SPLIT
-#include "include/split_k.glsl"
+#include "include/split_tile.glsl"
 
 // One output of this split: its sum into the split's part of the scratch.
 void qk_store(uint yr, uint r, float v[QK_NW]) {
     scratch[gl_WorkGroupID.z * pc.T * pc.M + yr + r] = floatBitsToUint(v[0]);
-}
-
-// After every split of the tile has stored: the last adds them into y.
-void qk_split_finish(uint row0) {
-    const uint M = pc.M, tid = gl_LocalInvocationID.x;
-    const uint counter = SK * pc.T * M + gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-    if (!qk_split_last(counter)) return;
-    for (uint o = tid; o < NR0 * NR1; o += WG) { // consecutive invocations, consecutive rows
-        const uint yr = qk_yrow[o / NR0], r = row0 + o % NR0;
-        if (yr == ~0u || r >= M) continue;
-        float sum = 0.0;
-        for (uint z = 0; z < SK; z++) sum += uintBitsToFloat(scratch[z * pc.T * M + yr + r]);
-        y[yr + r] = sum;
-    }
-    qk_split_reset(counter);
 }
 #else
 void qk_store(uint yr, uint r, float v[QK_NW]) {
