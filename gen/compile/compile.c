@@ -103,9 +103,13 @@ done:
     return ok;
 }
 
+bool qk_spirv_vulkan13(const qk_spirv *m) {
+    return m->count > 1 && m->words[1] >= 0x00010600u;
+}
+
 bool qk_validate(const char *name, const qk_spirv *m, qk_error *e) {
-    spv_context ctx = spvContextCreate(
-        m->count > 1 && m->words[1] >= 0x00010600u ? SPV_ENV_VULKAN_1_3 : SPV_ENV_VULKAN_1_2);
+    spv_context ctx =
+        spvContextCreate(qk_spirv_vulkan13(m) ? SPV_ENV_VULKAN_1_3 : SPV_ENV_VULKAN_1_2);
     spv_const_binary_t bin = {m->words, m->count};
     spv_diagnostic diag = NULL;
     spv_result_t r = spvValidate(ctx, &bin, &diag);

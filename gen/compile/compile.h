@@ -26,6 +26,10 @@ bool qk_optimize(const char *name, qk_spirv *m, qk_error *e);
 bool qk_specialize(const char *name, const qk_spirv *in, const uint32_t *ids,
                    const uint32_t *values, uint32_t n, qk_spirv *out, qk_error *e);
 /* spirv-val for the Vulkan 1.2 environment. */
+/* Whether m targets Vulkan 1.3: SPIR-V 1.6, which qk_compile_glsl gives the
+ * modules that enable GL_NV_cooperative_matrix2 (else Vulkan 1.2, SPIR-V 1.5);
+ * the optimizer and the validator take their target from it. */
+bool qk_spirv_vulkan13(const qk_spirv *m);
 bool qk_validate(const char *name, const qk_spirv *m, qk_error *e);
 void qk_spirv_free(qk_spirv *m);
 /* Bytes of the module's Workgroup (shared) variables: scalars and bools as 4

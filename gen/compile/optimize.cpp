@@ -13,7 +13,7 @@ extern "C" {
 
 // The Vulkan version a module targets, from its SPIR-V version (compile.c).
 static spv_target_env env_of(const qk_spirv *m) {
-    return m->count > 1 && m->words[1] >= 0x00010600u ? SPV_ENV_VULKAN_1_3 : SPV_ENV_VULKAN_1_2;
+    return qk_spirv_vulkan13(m) ? SPV_ENV_VULKAN_1_3 : SPV_ENV_VULKAN_1_2;
 }
 
 extern "C" bool qk_optimize(const char *name, qk_spirv *m, qk_error *e) {
