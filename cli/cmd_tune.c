@@ -912,22 +912,19 @@ int cmd_build_tuned(qk_args *a) {
     uint32_t extra = 0;
     if (rc == QK_EXIT_OK) {
         qk_tune_select_json(&sel, oc, n, defs, nd);
-        /* the manifest lists the winners, the fallbacks and the quantizer */
+        /* the manifest lists the winners and the fallbacks first */
         const char **keep = qk_xcalloc(n + nd + plan.variant_count + 1, sizeof *keep);
         uint32_t nkeep = 0;
         for (uint32_t i = 0; i < n; i++)
             if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
         for (uint32_t d = 0; d < nd; d++)
             keep[nkeep++] = defs[d].kernel;
-        for (uint32_t i = 0; i < plan.variant_count; i++) {
-            const qk_variant *v = &plan.variants[i];
-            bool fused = false;
-            for (uint32_t j = 0; moe && j < n && !fused; j++)
-                fused = oc[j].best && is_fused_sibling(v, oc[j].best->variant);
-            if ((any_q8 && !strcmp(v->kernel->family, "quantize")) ||
-                (moe && (moe_aux(v->kernel->family) || fused)))
-                keep[nkeep++] = v->name;
-        }
+        /* and what was built besides them: the quantizer, a MoE layer's
+         * other kernels and the winners' fused siblings (winners and
+         * fallbacks are unfused products, listed above) */
+        for (uint32_t i = 0; i < plan.variant_count; i++)
+            if (want[i] && (moe_aux(plan.variants[i].kernel->family) || plan.variants[i].fusion))
+                keep[nkeep++] = plan.variants[i].name;
         bool fin = finish_manifest(st.path, &sel, keep, nkeep, &extra, &e);
         free(keep);
         if (!fin) {

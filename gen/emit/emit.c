@@ -19,7 +19,6 @@ static const struct {
     {"storage_8bit", "GL_EXT_shader_8bit_storage"},
     {"float16", "GL_EXT_shader_explicit_arithmetic_types_float16"},
     {"int8", "GL_EXT_shader_explicit_arithmetic_types_int8"},
-    {"int16", "GL_EXT_shader_explicit_arithmetic_types_int16"},
     {"integer_dot_product", "GL_EXT_spirv_intrinsics"},
     {"cooperative_matrix_nv", "GL_NV_cooperative_matrix GL_KHR_memory_scope_semantics "
                               "GL_EXT_shader_explicit_arithmetic_types_float16"},

@@ -340,7 +340,6 @@ static bool load_features(yw *w, ynode *n, char (*out)[32], uint32_t *count) {
                                         "storage_16bit",
                                         "float16",
                                         "int8",
-                                        "int16",
                                         "int64",
                                         "cooperative_matrix_nv",
                                         "cooperative_matrix_khr",
