@@ -9,10 +9,13 @@
 // ways (the spec's `weights` axis):
 //  - decode: A through coopMatLoadTensorNV with a decode callback, each
 //    element from the format's one-element decoder (include/dequant_elem.glsl;
-//    the layout's blocks are the format's, 1 x QK), and B the same way from x
-//    (f32; dense: the layout over x finds each element, MoE: gathered through
-//    the row offsets of the tile's columns): no barrier in the loop, the
-//    driver schedules every load;
+//    the layout's blocks are the format's, 1 x QK, and the decoder reads the
+//    block through the reference the driver passes: staged: reference,
+//    include/bytes.glsl), and B the same way from x (f32; dense: the layout
+//    over x finds each element, MoE: gathered through the row offsets of the
+//    tile's columns): no barrier in the loop, the driver schedules every
+//    load. Whole tiles load through unclamped layouts, the edge tiles
+//    through clamped ones;
 //  - inplace: both tiles staged as f16 in shared memory by
 //    include/tile_load.glsl as matmul.comp stages them (the format's hooks
 //    read the weights where they lie), then loaded from there;
@@ -68,16 +71,19 @@ uint qk_nb;   // blocks per weight row
 uint qk_row0; // the tile's first row (of the expert's M)
 
 #ifdef AXIS_weights_decode
-// The weights decode by coordinates: the callback computes the block's index
-// and the hooks read the bindings as elsewhere (a planar format's groups span
-// several bindings), leaving the block reference unused (reading the block
-// through it, 16 bits at a time, was slower on the H200). The loads name the
-// weights' buffer (a planar format's code plane), whose blocks or groups are
-// at least 4 bytes, so that the block addresses the driver computes in its
-// units (words) stay inside it.
+// The weights: the format's decoder reads the block through the reference
+// the driver computes (include/bytes.glsl, QK_BLOCK_REF_READ). Where it
+// cannot (a planar format's groups span several bindings; blocks of an odd
+// size), the callback computes the block's index and the hooks read the
+// bindings as elsewhere, leaving the reference unused; the loads then name
+// the weights' buffer (a planar format's code plane), whose blocks or groups
+// are at least 4 bytes, so that the block addresses the driver computes in
+// its units (words) stay inside it.
+#ifndef QK_BLOCK_REF_READ
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer QkBlockRef {
     uint word;
 };
+#endif
 #ifdef QK_PLANAR
 #define QK_W_BUF qkp_w_buf[0].data
 #else
@@ -91,7 +97,12 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer QkF32Ref {
 
 #ifdef AXIS_weights_decode
 float16_t qk_decode_w(const in QkBlockRef bl, const in uint blockCoords[2], const in uint coordInBlock[2]) {
+#ifdef QK_BLOCK_REF_READ
+    qk_blk = bl;
+    return float16_t(qk_dequant_elem(0u, 0u, coordInBlock[1]));
+#else
     return float16_t(qk_dequant_elem(0u, blockCoords[0] * qk_nb + blockCoords[1], coordInBlock[1]));
+#endif
 }
 
 #ifdef QK_MOE
@@ -190,11 +201,34 @@ void main() {
     const uint xc0 = col0;
 #endif
     tensorViewNV<2, false, 1, 0> xt = createTensorViewNV(2, false, 1, 0);
-    for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) {
-        coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(lw, wrow0 + row0, NR0, k0, NK), qk_decode_w);
-        coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, xc0, NR1, k0, NK), xt, qk_decode_x);
-        acc = coopMatMulAdd(a, b, acc);
-    }
+#ifdef QK_MOE
+    const uint ntok = ncols;
+#else
+    const uint ntok = T;
+#endif
+    // A whole tile (rows, columns and steps) loads through unclamped layouts
+    // of the same dimensions: the same values without the bounds checks.
+    if (row0 + NR0 <= M && col0 + NR1 <= ntok && K % NK == 0u) {
+        tensorLayoutNV<2> uw = createTensorLayoutNV(2);
+        uw = setTensorLayoutBlockSizeNV(uw, 1, QK);
+        uw = setTensorLayoutDimensionNV(uw, wrow0 + M, K);
+        tensorLayoutNV<2> ux = createTensorLayoutNV(2);
+#ifdef QK_MOE
+        ux = setTensorLayoutDimensionNV(ux, NR1, K);
+#else
+        ux = setTensorLayoutDimensionNV(ux, T, K);
+#endif
+        for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) {
+            coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(uw, wrow0 + row0, NR0, k0, NK), qk_decode_w);
+            coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(ux, xc0, NR1, k0, NK), xt, qk_decode_x);
+            acc = coopMatMulAdd(a, b, acc);
+        }
+    } else
+        for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) {
+            coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(lw, wrow0 + row0, NR0, k0, NK), qk_decode_w);
+            coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, xc0, NR1, k0, NK), xt, qk_decode_x);
+            acc = coopMatMulAdd(a, b, acc);
+        }
 #elif defined(QK_STAGE_SHARED)
     // matmul.comp's staged loop: step s's raw weights are in raw set s % 2
     // when iteration s starts; step s + 1's loads are issued before step s's

@@ -133,7 +133,8 @@ static const char *builtin_rule(const qk_variant *v, char *buf, size_t n) {
         return qk_compile_missing_reason("GL_KHR_cooperative_matrix", buf, (unsigned)n);
     if (!strcmp(v->mma, "coopmat2_nv") && !qk_compile_has_extension("GL_NV_cooperative_matrix2"))
         return qk_compile_missing_reason("GL_NV_cooperative_matrix2", buf, (unsigned)n);
-    if (v->kernel->staged && qk_variant_stage_vec(v) == 0)
+    if (v->kernel->staged && v->kernel->staged != QK_STAGED_REFERENCE &&
+        qk_variant_stage_vec(v) == 0)
         return "a staged chunk must be whole blocks filling whole 32-bit words (NK / QK * QK_BYTES "
                "% 4 == 0)";
     return NULL;

@@ -663,7 +663,7 @@ static bool expand_point(family_reader *r, const uint8_t *p, qk_kernel_spec *k) 
                        k->name);
     if (((k->specialize >> QK_TILE_SK) & 1) && !k->sk_count)
         return fail_at(r, fam->mark, "specialize", "%s specializes SK but has no tile.SK", k->name);
-    if (((k->specialize >> QK_TILE_NK) & 1) && k->staged)
+    if (((k->specialize >> QK_TILE_NK) & 1) && k->staged && k->staged != QK_STAGED_REFERENCE)
         return fail_at(r, fam->mark, "specialize",
                        "%s is staged, whose chunk of words NK sizes: NK cannot be a "
                        "specialization constant",

@@ -358,7 +358,7 @@ static bool load_features(yw *w, ynode *n, char (*out)[32], uint32_t *count) {
     return true;
 }
 
-/* staged: true (registers), false, or shared */
+/* staged: true (registers), false, shared or reference */
 static bool load_staged(yw *w, ynode *n, qk_staging *out) {
     char s[16];
     if (!yw_str(w, n, "staged", s, sizeof s)) return false;
@@ -368,8 +368,11 @@ static bool load_staged(yw *w, ynode *n, qk_staging *out) {
         *out = QK_STAGED_NONE;
     else if (!strcmp(s, "shared"))
         *out = QK_STAGED_SHARED;
+    else if (!strcmp(s, "reference"))
+        *out = QK_STAGED_REFERENCE;
     else
-        return yw_fail(w, n, "staged", "expected true, false, registers or shared, got %s", s);
+        return yw_fail(w, n, "staged",
+                       "expected true, false, registers, shared or reference, got %s", s);
     return true;
 }
 
@@ -453,7 +456,7 @@ static bool load_specialize(yw *w, ynode *n, qk_kernel_spec *k, bool partial) {
                            names[i]);
         if (k->specialize & (1u << p))
             return yw_fail(w, item, "specialize", "'%s' is listed twice", names[i]);
-        if (p == QK_TILE_NK && k->staged && !partial)
+        if (p == QK_TILE_NK && k->staged && k->staged != QK_STAGED_REFERENCE && !partial)
             return yw_fail(w, item, "specialize",
                            "NK sizes a staged kernel's chunk of words (QK_STAGE_WORDS), which the "
                            "generator computes: it cannot be a specialization constant");

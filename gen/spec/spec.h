@@ -36,7 +36,15 @@ const char *qk_tile_param_name(qk_tile_param p);
 qk_tile_param qk_tile_param_parse(const char *s);
 
 /* Where a template stages chunks of weights (spec key staged). */
-typedef enum { QK_STAGED_NONE, QK_STAGED_REGISTERS, QK_STAGED_SHARED } qk_staging;
+/* How the format hooks' byte readers (templates/include/bytes.glsl) reach a
+ * block: the weight bindings, a staged chunk in registers or shared memory, or
+ * a buffer reference to the block (QK_BLOCK_REF). */
+typedef enum {
+    QK_STAGED_NONE,
+    QK_STAGED_REGISTERS,
+    QK_STAGED_SHARED,
+    QK_STAGED_REFERENCE
+} qk_staging;
 
 /* Scalar element types of block fields, planes and bindings. */
 typedef enum qk_type {

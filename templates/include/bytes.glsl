@@ -30,6 +30,33 @@
 #endif
 #endif
 
+#if defined(QK_BLOCK_REF) && QK_BYTES % 2 == 0
+// staged: reference (matmul_tensor.comp's decode callback). The driver hands
+// the callback a reference to the block that holds the element, of the
+// format's size, and the template puts it in qk_blk before it calls the
+// format's decoder with block 0: the readers below take their offsets in
+// that block, 16 bits at a time (blocks of an even size; 16-bit fields sit
+// at even offsets). Odd-sized blocks read the bindings as below.
+#define QK_BLOCK_REF_READ 1
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer QkBlockRef {
+    uint16_t h[QK_BYTES / 2];
+};
+QkBlockRef qk_blk;
+
+uint qk_u8(uint m, uint b) {
+    return bitfieldExtract(uint(qk_blk.h[b >> 1]), int(b & 1u) * 8, 8);
+}
+
+uint qk_u16(uint m, uint b) {
+    return uint(qk_blk.h[b >> 1]);
+}
+
+uint qk_u32(uint m, uint b) {
+    const uint h = b >> 1;
+    if ((b & 1u) == 0u) return uint(qk_blk.h[h]) | (uint(qk_blk.h[h + 1u]) << 16);
+    return (uint(qk_blk.h[h]) >> 8) | (uint(qk_blk.h[h + 1u]) << 8) | (uint(qk_blk.h[h + 2u]) << 24);
+}
+#else
 #if defined(QK_STAGED) && defined(QK_STAGE_SHARED)
 // staged: shared. The chunk lies in a shared-memory tile whose layout is the
 // template's (matvec_shared.comp, matmul.comp through include/tile_load.glsl),
@@ -73,3 +100,4 @@ uint qk_u32(uint m, uint b) {
     if (s == 0u) return lo;
     return (lo >> s) | (qk_word(m, (b >> 2) + 1u) << (32u - s));
 }
+#endif
