@@ -750,7 +750,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         }
     }
     /* the finalists: the screen's fastest correct variants, timed in full,
-     * the first after the whole warm-up, as every case's timed set */
+     * the first after the whole warm-up where nothing ran before, as every
+     * case's timed set; after the screen and the halving rounds, which kept
+     * the GPU busy, a warm-up of three screens' */
     for (uint32_t f = 0; screen && r == QKRT_OK && f < finalists; f++) {
         int pick = -1;
         for (uint32_t i = first; i < *count; i++) {
@@ -765,8 +767,10 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         snprintf(step, sizeof step, "finalist %u/%u", f + 1, finalists);
         progress(o, c, step, out->kernel);
         r = time_variant(ctx, b, idx[pick - (int)first], &cb, runs,
-                         f == 0 && (!o->halving || !warmed) ? o->warmup_s : o->rewarm_s, copy_gbps,
-                         d, ns, per, out);
+                         f == 0 && (!o->halving || !warmed) ? o->warmup_s
+                         : o->halving && warmed             ? 3 * screen_warm
+                                                            : o->rewarm_s,
+                         copy_gbps, d, ns, per, out);
         if (r == QKRT_OK && o->record)
             o->record(o->user, qkrt_bundle_kernel(b, idx[pick - (int)first]), out, "full");
         if (r == QKRT_OK && out->us < best_us) best_us = out->us, best = pick;

@@ -100,12 +100,17 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
         snprintf(rec.note, sizeof rec.note,
                  "screen: median of %u dispatches after a %.0f ms "
                  "warm-up (the case's first: %.0f ms)",
-                 r->screen_runs, 30.0, t->warm_ms);
-    else
+                 r->screen_runs, t->screen_warm_ms, t->warm_ms);
+    else if (t->exhaustive)
         snprintf(rec.note, sizeof rec.note,
                  "full: median of %u dispatches between barriers "
                  "after a warm-up of %.0f ms or more",
                  r->runs, t->warm_ms / 4);
+    else
+        snprintf(rec.note, sizeof rec.note,
+                 "full: median of %u dispatches between barriers after a warm-up "
+                 "of %.0f ms following the screen (%.0f ms where none ran)",
+                 r->runs, 3 * t->screen_warm_ms, t->warm_ms);
     rec.time = (double)time(NULL);
     if (!qk_tune_db_append(&t->db, &rec, &t->e)) t->failed_write = true;
     if (strcmp(stage, "full") || !r->us_screen) t->case_done++, t->done++;
@@ -174,17 +179,23 @@ static const char *fallback_name(void *user, const qk_tune_case *c) {
     return v ? v->name : NULL;
 }
 
-/* specs_dir planned, with the kernel set at set_path applied (NULL: none). */
-static bool load_plan(const char *specs_dir, const char *set_path, qk_spec_set *specs,
-                      qk_plan *plan) {
+/* specs_dir planned, with the kernel set at set_path applied (NULL: none),
+ * on the n formats of only (NULL: every format). */
+static bool load_plan_only(const char *specs_dir, const char *set_path, const char *const *only,
+                           uint32_t n, qk_spec_set *specs, qk_plan *plan) {
     qk_error e = {0};
     if (!qk_spec_set_load(specs_dir, specs, &e) ||
         (set_path && !qk_spec_set_apply(specs, specs_dir, set_path, &e)) ||
-        !qk_plan_build(specs, plan, &e)) {
+        !qk_plan_build_only(specs, only, n, plan, &e)) {
         fprintf(stderr, "%s\n", e.msg);
         return false;
     }
     return true;
+}
+
+static bool load_plan(const char *specs_dir, const char *set_path, qk_spec_set *specs,
+                      qk_plan *plan) {
+    return load_plan_only(specs_dir, set_path, NULL, 0, specs, plan);
 }
 
 /* False, with a message, for a database that has no record to read: the
@@ -434,9 +445,16 @@ int cmd_tune(qk_args *a) {
             nc++;
         }
     }
+    /* the kernels expanded on the cases' formats only: a few of the
+     * search space's points, the same variants */
+    const char **only = qk_xcalloc(nc ? nc : 1, sizeof *only);
+    for (uint32_t i = 0; i < nc; i++)
+        only[i] = cases[i].format;
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(specs_dir, set_path, &specs, &plan)) {
+    bool planned = load_plan_only(specs_dir, set_path, only, nc, &specs, &plan);
+    free(only);
+    if (!planned) {
         free(cases);
         return QK_EXIT_USAGE;
     }

@@ -320,8 +320,16 @@ static bool expand_points(qk_plan *p, const qk_spec_set *specs, const qk_kernel_
     return true;
 }
 
+/* Whether format f is one of the n that only names (none: every format). */
+static bool wanted(const qk_format *f, const char *const *only, uint32_t n) {
+    if (!only) return true;
+    for (uint32_t i = 0; i < n; i++)
+        if (qk_format_pick_names(only[i], f->name, f->variant)) return true;
+    return false;
+}
+
 static bool expand_kernel(qk_plan *p, const qk_spec_set *specs, const qk_kernel_spec *k,
-                          qk_error *e) {
+                          const char *const *only, uint32_t n_only, qk_error *e) {
     for (uint32_t fi = 0; fi < k->format_count; fi++) {
         if (!strcmp(k->formats[fi], "none")) {
             if (!expand_points(p, specs, k, &qk_format_none, e)) return false;
@@ -334,7 +342,8 @@ static bool expand_kernel(qk_plan *p, const qk_spec_set *specs, const qk_kernel_
             const qk_format *f = &p->formats[i];
             if (strcmp(f->name, k->formats[fi]) && strcmp(f->spec->name, k->formats[fi])) continue;
             any = true;
-            if (!qk_spec_set_keeps(specs, k, f->name, f->variant)) continue;
+            if (!wanted(f, only, n_only) || !qk_spec_set_keeps(specs, k, f->name, f->variant))
+                continue;
             if (!expand_points(p, specs, k, f, e)) return false;
         }
         if (!any) {
@@ -367,7 +376,25 @@ static bool check_picks(const qk_plan *p, const qk_spec_set *specs, qk_error *e)
     return true;
 }
 
+/* Orders variant indices by name, then index. */
+static const qk_variant *sort_variants;
+static int by_name(const void *a, const void *b) {
+    const uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    int c = strcmp(sort_variants[i].name, sort_variants[j].name);
+    return c ? c : (i > j) - (i < j);
+}
+static int by_module(const void *a, const void *b) {
+    const uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    int c = strcmp(sort_variants[i].module, sort_variants[j].module);
+    return c ? c : (i > j) - (i < j);
+}
+
 bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e) {
+    return qk_plan_build_only(specs, NULL, 0, out, e);
+}
+
+bool qk_plan_build_only(const qk_spec_set *specs, const char *const *only, uint32_t n_only,
+                        qk_plan *out, qk_error *e) {
     memset(out, 0, sizeof *out);
     for (uint32_t i = 0; i < specs->format_count; i++) {
         qk_format *fs;
@@ -393,27 +420,35 @@ bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e) {
         return false;
     }
     for (uint32_t i = 0; i < specs->kernel_count; i++)
-        if (!expand_kernel(out, specs, &specs->kernels[i], e)) {
+        if (!expand_kernel(out, specs, &specs->kernels[i], only, n_only, e)) {
             qk_plan_free(out);
             return false;
         }
-    for (uint32_t i = 0; i < out->variant_count; i++) {
-        qk_variant *v = &out->variants[i];
-        v->module_first = i;
-        for (uint32_t j = 0; j < i; j++)
-            if (!strcmp(v->module, out->variants[j].module)) {
-                v->module_first = out->variants[j].module_first;
-                break;
-            }
-    }
-    for (uint32_t i = 0; i < out->variant_count; i++)
-        for (uint32_t j = 0; j < i; j++)
-            if (!strcmp(out->variants[i].name, out->variants[j].name)) {
-                qk_error_set(e, "%s: two variants are both named '%s'",
-                             out->variants[i].kernel->path, out->variants[i].name);
-                qk_plan_free(out);
-                return false;
-            }
+    /* each variant's module's first variant, and no name twice: sorted
+     * indices (by module or name, then plan order), not pairs */
+    const uint32_t n = out->variant_count;
+    uint32_t *ix = qk_xcalloc(n ? n : 1, sizeof *ix);
+    sort_variants = out->variants;
+    for (uint32_t i = 0; i < n; i++)
+        ix[i] = i;
+    qsort(ix, n, sizeof *ix, by_module);
+    for (uint32_t i = 0; i < n; i++)
+        out->variants[ix[i]].module_first =
+            i && !strcmp(out->variants[ix[i]].module, out->variants[ix[i - 1]].module)
+                ? out->variants[ix[i - 1]].module_first
+                : ix[i];
+    for (uint32_t i = 0; i < n; i++)
+        ix[i] = i;
+    qsort(ix, n, sizeof *ix, by_name);
+    for (uint32_t i = 1; i < n; i++)
+        if (!strcmp(out->variants[ix[i]].name, out->variants[ix[i - 1]].name)) {
+            qk_error_set(e, "%s: two variants are both named '%s'",
+                         out->variants[ix[i]].kernel->path, out->variants[ix[i]].name);
+            free(ix);
+            qk_plan_free(out);
+            return false;
+        }
+    free(ix);
     return true;
 }
 

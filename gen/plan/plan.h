@@ -50,6 +50,14 @@ typedef struct qk_plan {
 /* Builds the plan of a loaded spec set. Errors (a kernel naming an unknown
  * format, a rule that does not evaluate) carry the spec's file:line:col. */
 bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e);
+/* The same, with the kernels expanded only on the formats that `only` names
+ * (n of them; a name or a name and option, as a kernel set picks them) and
+ * format "none" (the auxiliary kernels: the quantizer of q8pre candidates):
+ * the variants of those formats are the full plan's, found without
+ * expanding the others (the autotuner's few formats). Every format stays in
+ * out->formats. */
+bool qk_plan_build_only(const qk_spec_set *specs, const char *const *only, uint32_t n, qk_plan *out,
+                        qk_error *e);
 void qk_plan_free(qk_plan *p);
 const qk_format *qk_plan_find_format(const qk_plan *p, const char *name);
 
