@@ -45,12 +45,20 @@
 //   vec3 qk_part_affine8(uint slot, uint p, uint g)
 //       the int8 hooks for group g (0 .. NK / 32) of the staged part p.
 //
+// The swiglu fusion (the MoE decode form's gate and up): two weight matrices
+// share each slab, an invocation stages and multiplies its rows of both
+// (slots and accumulators s = m * NR0 + r) and the final sums store
+// silu(gate) * up (include/matvec_lanes.glsl).
+//
 // Two more forms: pre-quantized activations (an xq binding, matvec_xq_pre:
 // quantize_q8 wrote them as q8 rows, include/q8.glsl, and the slabs copy
 // their codes instead of rounding floats), and split K (a scratch binding,
 // matvec_xq_split: grid z is one of SK runs of K, and the splits' sums meet
 // in qk_lanes_store).
 
+#ifdef FUSION_swiglu
+#define QK_LANES_NMAT QK_FUSE_NW
+#endif
 #include "include/dot8.glsl"
 #include "include/q8.glsl"
 #include "include/matvec_lanes.glsl"
@@ -149,9 +157,11 @@ void main() {
     uint rowblk[NR0], toks[NR1], ncols;
     if (!qk_lanes_setup(lid, rowblk, toks, ncols)) return;
 
-    float acc[NR0][NR1];
-    [[unroll]] for (uint r = 0; r < NR0; r++)
-        [[unroll]] for (uint t = 0; t < NR1; t++) acc[r][t] = 0.0;
+    // rows s = m * NR0 + r: weight matrix m's row r (QK_LANES_ROWS = NR0 but
+    // under the swiglu fusion)
+    float acc[QK_LANES_ROWS][NR1];
+    [[unroll]] for (uint s = 0; s < QK_LANES_ROWS; s++)
+        [[unroll]] for (uint t = 0; t < NR1; t++) acc[s][t] = 0.0;
 
 #ifdef BINDING_xq
     uint xrow[NR1]; // each column's q8 row
@@ -177,12 +187,12 @@ void main() {
 #ifdef QK_PART_N
             // every row's part in flight before the first use
             const uint part = c % QK_PART_N;
-            [[unroll]] for (uint r = 0; r < NR0; r++)
-                qk_stage_part(r, 0u, rowblk[r] + c / QK_PART_N, part);
+            [[unroll]] for (uint s = 0; s < QK_LANES_ROWS; s++)
+                qk_stage_part(s, s / NR0, rowblk[s % NR0] + c / QK_PART_N, part);
 #elif defined(QK_STAGED)
             // every row's chunk in flight before the first use
-            [[unroll]] for (uint r = 0; r < NR0; r++)
-                qk_stage_load(r, 0u, (rowblk[r] + c * CHUNK_BLOCKS) * QK_BYTES);
+            [[unroll]] for (uint s = 0; s < QK_LANES_ROWS; s++)
+                qk_stage_load(s, s / NR0, (rowblk[s % NR0] + c * CHUNK_BLOCKS) * QK_BYTES);
 #endif
             const uint cl = c - c0;
             [[unroll]] for (uint b = 0; b < XQ_BLOCKS; b++) {
@@ -190,19 +200,20 @@ void main() {
                     const uint e = b * XQ_BLOCK_N + 32u * g; // element of the chunk
                     // the rows' codes once, then one token's activations at a time:
                     // 8 NR0 registers of codes, 8 of activations
-                    uint q[NR0][8];
-                    vec3 ab[NR0];
-                    [[unroll]] for (uint r = 0; r < NR0; r++) {
+                    uint q[QK_LANES_ROWS][8];
+                    vec3 ab[QK_LANES_ROWS];
+                    [[unroll]] for (uint s = 0; s < QK_LANES_ROWS; s++) {
 #ifdef QK_PART_N
-                        qk_part_codes8(r, part, g, q[r]); // slot r, group g of the part
-                        ab[r] = qk_part_affine8(r, part, g);
+                        qk_part_codes8(s, part, g, q[s]); // slot s, group g of the part
+                        ab[s] = qk_part_affine8(s, part, g);
 #elif defined(QK_STAGED)
-                        qk_codes8(r, b, g, q[r]); // slot r, block b of the chunk
-                        ab[r] = qk_affine8(r, b, g);
+                        qk_codes8(s, b, g, q[s]); // slot s, block b of the chunk
+                        ab[s] = qk_affine8(s, b, g);
 #else
-                        // read in place (matvec_xq_global): matrix 0, the global block
-                        qk_codes8(0u, rowblk[r] + c * CHUNK_BLOCKS + b, g, q[r]);
-                        ab[r] = qk_affine8(0u, rowblk[r] + c * CHUNK_BLOCKS + b, g);
+                        // read in place (matvec_xq_global): matrix s / NR0, the global block
+                        const uint blk = rowblk[s % NR0] + c * CHUNK_BLOCKS + b;
+                        qk_codes8(s / NR0, blk, g, q[s]);
+                        ab[s] = qk_affine8(s / NR0, blk, g);
 #endif
                     }
                     const uint gx = (cl * NK + e) / 32u;
@@ -214,16 +225,16 @@ void main() {
 #else
                         const float dx = qk_xdx[t][gx], sx = dx * float(qk_xsum[t][gx]);
 #endif
-                        [[unroll]] for (uint r = 0; r < NR0; r++) {
+                        [[unroll]] for (uint s = 0; s < QK_LANES_ROWS; s++) {
                             int s0 = 0, s1 = 0;
-                            [[unroll]] for (uint i = 0; i < 4u; i++) s0 = qk_sdot4(q[r][i], xa[i], s0);
-                            [[unroll]] for (uint i = 0; i < 4u; i++) s1 = qk_sdot4(q[r][4u + i], xb[i], s1);
+                            [[unroll]] for (uint i = 0; i < 4u; i++) s0 = qk_sdot4(q[s][i], xa[i], s0);
+                            [[unroll]] for (uint i = 0; i < 4u; i++) s1 = qk_sdot4(q[s][4u + i], xb[i], s1);
 #ifdef QK_DOT8_HALVES
-                            const float dot = fma(ab[r].x, float(s0), ab[r].y * float(s1));
+                            const float dot = fma(ab[s].x, float(s0), ab[s].y * float(s1));
 #else
-                            const float dot = ab[r].x * float(s0 + s1);
+                            const float dot = ab[s].x * float(s0 + s1);
 #endif
-                            acc[r][t] = fma(dot, dx, fma(ab[r].z, sx, acc[r][t]));
+                            acc[s][t] = fma(dot, dx, fma(ab[s].z, sx, acc[s][t]));
                         }
                     }
                 }

@@ -7,9 +7,19 @@
 
 #define CHUNK_BLOCKS (NK / QK)
 #define RG (WG / TPR)
+// Under the swiglu fusion (a template that takes it defines QK_LANES_NMAT
+// QK_FUSE_NW first) an invocation keeps its rows' sums for both matrices:
+// rows s = m * NR0 + r of acc, gate (m = 0) and up (m = 1).
+#ifndef QK_LANES_NMAT
+#define QK_LANES_NMAT 1u
+#endif
+#define QK_LANES_ROWS (QK_LANES_NMAT * NR0)
+#if defined(FUSION_swiglu) && defined(BINDING_scratch)
+#error "split K with the swiglu fusion: the splits' scratch holds one matrix's sums"
+#endif
 
 // the lanes' partial sums; a template may use it before qk_lanes_store too
-shared float qk_red[NR0 * NR1][WG];
+shared float qk_red[QK_LANES_ROWS * NR1][WG];
 
 #include "include/matvec_cols.glsl"
 
@@ -38,15 +48,20 @@ bool qk_lanes_setup(uint lid, out uint rowblk[NR0], out uint toks[NR1], out uint
 // the dispatch); the last to arrive adds the SK sums in split order, so the
 // result does not depend on the order of arrival, writes y and sets the
 // counter back to zero for the next dispatch.
-void qk_lanes_store(uint lid, float acc[NR0][NR1], uint ncols) {
+void qk_lanes_store(uint lid, float acc[QK_LANES_ROWS][NR1], uint ncols) {
     const uint M = pc.M, tok0 = gl_WorkGroupID.y * NR1;
-    [[unroll]] for (uint r = 0; r < NR0; r++)
-        [[unroll]] for (uint t = 0; t < NR1; t++) qk_red[r * NR1 + t][lid] = acc[r][t];
+    [[unroll]] for (uint s = 0; s < QK_LANES_ROWS; s++)
+        [[unroll]] for (uint t = 0; t < NR1; t++) qk_red[s * NR1 + t][lid] = acc[s][t];
     barrier();
     for (uint o = lid; o < RG * NR0 * NR1; o += WG) {
         const uint g = o / (NR0 * NR1), rt = o % (NR0 * NR1);
         float sum = 0.0;
         for (uint l = 0; l < TPR; l++) sum += qk_red[rt][g * TPR + l];
+#ifdef FUSION_swiglu
+        float up = 0.0; // the up projection's row, NR0 * NR1 sums on
+        for (uint l = 0; l < TPR; l++) up += qk_red[NR0 * NR1 + rt][g * TPR + l];
+        sum = qk_fuse_swiglu(sum, up);
+#endif
         const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
 #if defined(BINDING_scratch)
         if (r < M && t < ncols) scratch[(gl_WorkGroupID.z * ncols + t) * M + r] = floatBitsToUint(sum);
