@@ -10,8 +10,8 @@ from) and gpu.txt (nvidia-smi's name and driver), and optionally notes.md, a
 few lines on what the run was. The page is generated, never edited by hand:
 the current table per family (bench/table.py), the comparison of two bundles
 where the run timed two (bench/compare.py), the side-by-side tables against
-the peer of the newest folder with prefill/ and of the newest with layer/
-(bench/side_by_side.py; the others listed), the method, the device and how to reproduce. The story of each experiment is in git history and the issues."""
+the peer of the newest two folders with prefill/ and of the newest with
+layer/ (bench/side_by_side.py; the others listed), the method, the device and how to reproduce. The story of each experiment is in git history and the issues."""
 import glob
 import os
 import subprocess
@@ -38,9 +38,11 @@ def main():
                     if os.path.isdir(os.path.join(f, "prefill")) or os.path.isdir(os.path.join(f, "layer"))),
                    key=lambda f: (added(f), os.path.basename(os.path.normpath(f))))
     # the current tables: the newest folder of each kind; the others listed
-    newest = {k: max((f for f in sides if os.path.isdir(os.path.join(f, k))), key=sides.index, default=None)
-              for k in ("prefill", "layer")}
-    shown = [f for f in sides if f in newest.values()]
+    # the newest two prefill calls (a call may time a few formats only) and
+    # the newest layer call
+    keep = [f for f in sides if os.path.isdir(os.path.join(f, "prefill"))][-2:]
+    keep += [f for f in sides if os.path.isdir(os.path.join(f, "layer"))][-1:]
+    shown = [f for f in sides if f in keep]
     older = [f for f in sides if f not in shown]
     where = sys.argv[1] if len(sys.argv) > 1 else (runs[-1] if runs else None)
     if not where or not os.path.isdir(where):

@@ -96,8 +96,29 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer QkF32Ref {
 #endif
 
 #ifdef AXIS_weights_decode
+#ifdef QK_ELEM_SCALES
+// The format's scale hoist: the (scale, min) pairs of the tile's rows in the
+// current block column, QK_ELEM_SCALES a row, filled at each block boundary
+// (qk_fill_scales); qk_tile_row is the tile's first row in the layout.
+shared vec2 qk_esc[NR0 * QK_ELEM_SCALES];
+uint qk_tile_row;
+
+void qk_fill_scales(uint wrow0, uint row0, uint M, uint nb, uint blkcol) {
+    barrier(); // the previous block column's loads are done
+    for (uint i = gl_LocalInvocationID.x; i < NR0 * QK_ELEM_SCALES; i += WG) {
+        const uint r = min(row0 + i / QK_ELEM_SCALES, M - 1u);
+        qk_esc[i] = qk_elem_scale((wrow0 + r) * nb + blkcol, i % QK_ELEM_SCALES);
+    }
+    barrier();
+}
+#endif
+
 float16_t qk_decode_w(const in QkBlockRef bl, const in uint blockCoords[2], const in uint coordInBlock[2]) {
-#ifdef QK_BLOCK_REF_READ
+#if defined(QK_BLOCK_REF_READ) && defined(QK_ELEM_SCALES)
+    qk_blk = bl;
+    const vec2 s = qk_esc[(blockCoords[0] - qk_tile_row) * QK_ELEM_SCALES + coordInBlock[1] / (QK / QK_ELEM_SCALES)];
+    return float16_t(qk_dequant_elem_s(coordInBlock[1], s));
+#elif defined(QK_BLOCK_REF_READ)
     qk_blk = bl;
     return float16_t(qk_dequant_elem(0u, 0u, coordInBlock[1]));
 #else
@@ -201,6 +222,9 @@ void main() {
     const uint xc0 = col0;
 #endif
     tensorViewNV<2, false, 1, 0> xt = createTensorViewNV(2, false, 1, 0);
+#ifdef QK_ELEM_SCALES
+    qk_tile_row = wrow0 + row0;
+#endif
 #ifdef QK_MOE
     const uint ntok = ncols;
 #else
@@ -219,12 +243,18 @@ void main() {
         ux = setTensorLayoutDimensionNV(ux, T, K);
 #endif
         for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) {
+#ifdef QK_ELEM_SCALES
+            if (k0 % QK == 0u) qk_fill_scales(wrow0, row0, M, nb, k0 / QK);
+#endif
             coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(uw, wrow0 + row0, NR0, k0, NK), qk_decode_w);
             coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(ux, xc0, NR1, k0, NK), xt, qk_decode_x);
             acc = coopMatMulAdd(a, b, acc);
         }
     } else
         for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) {
+#ifdef QK_ELEM_SCALES
+            if (k0 % QK == 0u) qk_fill_scales(wrow0, row0, M, nb, k0 / QK);
+#endif
             coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(lw, wrow0 + row0, NR0, k0, NK), qk_decode_w);
             coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, xc0, NR1, k0, NK), xt, qk_decode_x);
             acc = coopMatMulAdd(a, b, acc);

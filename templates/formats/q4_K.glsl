@@ -17,6 +17,21 @@ float qk_dequant_elem(uint m, uint blk, uint e) {
     return s.x * float(q) - s.y;
 }
 
+#ifdef QK_K4_HEAD_WORDS
+// The decode path's scale hoist (matmul_tensor.comp): the tile's rows' eight
+// (scale, min) pairs of a block are decoded once into shared memory, and an
+// element then costs its nibble.
+#define QK_ELEM_SCALES 8u
+vec2 qk_elem_scale(uint blk, uint j) {
+    return qk_k4_scale_min_words(blk, j);
+}
+float qk_dequant_elem_s(uint e, vec2 s) {
+    const uint j = e >> 5;
+    const uint q = (qk_u8(0u, QKF_qs_OFFSET + 32u * (j >> 1) + (e & 31u)) >> (4u * (j & 1u))) & 15u;
+    return s.x * float(q) - s.y;
+}
+#endif
+
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
     const uint base = blk * QK_BYTES, j = sub >> 1;
     const vec2 s = qk_k4_scale_min(m, base, j);

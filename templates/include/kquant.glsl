@@ -23,6 +23,25 @@ vec2 qk_k4_scale_min(uint m, uint base, uint j) {
     return vec2(dm.x * float(sm.x), dm.y * float(sm.y));
 }
 
+#if defined(QK_BLOCK_REF_READ) && QKF_d_OFFSET == 0 && QKF_dmin_OFFSET == 2 && QKF_scales_OFFSET == 4 && QK_BYTES % 4 == 0
+// The scale hoist of the NV cooperative-matrix-2 decode path
+// (matmul_tensor.comp, QK_ELEM_SCALES): sub-block j's (d * sc, dmin * mn) of
+// block blk of weight matrix 0, read from the binding outside the decode
+// callback (where no block reference is at hand): the block's 16-byte head
+// (d, dmin, scales[12]) is four whole words.
+#define QK_K4_HEAD_WORDS 1
+vec2 qk_k4_scale_min_words(uint blk, uint j) {
+    const uint w0 = blk * (QK_BYTES / 4u);
+    const vec2 dm = unpackHalf2x16(qk_w[0].data[w0]);
+    const int b = int(j & 3u) * 8;
+    const uint s0 = bitfieldExtract(qk_w[0].data[w0 + 1u], b, 8);
+    const uint s1 = bitfieldExtract(qk_w[0].data[w0 + 2u], b, 8);
+    const uint s2 = bitfieldExtract(qk_w[0].data[w0 + 3u], b, 8);
+    const uvec2 sm = j < 4u ? uvec2(s0 & 63u, s1 & 63u) : uvec2((s2 & 15u) | ((s0 >> 6) << 4), (s2 >> 4) | ((s1 >> 6) << 4));
+    return vec2(dm.x * float(sm.x), dm.y * float(sm.y));
+}
+#endif
+
 // The int8-dot hooks' affine of group g = sub-block g of block blk (q4_K,
 // q5_K: their codes are unsigned): w = d * sc(g) * code - dmin * mn(g).
 vec3 qk_k4_affine8(uint m, uint blk, uint g) {
