@@ -301,12 +301,25 @@ int main(int argc, char **argv) {
      * old name can map to its variants; they are counted apart) */
     const char *added_mma[8];
     uint32_t added_mma_count = 0;
+    /* "@added-fusion FAMILY FUSION": a fusion a family took after the family
+     * specs (likewise counted apart) */
+    char added_fusion[8][2][64];
+    uint32_t added_fusion_count = 0;
     for (char *line = names, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
         if (!line[0] || line[0] == '#') continue;
         if (!strncmp(line, "@added-mma ", 11)) {
             if (added_mma_count < 8) added_mma[added_mma_count++] = line + 11;
+            continue;
+        }
+        if (!strncmp(line, "@added-fusion ", 14)) {
+            if (added_fusion_count < 8 &&
+                sscanf(line + 14, "%63s %63s", added_fusion[added_fusion_count][0],
+                       added_fusion[added_fusion_count][1]) == 2)
+                added_fusion_count++;
+            else
+                FAIL("%s: expected @added-fusion FAMILY FUSION", line);
             continue;
         }
         old_count++;
@@ -387,13 +400,17 @@ int main(int argc, char **argv) {
         bool later = false;
         for (uint32_t j = 0; j < added_mma_count && !later; j++)
             later = !strcmp(p.variants[i].mma, added_mma[j]);
+        for (uint32_t j = 0; j < added_fusion_count && !later; j++)
+            later = p.variants[i].fusion &&
+                    !strcmp(p.variants[i].kernel->origin, added_fusion[j][0]) &&
+                    !strcmp(p.variants[i].fusion->name, added_fusion[j][1]);
         if (later && !used[i])
             added++;
         else if (!used[i])
             FAIL("%s: a variant no old name maps to", p.variants[i].name);
     }
-    printf("%u old names, %u variants (%u on math paths added since)", old_count, p.variant_count,
-           added);
+    printf("%u old names, %u variants (%u on math paths or fusions added since)", old_count,
+           p.variant_count, added);
     if (argc == 5)
         printf("; %u compared with the old specs' (GLSL and manifest fields), modules %u vs %u",
                compared, modules, old_modules);
