@@ -13,9 +13,10 @@
 //    block through the reference the driver passes: staged: reference,
 //    include/bytes.glsl), and B the same way from x (f32; dense: the layout
 //    over x finds each element, MoE: gathered through the row offsets of the
-//    tile's columns): no barrier in the loop, the driver schedules every
-//    load. Whole tiles load through unclamped layouts, the edge tiles
-//    through clamped ones;
+//    tile's columns): the driver schedules every load, and the loop has no
+//    barrier but the two around a format's hoisted scales (QK_ELEM_SCALES:
+//    a tile's pairs decoded into shared memory once a block). Whole tiles
+//    load through unclamped layouts, the edge tiles through clamped ones;
 //  - inplace: both tiles staged as f16 in shared memory by
 //    include/tile_load.glsl as matmul.comp stages them (the format's hooks
 //    read the weights where they lie), then loaded from there;
