@@ -503,43 +503,97 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
     return -1;
 }
 
-/* Runs the product with the family the shape calls for: the mat-vec
- * families for few tokens, the tiled matmul beyond when the bundle has it. */
-static qkrt_result matmul_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_weights *w,
-                              const float *x, const int32_t *ids, uint32_t M, uint32_t K,
-                              uint32_t T, const qk_moe_shape *moe, float *y, char *err,
-                              size_t err_size) {
+/* The kernel for the product: forced (>= 0: --kernel) or the one of the
+ * family the shape calls for, the mat-vec families for few tokens, the tiled
+ * matmul beyond when the bundle has it. -1 with why in err. */
+static int matmul_kernel(qkrt_context *ctx, const qkrt_bundle *b, const qk_weights *w,
+                         const int32_t *ids, uint32_t M, uint32_t K, uint32_t T,
+                         const qk_moe_shape *moe, int forced, char *err, size_t err_size) {
+    if (forced >= 0) return forced;
     char why[512] = "";
     const char *few = ids ? "matvec_id" : "matvec", *many = ids ? "matmul_id" : "matmul";
     const qk_moe_shape *m = ids ? moe : NULL;
     int ki = -1;
     if (T > QK_MATVEC_MAX_TOKENS) ki = choose(ctx, b, many, w, M, K, T, m, why, sizeof why);
-    if (ki >= 0) {
-        return ids ? qk_run_matmul_id(ctx, b, (uint32_t)ki, w, x, ids, moe, y, NULL, err, err_size)
-                   : qk_run_matmul(ctx, b, (uint32_t)ki, w, x, M, K, T, y, NULL, err, err_size);
-    }
-    ki = choose(ctx, b, few, w, M, K, T, m, err, err_size);
-    if (ki < 0) return QKRT_ERROR_UNSUPPORTED;
+    if (ki < 0) ki = choose(ctx, b, few, w, M, K, T, m, err, err_size);
+    return ki;
+}
+
+/* Runs kernel ki (of family matvec, matmul, matvec_id or matmul_id) on the
+ * product. */
+static qkrt_result matmul_run(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                              const qk_weights *w, const float *x, const int32_t *ids, uint32_t M,
+                              uint32_t K, uint32_t T, const qk_moe_shape *moe, float *y, char *err,
+                              size_t err_size) {
     err[0] = 0;
-    return ids ? qk_run_matvec_id(ctx, b, (uint32_t)ki, w, 1, ids, x, M, K, T, moe->top_k,
-                                  moe->ne11, moe->E, y, NULL, err, err_size)
-               : qk_run_matvec(ctx, b, (uint32_t)ki, w, x, M, K, T, y, NULL, err, err_size);
+    if (!strncmp(qkrt_bundle_kernel(b, ki)->family, "matmul", 6))
+        return ids ? qk_run_matmul_id(ctx, b, ki, w, x, ids, moe, y, NULL, err, err_size)
+                   : qk_run_matmul(ctx, b, ki, w, x, M, K, T, y, NULL, err, err_size);
+    return ids ? qk_run_matvec_id(ctx, b, ki, w, 1, ids, x, M, K, T, moe->top_k, moe->ne11, moe->E,
+                                  y, NULL, err, err_size)
+               : qk_run_matvec(ctx, b, ki, w, x, M, K, T, y, NULL, err, err_size);
+}
+
+/* Index of --kernel NAME in the bundle if it computes this product: of a
+ * family of it (mat-vec or matmul, with expert ids where --ids is given),
+ * unfused, of the weights' format, and fitting the shape; -1 with why in
+ * err otherwise. */
+static int forced_kernel(const qkrt_bundle *b, const char *bundle, const char *name,
+                         const qk_weights *w, bool ids, uint32_t M, uint32_t K, uint32_t T,
+                         const qk_moe_shape *moe, char *err, size_t err_size) {
+    int ki = qkrt_bundle_find(b, name);
+    if (ki < 0) {
+        snprintf(err, err_size, "--kernel: no kernel '%s' in %s (qkgen list --variants)", name,
+                 bundle);
+        return -1;
+    }
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, (uint32_t)ki);
+    const char *fam = k->family;
+    bool product = ids ? !strcmp(fam, "matvec_id") || !strcmp(fam, "matmul_id")
+                       : !strcmp(fam, "matvec") || !strcmp(fam, "matmul");
+    if (!product || strcmp(k->fusion, "none")) {
+        snprintf(err, err_size, "--kernel: %s is a %s%s%s kernel, not an unfused %s", name, fam,
+                 strcmp(k->fusion, "none") ? " with fusion " : "",
+                 strcmp(k->fusion, "none") ? k->fusion : "",
+                 ids ? "matvec_id or matmul_id (--ids)" : "matvec or matmul (no --ids)");
+        return -1;
+    }
+    if (strcmp(k->format, w->format) || strcmp(k->format_variant, w->variant)) {
+        snprintf(err, err_size, "--kernel: %s takes format %s%s%s, the weights are %s%s%s", name,
+                 k->format, k->format_variant[0] ? "/" : "", k->format_variant, w->format,
+                 w->variant[0] ? "/" : "", w->variant);
+        return -1;
+    }
+    /* routed: every pair may go to one expert (max_per_expert T * top_k) */
+    const bool fits =
+        ids ? qk_kernel_fits(k, M, K, T, moe->E, moe->top_k, moe->ne11, T * moe->top_k)
+            : qk_kernel_fits(k, M, K, T, 0, 1, 1, T);
+    if (!fits) {
+        snprintf(err, err_size, "--kernel: %s does not fit M=%u K=%u T=%u (its constraints)", name,
+                 M, K, T);
+        return -1;
+    }
+    return ki;
 }
 
 int cmd_matmul(qk_args *a) {
     matmul_io io = {0};
-    const char *bundle = qk_default_bundle(), *device = NULL;
+    const char *bundle = qk_default_bundle(), *device = NULL, *kernel = NULL;
     bool validation = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen matmul --format F --weights W.npy --x X.npy --out Y.npy\n"
                  "                    [--ids IDS.npy] [--scales S.npy --biases B.npy]\n"
-                 "                    [--bundle DIR] [--device N]\n\n"
+                 "                    [--bundle DIR] [--device N] [--kernel NAME]\n\n"
                  "Computes Y = X W^T on the device with the bundle's kernels: mat-vec for up to 8\n"
                  "tokens, the tiled matmul beyond (mat-vec where the bundle has no matmul).\n"
                  "The kernel is the one the bundle's select table names for this device and\n"
                  "shape (a tuned bundle: qkgen build --tuned); without a table, the f32 kernel\n"
                  "with the best-fitting token tile, then the most rows per workgroup.\n"
+                 "--kernel NAME runs that kernel of the bundle instead (a mat-vec or matmul,\n"
+                 "with expert ids where --ids is given, of the weights' format, unfused).\n"
+                 "It prints the kernel it ran, how it was chosen and the milliseconds of the\n"
+                 "run (upload, dispatch and download) on stderr.\n"
                  "  W.npy  block formats: uint8 [M, K/QK*block_bytes], the raw GGUF blocks;\n"
                  "         MLX formats (mlx<bits>_g<group>): uint32 [M, K*bits/32]\n"
                  "  S.npy, B.npy  MLX scales and biases [M, K/group]: <f4 f32, <f2 f16, <u2 bf16 "
@@ -559,7 +613,7 @@ int cmd_matmul(qk_args *a) {
             qk_opt(a, "--x", &io.xpath) || qk_opt(a, "--out", &io.ypath) ||
             qk_opt(a, "--scales", &io.spath) || qk_opt(a, "--biases", &io.bpath) ||
             qk_opt(a, "--ids", &io.idspath) || qk_opt(a, "--bundle", &bundle) ||
-            qk_opt(a, "--device", &device))
+            qk_opt(a, "--device", &device) || qk_opt(a, "--kernel", &kernel))
             continue;
         if (qk_flag(a, "--validation")) {
             validation = true;
@@ -621,7 +675,23 @@ int cmd_matmul(qk_args *a) {
         const int32_t *ids = io.idspath ? io.ids.data : NULL;
         size_t ny = (size_t)T * (ids ? moe.top_k : 1) * M;
         y = malloc(sizeof *y * ny);
-        qkrt_result r = matmul_run(ctx, b, &w, io.x.data, ids, M, K, T, &moe, y, err, sizeof err);
+        int forced = kernel ? forced_kernel(b, bundle, kernel, &w, ids != NULL, M, K, T, &moe, err,
+                                            sizeof err)
+                            : -1;
+        ki = kernel && forced < 0
+                 ? -1
+                 : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, forced, err, sizeof err);
+        const double t0 = qk_now_s();
+        qkrt_result r = ki < 0 ? QKRT_ERROR_UNSUPPORTED
+                               : matmul_run(ctx, b, (uint32_t)ki, &w, io.x.data, ids, M, K, T, &moe,
+                                            y, err, sizeof err);
+        if (r == QKRT_OK)
+            fprintf(stderr, "qkgen matmul: %s (%s), M=%u K=%u T=%u%s: %.2f ms\n",
+                    qkrt_bundle_kernel(b, (uint32_t)ki)->name,
+                    kernel                      ? "--kernel"
+                    : qkrt_bundle_has_select(b) ? "the bundle's select table"
+                                                : "the default choice",
+                    M, K, T, ids ? " with expert ids" : "", (qk_now_s() - t0) * 1e3);
         if (r != QKRT_OK) {
             fprintf(stderr, "qkgen matmul: %s\n", err);
             rc = r == QKRT_ERROR_UNSUPPORTED ? QK_EXIT_USAGE : QK_EXIT_FAIL;
