@@ -17,9 +17,54 @@ void qk_compile_finish(void) {
     glslang_finalize_process();
 }
 
+/* The format hooks the templates call (docs/ARCHITECTURE.md, "The format
+ * hook contract"), for the hint after an error that names one: a format
+ * that lacks a hook fails where a template calls it. */
+static const struct {
+    const char *name, *signature, *when;
+} format_hooks[] = {
+    {"qk_dequant_sub", "void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N])",
+     "every format"},
+    {"qk_sub_elem", "uint qk_sub_elem(uint sub, uint i)",
+     "every format (include/linear.glsl or include/split32.glsl give the usual ones)"},
+    {"qk_elem_sub", "uvec2 qk_elem_sub(uint e)",
+     "the decode-on-load matmul without the format's own qk_dequant_elem (include/linear.glsl, "
+     "include/split32.glsl)"},
+    {"qk_codes8", "void qk_codes8(uint m, uint blk, uint g, out uint q[8])",
+     "formats with int8_dot: true"},
+    {"qk_affine8", "vec3 qk_affine8(uint m, uint blk, uint g)", "formats with int8_dot: true"},
+    {"qk_stage_part", "void qk_stage_part(uint slot, uint m, uint blk, uint p)",
+     "formats with parts: in their YAML"},
+    {"qk_part_codes8", "void qk_part_codes8(uint slot, uint p, uint g, out uint q[8])",
+     "formats with parts: in their YAML"},
+    {"qk_part_affine8", "vec3 qk_part_affine8(uint slot, uint p, uint g)",
+     "formats with parts: in their YAML"},
+};
+
+/* A hint for a log line that says a format hook is missing: "'NAME' : no
+ * matching overloaded function found" or "'NAME' : undeclared identifier". */
+static void hook_hint(const char *line, size_t len, qk_str *out) {
+    char text[1024];
+    snprintf(text, sizeof text, "%.*s", (int)(len < sizeof text ? len : sizeof text - 1), line);
+    for (size_t i = 0; i < sizeof format_hooks / sizeof format_hooks[0]; i++) {
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "'%s' :", format_hooks[i].name);
+        const char *at = strstr(text, quoted);
+        if (!at || (!strstr(at, "no matching overloaded") && !strstr(at, "undeclared identifier")))
+            continue;
+        qk_str_addf(out,
+                    "    hint: %s is a format hook: the format's GLSL (its YAML's dequant: file) "
+                    "must define\n      %s\n    (%s; the contract: docs/ARCHITECTURE.md, \"The "
+                    "format hook contract\", and docs/new-format.md)\n",
+                    format_hooks[i].name, format_hooks[i].signature, format_hooks[i].when);
+        return;
+    }
+}
+
 /* glslang's log with each "ERROR: FILE:LINE: ..." followed by that line of
  * FILE (the emitter's #line directives name the user's format, template or
- * include), as compilers show the offending line. */
+ * include), as compilers show the offending line, and a hint where the
+ * error names a format hook. */
 static void annotate_log(const char *log, qk_str *out) {
     for (const char *line = log ? log : ""; *line;) {
         const char *end = strchr(line, '\n');
@@ -40,6 +85,7 @@ static void annotate_log(const char *log, qk_str *out) {
             }
             free(text);
         }
+        hook_hint(line, len, out);
         line += len;
     }
 }
