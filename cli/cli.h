@@ -28,6 +28,10 @@ int qk_usage_error(const char *cmd, const char *fmt, ...);
 const char *qk_default_specs(void);
 const char *qk_default_templates(void);
 const char *qk_default_bundle(void);
+/* *dir = the spec folder a command names: --specs DIR (opt) or its first
+ * argument (positional), not both, else qk_default_specs(). False (a usage
+ * message printed) when both are given. */
+bool qk_spec_dir_arg(const char *cmd, const char *positional, const char *opt, const char **dir);
 
 /* Opens a context on device (NULL: the default; validation also by
  * $QKGEN_VALIDATION) and loads bundle; on failure prints "qkgen CMD: ..." and

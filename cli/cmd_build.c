@@ -61,23 +61,24 @@ int cmd_build(qk_args *a) {
     for (int i = a->i; i < a->argc; i++) /* a tuned bundle: cli/cmd_tune.c */
         if (!strncmp(a->argv[i], "--tuned", 7)) return cmd_build_tuned(a);
     const char *spec_dir = NULL, *out = "out", *name = "default", *filter = NULL;
-    const char *templates = qk_default_templates(), *set_path = NULL;
+    const char *templates = qk_default_templates(), *set_path = NULL, *specs_opt = NULL;
     bool force = false, quiet = false, representative = false, no_specialize = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen build [SPEC_DIR] [--set FILE] [--out DIR] [--name NAME]\n"
+            puts("usage: qkgen build [--specs DIR] [--set FILE] [--out DIR] [--name NAME]\n"
                  "                   [--templates DIR] [--filter TEXT] [--representative]\n"
                  "                   [--no-specialize] [--force] [--quiet]\n"
-                 "       qkgen build [SPEC_DIR] --tuned DB [--model FILE] [--precision P]\n"
+                 "       qkgen build [--specs DIR] --tuned DB [--model FILE] [--precision P]\n"
                  "                   [--out DIR] [--name NAME]   (a tuned bundle: qkgen tune "
                  "--help)\n\n"
-                 "Expands the specs of SPEC_DIR (default specs/: formats/*.yaml and\n"
+                 "Expands the specs of DIR (--specs DIR, or DIR as the first argument;\n"
+                 "default specs/: formats/*.yaml and\n"
                  "kernels/*.yaml) into variants, emits GLSL, compiles it with glslang, optimizes\n"
                  "and validates it with SPIRV-Tools, and writes DIR/NAME (default out/default):\n"
                  "a SPIR-V module per kernel, format and path (tile sizes are its\n"
                  "specialization constants, the kernel spec's `specialize:`) and\n"
                  "manifest.json. Unchanged modules come from the cache in DIR/.cache; an\n"
-                 "unchanged bundle is not rewritten. SPEC_DIR and --templates default to\n"
+                 "unchanged bundle is not rewritten. --specs and --templates default to\n"
                  "./specs and ./templates, else to an installed qkgen's share/qkgen (or to\n"
                  "$QKGEN_SPECS and $QKGEN_TEMPLATES when set).\n\n"
                  "  --set FILE        a kernel set (specs/sets/*.yaml): only the kernels and\n"
@@ -95,7 +96,7 @@ int cmd_build(qk_args *a) {
         }
         if (qk_opt(a, "--out", &out) || qk_opt(a, "--name", &name) ||
             qk_opt(a, "--templates", &templates) || qk_opt(a, "--filter", &filter) ||
-            qk_opt(a, "--set", &set_path))
+            qk_opt(a, "--set", &set_path) || qk_opt(a, "--specs", &specs_opt))
             continue;
         if (qk_flag(a, "--force")) {
             force = true;
@@ -119,7 +120,7 @@ int cmd_build(qk_args *a) {
         }
         return qk_bad_arg(a);
     }
-    if (!spec_dir) spec_dir = qk_default_specs();
+    if (!qk_spec_dir_arg(a->cmd, spec_dir, specs_opt, &spec_dir)) return QK_EXIT_USAGE;
     if (!name[0] || strchr(name, '/') || name[0] == '.')
         return qk_usage_error(a->cmd, "--name: '%s' is not a plain folder name", name);
     double t0 = qk_now_s();
@@ -289,14 +290,15 @@ static void list_counts(const qk_plan *p) {
 }
 
 int cmd_list(qk_args *a) {
-    const char *spec_dir = NULL, *filter = NULL, *axes = NULL, *set_path = NULL;
+    const char *spec_dir = NULL, *filter = NULL, *axes = NULL, *set_path = NULL, *specs_opt = NULL;
     bool formats = false, variants = false, dropped = false, representative = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen list [SPEC_DIR] [--set FILE] [--formats] [--variants]\n"
+            puts("usage: qkgen list [--specs DIR] [--set FILE] [--formats] [--variants]\n"
                  "                  [--dropped] [--filter TEXT] [--representative]\n"
                  "                  [--axes FAMILY]\n\n"
                  "Lists the formats and how many variants and modules each kernel and format\n"
+                 "of the specs (--specs DIR, or DIR as the first argument; default specs/)\n"
                  "has (the default), the variant names (--variants), or the points of the\n"
                  "search space that rules dropped, with why (--dropped).\n"
                  "--set, --filter and --representative select variants as 'qkgen build'\n"
@@ -306,7 +308,9 @@ int cmd_list(qk_args *a) {
                  "rules that dropped points of its tile space.");
             return QK_EXIT_OK;
         }
-        if (qk_opt(a, "--axes", &axes) || qk_opt(a, "--set", &set_path)) continue;
+        if (qk_opt(a, "--axes", &axes) || qk_opt(a, "--set", &set_path) ||
+            qk_opt(a, "--specs", &specs_opt))
+            continue;
         if (qk_flag(a, "--formats"))
             formats = true;
         else if (qk_flag(a, "--variants"))
@@ -322,6 +326,7 @@ int cmd_list(qk_args *a) {
         else
             return qk_bad_arg(a);
     }
+    if (!qk_spec_dir_arg(a->cmd, spec_dir, specs_opt, &spec_dir)) return QK_EXIT_USAGE;
     bool counts = !formats && !variants && !dropped;
     if (counts) formats = true;
     qk_spec_set specs;

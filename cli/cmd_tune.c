@@ -749,11 +749,12 @@ static bool model_has(const qk_model_case *mc, uint32_t n, const qk_tune_case *c
 int cmd_build_tuned(qk_args *a) {
     const char *spec_dir = NULL, *out = "out", *name = "tuned", *dbpath = NULL, *model = NULL;
     const char *templates = qk_default_templates(), *precision = "any", *set_path = NULL;
+    const char *specs_opt = NULL;
     uint64_t within = 3;
     bool quiet = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen build [SPEC_DIR] --tuned DB [--model FILE] [--precision P]\n"
+            puts("usage: qkgen build [--specs DIR] --tuned DB [--model FILE] [--precision P]\n"
                  "                   [--out DIR] [--name NAME] [--within PCT] [--templates DIR]\n"
                  "                   [--set FILE] [--quiet]\n\n"
                  "Writes DIR/NAME (default out/tuned): the fastest correct kernel of each case\n"
@@ -772,7 +773,8 @@ int cmd_build_tuned(qk_args *a) {
         if (qk_opt(a, "--tuned", &dbpath) || qk_opt(a, "--model", &model) ||
             qk_opt(a, "--out", &out) || qk_opt(a, "--name", &name) ||
             qk_opt(a, "--templates", &templates) || qk_opt(a, "--precision", &precision) ||
-            qk_opt(a, "--set", &set_path) || qk_opt_u64(a, "--within", &within))
+            qk_opt(a, "--set", &set_path) || qk_opt_u64(a, "--within", &within) ||
+            qk_opt(a, "--specs", &specs_opt))
             continue;
         if (qk_flag(a, "--quiet") || qk_flag(a, "-q")) {
             quiet = true;
@@ -784,7 +786,7 @@ int cmd_build_tuned(qk_args *a) {
         }
         return qk_bad_arg(a);
     }
-    if (!spec_dir) spec_dir = qk_default_specs();
+    if (!qk_spec_dir_arg(a->cmd, spec_dir, specs_opt, &spec_dir)) return QK_EXIT_USAGE;
     if (!name[0] || strchr(name, '/') || name[0] == '.')
         return qk_usage_error(a->cmd, "--name: '%s' is not a plain folder name", name);
     if (strcmp(precision, "f32") && strcmp(precision, "f16") && strcmp(precision, "q8") &&

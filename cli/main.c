@@ -192,3 +192,13 @@ const char *qk_default_templates(void) {
 const char *qk_default_bundle(void) {
     return "out/default";
 }
+
+bool qk_spec_dir_arg(const char *cmd, const char *positional, const char *opt, const char **dir) {
+    if (positional && opt) {
+        qk_usage_error(cmd, "the spec folder is given twice ('%s' and --specs %s)", positional,
+                       opt);
+        return false;
+    }
+    *dir = opt ? opt : positional ? positional : qk_default_specs();
+    return true;
+}

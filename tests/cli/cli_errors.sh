@@ -14,6 +14,11 @@ expect 2 "unknown option '--bogus'" -- "$qkgen" build --bogus
 expect 2 "\-\-out needs a value" -- "$qkgen" build --out
 expect 2 "no such spec folder" -- "$qkgen" build /nonexistent/specs --out "$scratch/o1"
 [ ! -e "$scratch/o1" ] || fail "output written for a missing spec folder"
+# --specs DIR names the spec folder in every command (build, list, emit, tune)
+expect 2 "no such spec folder" -- "$qkgen" build --specs /nonexistent/specs --out "$scratch/o1"
+expect 2 "no such spec folder" -- "$qkgen" list --specs /nonexistent/specs
+expect 2 "the spec folder is given twice" -- "$qkgen" list specs --specs specs
+"$qkgen" list --specs specs --formats | grep -q "^q4_0 " || fail "qkgen list --specs specs --formats"
 # a spec whose shared_memory expression counts less than its template
 # declares: refused at build (a runtime would launch it past the device's
 # limit), nothing written
