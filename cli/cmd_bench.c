@@ -218,7 +218,7 @@ int cmd_bench(qk_args *a) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen bench [--bundle DIR] [--device N] [--family F] [--formats A,B]\n"
                  "                   [--m M --k K --tokens T [--experts E --top-k N]]\n"
-                 "                   [--filter TEXT] [--all-variants]\n"
+                 "                   [--filter A,B] [--all-variants]\n"
                  "                   [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--copy-mb MB]\n"
                  "                   [--finalists N] [--best] [--json FILE] [--seed N]\n"
                  "                   [--time-wrong]\n"

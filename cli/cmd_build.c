@@ -66,7 +66,7 @@ int cmd_build(qk_args *a) {
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen build [--specs DIR] [--set FILE] [--out DIR] [--name NAME]\n"
-                 "                   [--templates DIR] [--filter TEXT] [--representative]\n"
+                 "                   [--templates DIR] [--filter A,B] [--representative]\n"
                  "                   [--no-specialize] [--force] [--quiet]\n"
                  "       qkgen build [--specs DIR] --tuned DB [--model FILE] [--precision P]\n"
                  "                   [--out DIR] [--name NAME]   (a tuned bundle: qkgen tune "
@@ -84,8 +84,8 @@ int cmd_build(qk_args *a) {
                  "  --set FILE        a kernel set (specs/sets/*.yaml): only the kernels and\n"
                  "                    families it names, on its formats and fusions, less\n"
                  "                    the family points it excludes\n"
-                 "  --filter TEXT     only the variants whose name contains TEXT (or one of\n"
-                 "                    its comma-separated parts: a,b,c)\n"
+                 "  --filter A,B      only the variants whose name contains one of the\n"
+                 "                    comma-separated parts (as in list, verify, bench, tune)\n"
                  "  --representative  of those, only the first tile of each path: kernel x\n"
                  "                    format (and option) x activation x mma x fusion\n"
                  "  --no-specialize   every variant a module of its own, tile sizes compiled\n"
@@ -295,7 +295,7 @@ int cmd_list(qk_args *a) {
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen list [--specs DIR] [--set FILE] [--formats] [--variants]\n"
-                 "                  [--dropped] [--filter TEXT] [--representative]\n"
+                 "                  [--dropped] [--filter A,B] [--representative]\n"
                  "                  [--axes FAMILY]\n\n"
                  "Lists the formats and how many variants and modules each kernel and format\n"
                  "of the specs (--specs DIR, or DIR as the first argument; default specs/)\n"
