@@ -767,9 +767,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         snprintf(step, sizeof step, "finalist %u/%u", f + 1, finalists);
         progress(o, c, step, out->kernel);
         r = time_variant(ctx, b, idx[pick - (int)first], &cb, runs,
-                         f == 0 && (!o->halving || !warmed) ? o->warmup_s
-                         : o->halving && warmed             ? 3 * screen_warm
-                                                            : o->rewarm_s,
+                         o->halving && warmed ? 3 * screen_warm
+                         : f == 0             ? o->warmup_s
+                                              : o->rewarm_s,
                          copy_gbps, d, ns, per, out);
         if (r == QKRT_OK && o->record)
             o->record(o->user, qkrt_bundle_kernel(b, idx[pick - (int)first]), out, "full");

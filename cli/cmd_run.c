@@ -503,13 +503,12 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
     return -1;
 }
 
-/* The kernel for the product: forced (>= 0: --kernel) or the one of the
- * family the shape calls for, the mat-vec families for few tokens, the tiled
- * matmul beyond when the bundle has it. -1 with why in err. */
+/* The kernel of the family the shape calls for: the mat-vec families for few
+ * tokens, the tiled matmul beyond when the bundle has it. -1 with why in
+ * err. */
 static int matmul_kernel(qkrt_context *ctx, const qkrt_bundle *b, const qk_weights *w,
                          const int32_t *ids, uint32_t M, uint32_t K, uint32_t T,
-                         const qk_moe_shape *moe, int forced, char *err, size_t err_size) {
-    if (forced >= 0) return forced;
+                         const qk_moe_shape *moe, char *err, size_t err_size) {
     char why[512] = "";
     const char *few = ids ? "matvec_id" : "matvec", *many = ids ? "matmul_id" : "matmul";
     const qk_moe_shape *m = ids ? moe : NULL;
@@ -675,12 +674,9 @@ int cmd_matmul(qk_args *a) {
         const int32_t *ids = io.idspath ? io.ids.data : NULL;
         size_t ny = (size_t)T * (ids ? moe.top_k : 1) * M;
         y = malloc(sizeof *y * ny);
-        int forced = kernel ? forced_kernel(b, bundle, kernel, &w, ids != NULL, M, K, T, &moe, err,
-                                            sizeof err)
-                            : -1;
-        ki = kernel && forced < 0
-                 ? -1
-                 : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, forced, err, sizeof err);
+        ki = kernel
+                 ? forced_kernel(b, bundle, kernel, &w, ids != NULL, M, K, T, &moe, err, sizeof err)
+                 : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, err, sizeof err);
         const double t0 = qk_now_s();
         qkrt_result r = ki < 0 ? QKRT_ERROR_UNSUPPORTED
                                : matmul_run(ctx, b, (uint32_t)ki, &w, io.x.data, ids, M, K, T, &moe,

@@ -207,59 +207,45 @@ void main() {
     const uint s0 = 0u, s1 = nsteps;
 #endif
 #if defined(AXIS_weights_decode)
-    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lw =
-        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-    lw = setTensorLayoutBlockSizeNV(lw, 1, QK);
-    lw = setTensorLayoutDimensionNV(lw, wrow0 + M, K);
     // x's layout is tokens x K (MoE: the tile's columns x K, gathered by the
     // callback); the B matrix is K x columns
-    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lx =
-        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
 #ifdef QK_MOE
-    lx = setTensorLayoutDimensionNV(lx, NR1, K);
-    const uint xc0 = 0u;
+    const uint xc0 = 0u, xrows = NR1, ntok = ncols;
 #else
-    lx = setTensorLayoutDimensionNV(lx, pc.T, K);
-    const uint xc0 = col0;
+    const uint xc0 = col0, xrows = T, ntok = T;
 #endif
     tensorViewNV<2, false, 1, 0> xt = createTensorViewNV(2, false, 1, 0);
 #ifdef QK_ELEM_SCALES
     qk_tile_row = wrow0 + row0;
-#endif
-#ifdef QK_MOE
-    const uint ntok = ncols;
+#define QK_BLOCK_START(k0) if ((k0) % QK == 0u) qk_fill_scales(wrow0, row0, M, nb, (k0) / QK)
 #else
-    const uint ntok = T;
+#define QK_BLOCK_START(k0)
 #endif
+    // The steps through layouts of the weights (the format's blocks, 1 x QK)
+    // and of x in clamp mode MODE.
+#define QK_DECODE_STEPS(MODE)                                                                      \
+    {                                                                                              \
+        tensorLayoutNV<2, MODE> lw = createTensorLayoutNV(2, MODE);                                \
+        lw = setTensorLayoutBlockSizeNV(lw, 1, QK);                                                \
+        lw = setTensorLayoutDimensionNV(lw, wrow0 + M, K);                                         \
+        tensorLayoutNV<2, MODE> lx = createTensorLayoutNV(2, MODE);                                \
+        lx = setTensorLayoutDimensionNV(lx, xrows, K);                                             \
+        for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) {                                          \
+            QK_BLOCK_START(k0);                                                                    \
+            coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(lw, wrow0 + row0, NR0, k0, NK), \
+                                qk_decode_w);                                                      \
+            coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, xc0, NR1, k0, NK), xt,           \
+                                qk_decode_x);                                                      \
+            acc = coopMatMulAdd(a, b, acc);                                                        \
+        }                                                                                          \
+    }
     // A whole tile (rows, columns and steps) loads through unclamped layouts
-    // of the same dimensions: the same values without the bounds checks.
-    if (row0 + NR0 <= M && col0 + NR1 <= ntok && K % NK == 0u) {
-        tensorLayoutNV<2> uw = createTensorLayoutNV(2);
-        uw = setTensorLayoutBlockSizeNV(uw, 1, QK);
-        uw = setTensorLayoutDimensionNV(uw, wrow0 + M, K);
-        tensorLayoutNV<2> ux = createTensorLayoutNV(2);
-#ifdef QK_MOE
-        ux = setTensorLayoutDimensionNV(ux, NR1, K);
-#else
-        ux = setTensorLayoutDimensionNV(ux, T, K);
-#endif
-        for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) {
-#ifdef QK_ELEM_SCALES
-            if (k0 % QK == 0u) qk_fill_scales(wrow0, row0, M, nb, k0 / QK);
-#endif
-            coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(uw, wrow0 + row0, NR0, k0, NK), qk_decode_w);
-            coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(ux, xc0, NR1, k0, NK), xt, qk_decode_x);
-            acc = coopMatMulAdd(a, b, acc);
-        }
-    } else
-        for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) {
-#ifdef QK_ELEM_SCALES
-            if (k0 % QK == 0u) qk_fill_scales(wrow0, row0, M, nb, k0 / QK);
-#endif
-            coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(lw, wrow0 + row0, NR0, k0, NK), qk_decode_w);
-            coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, xc0, NR1, k0, NK), xt, qk_decode_x);
-            acc = coopMatMulAdd(a, b, acc);
-        }
+    // of the same dimensions: the same values without the bounds checks; the
+    // edge tiles load zeros past them (constant clamp mode).
+    if (row0 + NR0 <= M && col0 + NR1 <= ntok && K % NK == 0u)
+        QK_DECODE_STEPS(gl_CooperativeMatrixClampModeUndefinedNV)
+    else
+        QK_DECODE_STEPS(gl_CooperativeMatrixClampModeConstantNV)
 #elif defined(QK_STAGE_SHARED)
     // matmul.comp's staged loop: step s's raw weights are in raw set s % 2
     // when iteration s starts; step s + 1's loads are issued before step s's

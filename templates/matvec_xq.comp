@@ -56,9 +56,6 @@
 // matvec_xq_split: grid z is one of SK runs of K, and the splits' sums meet
 // in qk_lanes_store).
 
-#ifdef FUSION_swiglu
-#define QK_LANES_NMAT QK_FUSE_NW
-#endif
 #include "include/dot8.glsl"
 #include "include/q8.glsl"
 #include "include/matvec_lanes.glsl"

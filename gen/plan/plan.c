@@ -6,6 +6,7 @@
 #include "../compile/features.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,17 +377,23 @@ static bool check_picks(const qk_plan *p, const qk_spec_set *specs, qk_error *e)
     return true;
 }
 
-/* Orders variant indices by name, then index. */
+/* qsort's order of variant indices: by the string field at sort_field of
+ * sort_variants[i] (name or module), then by index. */
 static const qk_variant *sort_variants;
-static int by_name(const void *a, const void *b) {
+static size_t sort_field;
+static int by_field(const void *a, const void *b) {
     const uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    int c = strcmp(sort_variants[i].name, sort_variants[j].name);
+    int c = strcmp((const char *)&sort_variants[i] + sort_field,
+                   (const char *)&sort_variants[j] + sort_field);
     return c ? c : (i > j) - (i < j);
 }
-static int by_module(const void *a, const void *b) {
-    const uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    int c = strcmp(sort_variants[i].module, sort_variants[j].module);
-    return c ? c : (i > j) - (i < j);
+
+/* ix[0 .. n) = the variant indices in the order of field */
+static void sort_by(const qk_plan *p, size_t field, uint32_t *ix) {
+    for (uint32_t i = 0; i < p->variant_count; i++)
+        ix[i] = i;
+    sort_variants = p->variants, sort_field = field;
+    qsort(ix, p->variant_count, sizeof *ix, by_field);
 }
 
 bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e) {
@@ -428,18 +435,13 @@ bool qk_plan_build_only(const qk_spec_set *specs, const char *const *only, uint3
      * indices (by module or name, then plan order), not pairs */
     const uint32_t n = out->variant_count;
     uint32_t *ix = qk_xcalloc(n ? n : 1, sizeof *ix);
-    sort_variants = out->variants;
-    for (uint32_t i = 0; i < n; i++)
-        ix[i] = i;
-    qsort(ix, n, sizeof *ix, by_module);
+    sort_by(out, offsetof(qk_variant, module), ix);
     for (uint32_t i = 0; i < n; i++)
         out->variants[ix[i]].module_first =
             i && !strcmp(out->variants[ix[i]].module, out->variants[ix[i - 1]].module)
                 ? out->variants[ix[i - 1]].module_first
                 : ix[i];
-    for (uint32_t i = 0; i < n; i++)
-        ix[i] = i;
-    qsort(ix, n, sizeof *ix, by_name);
+    sort_by(out, offsetof(qk_variant, name), ix);
     for (uint32_t i = 1; i < n; i++)
         if (!strcmp(out->variants[ix[i]].name, out->variants[ix[i - 1]].name)) {
             qk_error_set(e, "%s: two variants are both named '%s'",

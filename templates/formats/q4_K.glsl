@@ -9,26 +9,27 @@
 
 // One element (include/dequant_elem.glsl): element e is in sub-block j = e / 32,
 // the low (j even) or high nibble of qs[32 * (j / 2) + e % 32].
-#define QK_DEQUANT_ELEM 1
-float qk_dequant_elem(uint m, uint blk, uint e) {
-    const uint base = blk * QK_BYTES, j = e >> 5;
-    const vec2 s = qk_k4_scale_min(m, base, j);
+// Element e of the block at byte base given its sub-block's (scale, min) s.
+float qk_q4_K_elem(uint m, uint base, uint e, vec2 s) {
+    const uint j = e >> 5;
     const uint q = (qk_u8(m, base + QKF_qs_OFFSET + 32u * (j >> 1) + (e & 31u)) >> (4u * (j & 1u))) & 15u;
     return s.x * float(q) - s.y;
 }
 
-#ifdef QK_K4_HEAD_WORDS
-// The decode path's scale hoist (matmul_tensor.comp): the tile's rows' eight
-// (scale, min) pairs of a block are decoded once into shared memory, and an
-// element then costs its nibble.
-#define QK_ELEM_SCALES 8u
-vec2 qk_elem_scale(uint blk, uint j) {
-    return qk_k4_scale_min_words(blk, j);
+#define QK_DEQUANT_ELEM 1
+float qk_dequant_elem(uint m, uint blk, uint e) {
+    const uint base = blk * QK_BYTES;
+    return qk_q4_K_elem(m, base, e, qk_k4_scale_min(m, base, e >> 5));
 }
+
+#ifdef QK_K4_HEAD_WORDS
+// The decode path's scale hoist (matmul_tensor.comp; the pairs from
+// kquant.glsl's qk_elem_scale): the tile's rows' eight (scale, min) pairs of
+// a block are decoded once into shared memory, and an element then costs its
+// nibble.
+#define QK_ELEM_SCALES 8u
 float qk_dequant_elem_s(uint e, vec2 s) {
-    const uint j = e >> 5;
-    const uint q = (qk_u8(0u, QKF_qs_OFFSET + 32u * (j >> 1) + (e & 31u)) >> (4u * (j & 1u))) & 15u;
-    return s.x * float(q) - s.y;
+    return qk_q4_K_elem(0u, 0u, e, s);
 }
 #endif
 

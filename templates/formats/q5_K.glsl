@@ -15,12 +15,10 @@ uint qk_q5_K_word(uint m, uint qs, uint qh, uint j) {
 }
 
 #ifdef QK_K4_HEAD_WORDS
-// The decode path's scale hoist (matmul_tensor.comp), as q4_K's: element e
-// of sub-block j = e / 32 is q4_K's nibble plus bit j of qh[e % 32].
+// The decode path's scale hoist (matmul_tensor.comp; the pairs from
+// kquant.glsl's qk_elem_scale), as q4_K's: element e of sub-block j = e / 32
+// is q4_K's nibble plus bit j of qh[e % 32].
 #define QK_ELEM_SCALES 8u
-vec2 qk_elem_scale(uint blk, uint j) {
-    return qk_k4_scale_min_words(blk, j);
-}
 float qk_dequant_elem_s(uint e, vec2 s) {
     const uint j = e >> 5, l = e & 31u;
     const uint lo = (qk_u8(0u, QKF_qs_OFFSET + 32u * (j >> 1) + l) >> (4u * (j & 1u))) & 15u;

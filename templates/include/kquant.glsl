@@ -1,17 +1,21 @@
 // K-quant scale unpacking: the 6-bit scales and mins of q4_K/q5_K and the
 // 6-bit signed scales of q3_K, both packed into 12 bytes (see FORMATS.md).
 
-// Scale and min (6 bits each) of sub-block j (0..7) of q4_K/q5_K; sc is the
-// byte address of the block's scales[12]. Branch-free: the three words are
-// read whatever j is, and j >= 4 takes its high bits from the first eight bytes.
-uvec2 qk_scale_min_k4(uint m, uint sc, uint j) {
-    int b = int(j & 3u) * 8;
-    uint s0 = bitfieldExtract(qk_u32(m, sc), b, 8);
-    uint s1 = bitfieldExtract(qk_u32(m, sc + 4u), b, 8);
-    uint s2 = bitfieldExtract(qk_u32(m, sc + 8u), b, 8);
-    uvec2 lo = uvec2(s0 & 63u, s1 & 63u);
-    uvec2 hi = uvec2((s2 & 15u) | ((s0 >> 6) << 4), (s2 >> 4) | ((s1 >> 6) << 4));
+// Scale and min (6 bits each) of sub-block j (0..7) of q4_K/q5_K from the
+// three words w0, w1, w2 of scales[12]. Branch-free: j >= 4 takes its high
+// bits from the first eight bytes.
+uvec2 qk_k4_unpack(uint w0, uint w1, uint w2, uint j) {
+    const int b = int(j & 3u) * 8;
+    const uint s0 = bitfieldExtract(w0, b, 8), s1 = bitfieldExtract(w1, b, 8), s2 = bitfieldExtract(w2, b, 8);
+    const uvec2 lo = uvec2(s0 & 63u, s1 & 63u);
+    const uvec2 hi = uvec2((s2 & 15u) | ((s0 >> 6) << 4), (s2 >> 4) | ((s1 >> 6) << 4));
     return j < 4u ? lo : hi;
+}
+
+// The same for the block whose scales[12] lie at byte address sc: the three
+// words are read whatever j is.
+uvec2 qk_scale_min_k4(uint m, uint sc, uint j) {
+    return qk_k4_unpack(qk_u32(m, sc), qk_u32(m, sc + 4u), qk_u32(m, sc + 8u), j);
 }
 
 #ifdef QKF_dmin_OFFSET
@@ -25,19 +29,17 @@ vec2 qk_k4_scale_min(uint m, uint base, uint j) {
 
 #if defined(QK_BLOCK_REF_READ) && QKF_d_OFFSET == 0 && QKF_dmin_OFFSET == 2 && QKF_scales_OFFSET == 4 && QK_BYTES % 4 == 0
 // The scale hoist of the NV cooperative-matrix-2 decode path
-// (matmul_tensor.comp, QK_ELEM_SCALES): sub-block j's (d * sc, dmin * mn) of
-// block blk of weight matrix 0, read from the binding outside the decode
-// callback (where no block reference is at hand): the block's 16-byte head
-// (d, dmin, scales[12]) is four whole words.
+// (matmul_tensor.comp, QK_ELEM_SCALES, include/dequant_elem.glsl): the
+// pair reader for q4_K and q5_K, which define QK_ELEM_SCALES and
+// qk_dequant_elem_s. Sub-block j's (d * sc, dmin * mn) of block blk of
+// weight matrix 0, read from the binding outside the decode callback (where
+// no block reference is at hand): the block's 16-byte head (d, dmin,
+// scales[12]) is four whole words.
 #define QK_K4_HEAD_WORDS 1
-vec2 qk_k4_scale_min_words(uint blk, uint j) {
+vec2 qk_elem_scale(uint blk, uint j) {
     const uint w0 = blk * (QK_BYTES / 4u);
     const vec2 dm = unpackHalf2x16(qk_w[0].data[w0]);
-    const int b = int(j & 3u) * 8;
-    const uint s0 = bitfieldExtract(qk_w[0].data[w0 + 1u], b, 8);
-    const uint s1 = bitfieldExtract(qk_w[0].data[w0 + 2u], b, 8);
-    const uint s2 = bitfieldExtract(qk_w[0].data[w0 + 3u], b, 8);
-    const uvec2 sm = j < 4u ? uvec2(s0 & 63u, s1 & 63u) : uvec2((s2 & 15u) | ((s0 >> 6) << 4), (s2 >> 4) | ((s1 >> 6) << 4));
+    const uvec2 sm = qk_k4_unpack(qk_w[0].data[w0 + 1u], qk_w[0].data[w0 + 2u], qk_w[0].data[w0 + 3u], j);
     return vec2(dm.x * float(sm.x), dm.y * float(sm.y));
 }
 #endif

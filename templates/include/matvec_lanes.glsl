@@ -7,10 +7,12 @@
 
 #define CHUNK_BLOCKS (NK / QK)
 #define RG (WG / TPR)
-// Under the swiglu fusion (a template that takes it defines QK_LANES_NMAT
-// QK_FUSE_NW first) an invocation keeps its rows' sums for both matrices:
-// rows s = m * NR0 + r of acc, gate (m = 0) and up (m = 1).
-#ifndef QK_LANES_NMAT
+// Under the swiglu fusion (stages/swiglu.glsl) an invocation keeps its rows'
+// sums for both matrices: rows s = m * NR0 + r of acc, gate (m = 0) and up
+// (m = 1).
+#ifdef FUSION_swiglu
+#define QK_LANES_NMAT QK_FUSE_NW
+#else
 #define QK_LANES_NMAT 1u
 #endif
 #define QK_LANES_ROWS (QK_LANES_NMAT * NR0)
