@@ -850,6 +850,17 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
     for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
         r = qkrt_run_span(ctx, chain, n * runs, &span[i]);
     free(chain);
+    /* where the time goes: each dispatch between timestamps, the runs again */
+    double *st = malloc(sizeof *st * ((size_t)n * runs + 1)), *v = malloc(sizeof *v * runs);
+    for (uint32_t i = 0; i < runs && r == QKRT_OK; i++)
+        r = qkrt_run_timed(ctx, qk_moe_layer_dispatches(L, i % copies, &n), n, &st[(size_t)i * n]);
+    for (uint32_t s = 0; s < n && r == QKRT_OK; s++) {
+        for (uint32_t i = 0; i < runs; i++)
+            v[i] = st[(size_t)i * n + s];
+        res->stage_us[s] = median(v, runs) / 1e3;
+        res->stage_kernel[s] = qk_moe_layer_dispatches(L, 0, &n)[s].kernel;
+    }
+    free(st), free(v);
     if (r == QKRT_OK) {
         res->us = median(per, runs) / 1e3;
         res->us_chain = median(span, 3) / runs / 1e3;

@@ -103,6 +103,10 @@ typedef struct qk_bench_layer_result {
     uint32_t experts;          /* distinct experts the tokens chose */
     double us, us_min, us_max; /* median, fastest and slowest run of the layer */
     double us_chain; /* a run of --runs layers back to back in one command buffer, per layer */
+    /* each dispatch of a run timed alone (timestamps around it, barriers
+     * between), the median over the runs: where the layer's time goes */
+    double stage_us[QK_MOE_LAYER_MAX_DISPATCHES];
+    uint32_t stage_kernel[QK_MOE_LAYER_MAX_DISPATCHES]; /* bundle index */
     double bytes, gbps, pct_copy;
     bool ok; /* it ran, was right, and was timed */
     bool timed;
@@ -117,7 +121,8 @@ typedef struct qk_bench_layer_result {
  * timestamp before its first dispatch and after its last; the median. And
  * us_chain: the runs' layers back to back in one command buffer, a barrier
  * between layers, as a model's layers follow one another (no idle GPU
- * between them); the median of 3 such spans over the layers.
+ * between them); the median of 3 such spans over the layers. And
+ * stage_us: the runs again with a timestamp pair around each dispatch.
  * QKRT_OK unless the device failed; a layer that cannot be built (a kernel
  * missing) returns QKRT_ERROR_ARGUMENT with res->error. */
 qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,

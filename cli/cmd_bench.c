@@ -114,7 +114,11 @@ static void json_layer(qk_str *f, const qkrt_bundle *b, const qk_bench_layer_res
         k->selected[0] ? "true" : "false", k->selected[1] ? "true" : "false",
         k->selected[2] ? "true" : "false", r->ok ? "true" : "false", error);
     layer_names(b, k, true, f);
-    qk_str_add(f, "} }");
+    qk_str_add(f, "}, \"stages\": [");
+    for (uint32_t i = 0; r->timed && i < r->dispatches; i++)
+        qk_str_addf(f, "%s{ \"kernel\": \"%s\", \"us\": %.3f }", i ? ", " : "",
+                    qkrt_bundle_kernel(b, r->stage_kernel[i])->name, r->stage_us[i]);
+    qk_str_add(f, "] }");
 }
 
 /* qkgen bench --layer: the MoE layer for each format and token count; a
@@ -175,6 +179,14 @@ static int bench_layers(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_
                     snprintf(how + strlen(how), sizeof how - strlen(how), ", %s not", product[i]);
             printf("  kernels (%s%s): %s\n", nsel ? "select table" : "fallback choice", how,
                    names.s);
+            double sum = 0;
+            printf("  stages (us, each dispatch alone between timestamps):");
+            for (uint32_t i = 0; i < r.dispatches; i++) {
+                printf("%s %s %.2f", i ? "," : "", qkrt_bundle_kernel(b, r.stage_kernel[i])->family,
+                       r.stage_us[i]);
+                sum += fmax(r.stage_us[i], 0);
+            }
+            printf("; sum %.2f\n", sum);
             qk_str_free(&names);
             fflush(stdout);
         }
@@ -277,7 +289,9 @@ int cmd_bench(qk_args *a) {
                  "around each run's command buffer. The table gives us per layer, GB/s of\n"
                  "the weights and activations a run reads, and the kernels used; 'chain us'\n"
                  "is per layer of the --runs layers back to back in one command buffer, a\n"
-                 "barrier between layers, as a model's layers follow one another.\n"
+                 "barrier between layers, as a model's layers follow one another; 'stages'\n"
+                 "times each dispatch of a run alone between two timestamps (median over\n"
+                 "the runs): their sum against us/layer shows what the barriers cost.\n"
                  "--decode-tokens N moves the change-over from the mat-vec path to the\n"
                  "routed matmul path (default: past 8 tokens), to compare the two.\n"
                  "--gate-up fused runs gate and up as one swiglu-fused kernel (the selected\n"

@@ -5,7 +5,7 @@ Arguments: the file, then FORMAT:T:PATH:GATE_UP entries, one per layer
 expected (PATH decode or prefill; GATE_UP fused or split). Each layer must be
 there once, correct, timed (us > 0, runs >= copies >= 1), on that path with
 its kernels (moe_route only on the prefill path; a gate_up kernel, or gate
-and swiglu). Exit 1 with the first violation."""
+and swiglu), each dispatch timed in its stages. Exit 1 with the first violation."""
 import json
 import sys
 
@@ -34,6 +34,12 @@ def main():
             sys.exit(f"{want}: path {r['path']}, kernels {k}")
         if ("gate_up" in k) != (gate_up == "fused") or ("gate" in k) != ("swiglu" in k):
             sys.exit(f"{want}: gate/up {gate_up} but kernels {k}")
+        stages = r["stages"]
+        if len(stages) != r["dispatches"] or any(s["us"] <= 0 for s in stages):
+            sys.exit(f"{want}: {r['dispatches']} dispatches but stages {stages}")
+        ran = {s["kernel"] for s in stages}
+        if not set(k.values()) <= ran or any("quantize_q8" not in n for n in ran - set(k.values())):
+            sys.exit(f"{want}: stages {stages} are not the kernels {k}")
         expect = {"router", "topk", "down", "combine"}
         if not expect <= set(k):
             sys.exit(f"{want}: kernels {k} lack one of {sorted(expect)}")
