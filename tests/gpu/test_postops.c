@@ -182,11 +182,14 @@ int main(int argc, char **argv) {
             test_router(ctx, b, ki, 37, 100, 7);
             test_router(ctx, b, ki, 3, 512, 16);
             test_router(ctx, b, ki, 2, 5, 5);
+            test_router(ctx, b, ki, 8, 128, 8); /* Qwen3-30B-A3B's router */
             break;
         case 1:
             test_combine(ctx, b, ki, 1, 257, 4);
             test_combine(ctx, b, ki, 37, 1000, 3);
             test_combine(ctx, b, ki, 2, 3, 1);
+            test_combine(ctx, b, ki, 8, 2048, 8);  /* one step of 8 x 256 elements, exactly */
+            test_combine(ctx, b, ki, 2, 5001, 16); /* three steps, the last one partial */
             break;
         case 2:
             test_swiglu(ctx, b, ki, 1);
