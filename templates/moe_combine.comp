@@ -6,36 +6,37 @@
 // same for every element, so results do not depend on the workgroup size.
 //
 // One workgroup does a whole row, so the kernel is bound by memory latency,
-// not bandwidth: each invocation takes MC_PER elements of a step at once and
-// every load of a step (slots, residual) is issued before the first sum needs
-// one, in unrolled loops of constant bounds. A row of N <= MC_PER * WG is one
-// step, and the RMSNorm then scales the sums it still holds in registers.
+// not bandwidth. Each invocation takes MC_PER elements a step; for each slot
+// (in order) it issues the MC_PER loads of the step at once, in an unrolled
+// loop, before the sums use them: a chain of top_k loads in flight together
+// instead of MC_PER * top_k one after another. A row of N <= MC_PER * WG is
+// one step, and the RMSNorm then scales the sums it still holds in registers.
 #include "include/wg_reduce.glsl"
 
-#define MC_PER 8u    // elements an invocation holds per step
-#define MC_MAX_K 16u // slots summed in one unrolled loop
+#define MC_PER 8u // elements an invocation holds per step
 
 void main() {
     const uint N = pc.N, TK = pc.top_k, t = gl_WorkGroupID.x, lid = gl_LocalInvocationID.x;
-    float w[MC_MAX_K];
-    for (uint s = 0; s < MC_MAX_K; s++) w[s] = s < TK ? route_w[t * TK + s] : 0.0;
     float v[MC_PER];
     float sumsq = 0.0;
     for (uint base = 0; base < N; base += MC_PER * WG) {
-        for (uint j = 0; j < MC_PER; j++) {
-            const uint i = min(base + j * WG + lid, N - 1u); // past the end: computed, not stored
-            float a = 0.0;
-            for (uint s = 0; s < MC_MAX_K; s++)
-                if (s < TK) a = fma(w[s], slots[(t * TK + s) * N + i], a);
-#ifdef QK_STAGE_RESIDUAL
-            a = qk_fuse_residual(t * N + i, a);
-#endif
-            v[j] = a;
+        uint idx[MC_PER]; // past the end: clamped, computed, never stored
+        [[unroll]] for (uint j = 0; j < MC_PER; j++) {
+            idx[j] = min(base + j * WG + lid, N - 1u);
+            v[j] = 0.0;
         }
-        for (uint j = 0; j < MC_PER; j++) {
-            const uint i = base + j * WG + lid;
-            if (i < N) {
-                y[t * N + i] = v[j];
+        for (uint s = 0; s < TK; s++) {
+            const float w = route_w[t * TK + s];
+            float u[MC_PER];
+            [[unroll]] for (uint j = 0; j < MC_PER; j++) u[j] = slots[(t * TK + s) * N + idx[j]];
+            [[unroll]] for (uint j = 0; j < MC_PER; j++) v[j] = fma(w, u[j], v[j]);
+        }
+        [[unroll]] for (uint j = 0; j < MC_PER; j++) {
+#ifdef QK_STAGE_RESIDUAL
+            v[j] = qk_fuse_residual(t * N + idx[j], v[j]);
+#endif
+            if (base + j * WG + lid < N) {
+                y[t * N + idx[j]] = v[j];
                 sumsq = fma(v[j], v[j], sumsq);
             }
         }
@@ -43,7 +44,7 @@ void main() {
 #ifdef QK_STAGE_RMSNORM
     const float scale = qk_rmsnorm_scale(qk_wg_sum(sumsq), N);
     if (N <= MC_PER * WG) {
-        for (uint j = 0; j < MC_PER; j++) {
+        [[unroll]] for (uint j = 0; j < MC_PER; j++) {
             const uint i = j * WG + lid;
             if (i < N) qk_fuse_rmsnorm(t * N + i, i, v[j], scale);
         }

@@ -6,32 +6,42 @@
 // lg[j] == lg[e] and j < e}. That is the order in which k rounds of argmax,
 // ties to the lower index, would pick them (softmax keeps the order), so the
 // result is deterministic and matches a sequential reference; the logit of
-// rank r < k is the r-th selected. Rounds of workgroup argmax would cost two
-// reductions each, a chain of barriers that made this tiny kernel slow.
-// Every invocation computes the softmax's max and sum itself, over the shared
-// logits in index order, so all hold the same values without a reduction.
+// rank r < k is the r-th selected. k rounds of workgroup argmax would cost
+// two reductions each, a chain of barriers; the ranking reads the shared
+// logits four at a time, in a loop the compiler can pipeline.
+#include "include/wg_reduce.glsl"
 
 #define RT_MAX_E 512u
 #define RT_MAX_K 16u
 
-shared float rt_lg[RT_MAX_E];
+shared vec4 rt_lg[RT_MAX_E / 4u]; // logit j at rt_lg[j / 4][j % 4]; -inf past E
 shared float rt_w[RT_MAX_K];
 shared int rt_id[RT_MAX_K];
 
 void main() {
     const uint E = pc.E, TK = pc.top_k, t = gl_WorkGroupID.x, lid = gl_LocalInvocationID.x;
-    for (uint e = lid; e < E; e += WG) rt_lg[e] = logits[t * E + e];
-    barrier();
-    float gmax = -1.0 / 0.0;
-    for (uint j = 0; j < E; j++) gmax = max(gmax, rt_lg[j]);
-    float total = 0.0;
-    for (uint j = 0; j < E; j++) total += exp(rt_lg[j] - gmax);
+    const uint E4 = (E + 3u) / 4u;
+    float lmax = -1.0 / 0.0;
+    for (uint q = lid; q < E4; q += WG) {
+        vec4 l;
+        [[unroll]] for (uint c = 0; c < 4u; c++) {
+            const uint e = 4u * q + c;
+            l[c] = e < E ? logits[t * E + e] : -1.0 / 0.0;
+            lmax = max(lmax, l[c]);
+        }
+        rt_lg[q] = l;
+    }
+    const float gmax = qk_wg_max(lmax); // its barriers also publish rt_lg
+    float lsum = 0.0;
+    for (uint e = lid; e < E; e += WG) lsum += exp(rt_lg[e / 4u][e % 4u] - gmax);
+    const float total = qk_wg_sum(lsum);
     for (uint e = lid; e < E; e += WG) {
-        const float v = rt_lg[e];
+        const float v = rt_lg[e / 4u][e % 4u];
         uint rank = 0u;
-        for (uint j = 0; j < E; j++) {
-            const float u = rt_lg[j];
-            rank += u > v || (u == v && j < e) ? 1u : 0u;
+        for (uint q = 0; q < E4; q++) {
+            const vec4 u = rt_lg[q];
+            [[unroll]] for (uint c = 0; c < 4u; c++)
+                rank += u[c] > v || (u[c] == v && 4u * q + c < e) ? 1u : 0u;
         }
         if (rank < TK) {
             rt_id[rank] = int(e);
