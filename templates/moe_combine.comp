@@ -6,14 +6,15 @@
 // same for every element, so results do not depend on the workgroup size.
 //
 // One workgroup does a whole row, so the kernel is bound by memory latency,
-// not bandwidth. Each invocation takes MC_PER elements a step; for each slot
+// not bandwidth. Each invocation takes MC_PER elements a step (2048 / WG); for each slot
 // (in order) it issues the MC_PER loads of the step at once, in an unrolled
 // loop, before the sums use them: a chain of top_k loads in flight together
 // instead of MC_PER * top_k one after another. A row of N <= MC_PER * WG is
 // one step, and the RMSNorm then scales the sums it still holds in registers.
 #include "include/wg_reduce.glsl"
 
-#define MC_PER 8u // elements an invocation holds per step
+// elements an invocation holds per step: a row of 2048 in one step
+const uint MC_PER = 2048u / WG; // WG <= 1024 (the spec)
 
 void main() {
     const uint N = pc.N, TK = pc.top_k, t = gl_WorkGroupID.x, lid = gl_LocalInvocationID.x;
