@@ -305,6 +305,10 @@ int main(int argc, char **argv) {
      * specs (likewise counted apart) */
     char added_fusion[8][2][64];
     uint32_t added_fusion_count = 0;
+    /* "@added-wg FAMILY WG": a workgroup size a family took after the family
+     * specs (likewise counted apart) */
+    char added_wg[8][64];
+    uint32_t added_wg_size[8], added_wg_count = 0;
     for (char *line = names, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
@@ -320,6 +324,14 @@ int main(int argc, char **argv) {
                 added_fusion_count++;
             else
                 FAIL("%s: expected @added-fusion FAMILY FUSION", line);
+            continue;
+        }
+        if (!strncmp(line, "@added-wg ", 10)) {
+            if (added_wg_count < 8 && sscanf(line + 10, "%63s %u", added_wg[added_wg_count],
+                                             &added_wg_size[added_wg_count]) == 2)
+                added_wg_count++;
+            else
+                FAIL("%s: expected @added-wg FAMILY WG", line);
             continue;
         }
         old_count++;
@@ -404,12 +416,17 @@ int main(int argc, char **argv) {
             later = p.variants[i].fusion &&
                     !strcmp(p.variants[i].kernel->origin, added_fusion[j][0]) &&
                     !strcmp(p.variants[i].fusion->name, added_fusion[j][1]);
+        for (uint32_t j = 0; j < added_wg_count && !later; j++)
+            later = !strcmp(p.variants[i].kernel->origin[0] ? p.variants[i].kernel->origin
+                                                            : p.variants[i].kernel->name,
+                            added_wg[j]) &&
+                    p.variants[i].wg == added_wg_size[j];
         if (later && !used[i])
             added++;
         else if (!used[i])
             FAIL("%s: a variant no old name maps to", p.variants[i].name);
     }
-    printf("%u old names, %u variants (%u on math paths or fusions added since)", old_count,
+    printf("%u old names, %u variants (%u on math paths, fusions or tiles added since)", old_count,
            p.variant_count, added);
     if (argc == 5)
         printf("; %u compared with the old specs' (GLSL and manifest fields), modules %u vs %u",
