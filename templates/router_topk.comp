@@ -19,67 +19,15 @@ shared float rt_lg[RT_MAX_E];
 shared float rt_w[RT_MAX_K];
 shared int rt_id[RT_MAX_K];
 
-#ifdef AXIS_logits_computed
-// The router's mat-vec first (logits computed): the token's x in shared
-// memory; subgroup g takes rows g, g + G, ... RT_ROWS at a time, its lanes
-// the rows' sub-blocks in turn, so the loads of RT_ROWS rows are in flight
-// together; a subgroup sum gives each logit.
-#define RT_MAX_X 4096u
-#define RT_ROWS 4u
-shared float rt_x[RT_MAX_X];
-
-void router_logits(uint t, uint E, uint E4) {
-    const uint K = pc.K, nb = K / QK, nsub = nb * QK_SUBS;
-    for (uint k = gl_LocalInvocationID.x; k < K; k += WG) rt_x[k] = x[t * K + k];
-    barrier();
-    const uint G = gl_NumSubgroups, lane = gl_SubgroupInvocationID;
-    for (uint e0 = gl_SubgroupID * RT_ROWS; e0 < E; e0 += G * RT_ROWS) {
-        float acc[RT_ROWS];
-        uint row[RT_ROWS];
-        [[unroll]] for (uint r = 0; r < RT_ROWS; r++) {
-            acc[r] = 0.0;
-            row[r] = min(e0 + r, E - 1u) * nb; // past E: computed, not stored
-        }
-        for (uint c = lane; c < nsub; c += gl_SubgroupSize) {
-            const uint kb = c / QK_SUBS, sub = c % QK_SUBS;
-            float xv[QK_SUB_N];
-            for (uint i = 0; i < QK_SUB_N; i++) xv[i] = rt_x[kb * QK + qk_sub_elem(sub, i)];
-            [[unroll]] for (uint r = 0; r < RT_ROWS; r++) {
-                float w[QK_SUB_N];
-                qk_dequant_sub(0u, row[r] + kb, sub, w);
-                for (uint i = 0; i < QK_SUB_N; i++) acc[r] = fma(w[i], xv[i], acc[r]);
-            }
-        }
-        [[unroll]] for (uint r = 0; r < RT_ROWS; r++) {
-            const float v = subgroupAdd(acc[r]);
-            if (subgroupElect() && e0 + r < E) {
-                rt_lg[e0 + r] = v;
-                logits[t * E + e0 + r] = v;
-            }
-        }
-    }
-    for (uint e = E + gl_LocalInvocationID.x; e < E4; e += WG) rt_lg[e] = -1.0 / 0.0;
-    barrier();
-}
-#endif
-
 void main() {
     const uint E = pc.E, TK = pc.top_k, t = gl_WorkGroupID.x, lid = gl_LocalInvocationID.x;
     const uint E4 = (E + 3u) & ~3u;
     float lmax = -1.0 / 0.0;
-#ifdef AXIS_logits_computed
-#ifdef QK_FORMAT_INIT
-    qk_format_init(); // the format's shared table (include/lut.glsl)
-#endif
-    router_logits(t, E, E4);
-    for (uint e = lid; e < E; e += WG) lmax = max(lmax, rt_lg[e]);
-#else
     for (uint e = lid; e < E4; e += WG) {
         const float l = e < E ? logits[t * E + e] : -1.0 / 0.0;
         rt_lg[e] = l;
         lmax = max(lmax, l);
     }
-#endif
     const float gmax = qk_wg_max(lmax); // its barriers also publish rt_lg
     float lsum = 0.0;
     for (uint e = lid; e < E; e += WG) lsum += exp(rt_lg[e] - gmax);
