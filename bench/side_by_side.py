@@ -10,7 +10,8 @@ DIR holds what such a call returned:
             (../shared/peer/run.sh: RESULT lines with kern_us, ggml-vulkan's
             own per-op GPU time) and gpu.txt;
   layer/    `qkgen bench --layer --json` (layer.json) and the peer's
-            layer-on.txt / layer-off.txt (bench/peer/run-layer.sh).
+            layer-on.txt / layer-off.txt (bench/peer/run-layer.sh);
+  layer-*/  the same from other calls (each table from its own call).
 Either may be missing. Ratios are the peer's time over ours (above 1: qkgen
 is faster)."""
 import glob
@@ -119,6 +120,13 @@ def main():
     t = layer(os.path.join(d, "layer"))
     if t:
         out += ["### The MoE layer", ""] + t + [""]
+    # further layer calls of the same day beside it: layer-NAME/, each with
+    # its own peer run (a folder of call logs without layer.json is skipped)
+    for sub in sorted(glob.glob(os.path.join(d, "layer-*", ""))):
+        t = layer(sub)
+        if t:
+            name = os.path.basename(os.path.normpath(sub))
+            out += [f"### The MoE layer, another call (`{name}/`)", ""] + t[2:] + [""]
     print("\n".join(out).rstrip())
 
 
