@@ -221,7 +221,7 @@ static int bench_finish(qkrt_context *ctx, qkrt_bundle *b, const char *json, qk_
 
 int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
-    const char *filter = NULL, *family = "all", *tokens_s = NULL, *gate_up = NULL;
+    const char *filter = NULL, *family = "all", *tokens_s = NULL, *gate_up = NULL, *router = NULL;
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
     uint64_t warm_ms = 1000, rotate_mb = 200, experts = 0, topk = 0;
     uint64_t finalists = 3, decode_max = 0; /* 0: QK_MOE_DECODE_TOKENS */
@@ -237,6 +237,7 @@ int cmd_bench(qk_args *a) {
                  "       qkgen bench --layer [--formats A,B] [--tokens T1,T2,...] [--m F --k H]\n"
                  "                   [--experts E --top-k N] [--runs N] [--warmup-ms MS]\n"
                  "                   [--decode-tokens N] [--gate-up auto|fused|split]\n"
+                 "                   [--router auto|fused|split]\n"
                  "                   [--rotate-mb MB] [--json FILE] [--seed N]\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
@@ -275,7 +276,9 @@ int cmd_bench(qk_args *a) {
                  "--layer times a whole MoE feed-forward layer as an engine records it, in one\n"
                  "command buffer a run: the router product (mat-vec; matmul past 8 tokens;\n"
                  "its weights in the layer's format, qkgen having no float weight format),\n"
-                 "router_topk (softmax, top-k, renormalised), past 8 tokens moe_route and the\n"
+                 "router_topk (softmax, top-k, renormalised; up to 8 tokens one kernel with\n"
+                 "the router's mat-vec inside where the bundle has it), past 8 tokens\n"
+                 "moe_route and the\n"
                  "expert products as matmul_id through indirect dispatch (else mat-vecs with\n"
                  "ids), gate/up with SwiGLU (one fused kernel where the bundle has it, else\n"
                  "gate, up and the swiglu kernel), down, and moe_combine with the residual\n"
@@ -296,7 +299,11 @@ int cmd_bench(qk_args *a) {
                  "routed matmul path (default: past 8 tokens), to compare the two.\n"
                  "--gate-up fused runs gate and up as one swiglu-fused kernel (the selected\n"
                  "kernel's _swiglu sibling, else the best fused one), split as the plain\n"
-                 "product twice and the swiglu kernel; auto (the default) as said above.");
+                 "product twice and the swiglu kernel; auto (the default) as said above.\n"
+                 "--router fused runs the router's mat-vec inside router_topk (axis\n"
+                 "logits=computed: one dispatch instead of two), split as the router product\n"
+                 "and router_topk; auto (the default) fuses them on the decode path where the\n"
+                 "bundle has the fused kernel for the format.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
@@ -308,7 +315,8 @@ int cmd_bench(qk_args *a) {
             qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
             qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
             qk_opt_u64(a, "--finalists", &finalists) ||
-            qk_opt_u64(a, "--decode-tokens", &decode_max) || qk_opt(a, "--gate-up", &gate_up))
+            qk_opt_u64(a, "--decode-tokens", &decode_max) || qk_opt(a, "--gate-up", &gate_up) ||
+            qk_opt(a, "--router", &router))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -344,8 +352,13 @@ int cmd_bench(qk_args *a) {
     if (ntokens > 1 && !layer)
         return qk_usage_error(a->cmd, "--tokens: a list of counts is for --layer; one count else");
     t = ntokens ? tokens[0] : 0;
-    if ((decode_max || gate_up) && !layer)
-        return qk_usage_error(a->cmd, "--decode-tokens and --gate-up are for --layer");
+    if ((decode_max || gate_up || router) && !layer)
+        return qk_usage_error(a->cmd, "--decode-tokens, --gate-up and --router are for --layer");
+    int rt = !router || !strcmp(router, "auto") ? QK_ROUTER_AUTO
+             : !strcmp(router, "fused")         ? QK_ROUTER_FUSED
+             : !strcmp(router, "split")         ? QK_ROUTER_SPLIT
+                                                : -1;
+    if (rt < 0) return qk_usage_error(a->cmd, "--router: '%s' is not auto, fused or split", router);
     int gu = !gate_up || !strcmp(gate_up, "auto") ? QK_GATE_UP_AUTO
              : !strcmp(gate_up, "fused")          ? QK_GATE_UP_FUSED
              : !strcmp(gate_up, "split")          ? QK_GATE_UP_SPLIT
@@ -423,7 +436,8 @@ int cmd_bench(qk_args *a) {
                                    .rotate_bytes = o.rotate_bytes,
                                    .max_bytes = dev->device_local_bytes / 4,
                                    .decode_max = (uint32_t)decode_max,
-                                   .gate_up = (qk_gate_up)gu};
+                                   .gate_up = (qk_gate_up)gu,
+                                   .router = (qk_router)rt};
         qk_str j = {0};
         qk_str_addf(&j,
                     "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "

@@ -111,21 +111,51 @@ static qkrt_result pick_experts(qkrt_context *ctx, const qkrt_bundle *b, const q
     return QKRT_ERROR_ARGUMENT;
 }
 
+/* The renormalising router_topk kernel that this device runs: with the
+ * router's mat-vec inside (logits computed: weights of the layer's format,
+ * the shape within its constraints), or reading the logits (given). */
+static int find_topk(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                     bool computed) {
+    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        if (strcmp(k->family, "router_topk") || strcmp(k->fusion, "renorm") ||
+            (k->weights_layout[0] != 0) != computed)
+            continue;
+        if (computed && (strcmp(k->format, d->format) || strcmp(k->format_variant, d->variant) ||
+                         !qk_kernel_fits(k, 0, d->H, d->T, d->E, d->top_k, 1, 0)))
+            continue;
+        if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
+    }
+    return -1;
+}
+
 qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
                               qk_moe_kernels *k, char *err, size_t err_size) {
     memset(k, 0, sizeof *k);
     k->router = k->topk = k->route = k->gate_up = k->gate = k->glu = k->down = k->combine = -1;
     const bool prefill = d->T > (d->decode_max ? d->decode_max : QK_MOE_DECODE_TOKENS);
-    k->topk = find_op(ctx, b, "router_topk", "renorm");
+    /* the router and top-k as one kernel (on the decode path unless asked) */
+    const int fused = d->router == QK_ROUTER_FUSED || (d->router == QK_ROUTER_AUTO && !prefill)
+                          ? find_topk(ctx, b, d, true)
+                          : -1;
+    if (d->router == QK_ROUTER_FUSED && fused < 0) {
+        snprintf(err, err_size,
+                 "router: no router_topk kernel computing its logits for %s%s%s that this "
+                 "device runs at the layer's shape",
+                 d->format, d->variant[0] ? " " : "", d->variant);
+        return QKRT_ERROR_ARGUMENT;
+    }
+    k->topk = fused >= 0 ? fused : find_topk(ctx, b, d, false);
     k->combine = find_op(ctx, b, "moe_combine", "residual_rmsnorm");
     if (k->topk < 0 || k->combine < 0) {
         snprintf(err, err_size, "the bundle has no %s kernel that this device runs",
                  k->topk < 0 ? "router_topk renorm" : "moe_combine residual_rmsnorm");
         return QKRT_ERROR_ARGUMENT;
     }
+    if (fused >= 0) k->router = fused;
     /* past decode_max tokens the prefill kernels, where the bundle has
      * some that this device runs and the shape fits; else the decode ones */
-    if (prefill)
+    if (prefill && fused < 0)
         k->router = pick_product(ctx, b, d, "matmul", "none", d->E, d->H, 1, d->T, &k->selected[0],
                                  err, err_size);
     if (k->router < 0)
@@ -287,10 +317,20 @@ static qkrt_result record_input(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_
     return add(ctx, b, L, c, &s, err, err_size);
 }
 
-/* router, top-k: the logits, each token's experts and routing weights. */
+/* router, top-k: the logits, each token's experts and routing weights (one
+ * kernel where the top-k computes the logits itself). */
 static qkrt_result record_router(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_layer *L,
                                  uint32_t c, char *err, size_t err_size) {
     const qk_moe_layer_desc *d = &L->d;
+    if (L->k.router == L->k.topk) {
+        static const char *const names[] = {"E", "T", "top_k", "K"};
+        const int64_t vals[] = {d->E, d->T, d->top_k, d->H};
+        qkrt_buffer **B = L->buf;
+        const qk_bind bt[] = {
+            {"x", B[B_X]}, {"logits", B[B_LOGITS]}, {"ids", B[B_IDS]}, {"route_w", B[B_RW]}};
+        step s = {L->k.topk, &L->wb[c][W_ROUTER], 1, bt, 4, names, vals, 4, false, NULL, 0};
+        return add(ctx, b, L, c, &s, err, err_size);
+    }
     int64_t vr[PROD_VARS];
     prod_values(vr, d->E, d->H, d, 1);
     qkrt_result r = add_product(ctx, b, L, c, L->k.router, &L->wb[c][W_ROUTER], 1, B_X, B_XQ,

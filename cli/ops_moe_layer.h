@@ -18,7 +18,8 @@
 /* The kernels of a layer (indices in the bundle; -1: not used). */
 typedef struct qk_moe_kernels {
     int router;       /* matvec or matmul: logits [T, E] = x Wr^T */
-    int topk;         /* router_topk, renorm: ids and routing weights [T, top_k] */
+    int topk;         /* router_topk, renorm: ids and routing weights [T, top_k]; the same
+                         kernel as router where it computes the logits itself */
     int route;        /* moe_route (prefill path): pairs per expert, indirect arguments */
     int gate_up;      /* swiglu-fused matvec_id / matmul_id: act = silu(x Wg^T) * (x Wu^T) */
     int gate;         /* without a fused kernel: this plain one for gate and for up, */
@@ -35,6 +36,12 @@ typedef struct qk_moe_kernels {
  * twice and the swiglu kernel. */
 typedef enum qk_gate_up { QK_GATE_UP_AUTO, QK_GATE_UP_FUSED, QK_GATE_UP_SPLIT } qk_gate_up;
 
+/* How a layer runs its router: QK_ROUTER_AUTO on the decode path as one
+ * router_topk kernel that computes its logits (axis logits=computed) where
+ * the bundle has one for the format and shape, else the router product and
+ * router_topk; FUSED always the one kernel; SPLIT always the two. */
+typedef enum qk_router { QK_ROUTER_AUTO, QK_ROUTER_FUSED, QK_ROUTER_SPLIT } qk_router;
+
 /* A layer's problem: T tokens of hidden size H, E experts of F rows each, top_k per token. */
 typedef struct qk_moe_layer_desc {
     const char *format, *variant; /* the weights' format, e.g. "q4_0"; variant "" or "bf16" */
@@ -46,6 +53,7 @@ typedef struct qk_moe_layer_desc {
     uint64_t *rng;       /* random weights and activations from here */
     uint32_t decode_max; /* the decode path up to this many tokens; 0: QK_MOE_DECODE_TOKENS */
     qk_gate_up gate_up;  /* how gate and up run (qk_moe_layer_pick) */
+    qk_router router;    /* how the router runs (qk_moe_layer_pick) */
 } qk_moe_layer_desc;
 
 /* The kernels an engine would run for the layer: the bundle's select table

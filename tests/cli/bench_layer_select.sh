@@ -3,7 +3,8 @@
 # would not (the one-row mat-vecs with ids, where it prefers the most rows),
 # so the kernels used show which chose. The gate/up kernel is the selected
 # one's "_swiglu" sibling where there is one (q4_0), else gate, up and the
-# swiglu kernel (q8_0's pre-quantized mat-vec has none).
+# swiglu kernel (q8_0's pre-quantized mat-vec has none). --router split: the
+# router product from the table too, not the top-k kernel that computes it.
 . "$(dirname "$0")/lib.sh"
 qkgen=$1 bundle=$2
 cp -r "$bundle" "$scratch/sel" || fail "copying $bundle"
@@ -23,7 +24,7 @@ m["select"] = {"version": 1, "devices": [], "default": [
 json.dump(m, open(sys.argv[1], "w"), indent=1)
 PY
 "$qkgen" bench --layer --bundle "$scratch/sel" --formats q4_0,q8_0 --m 64 --k 128 --experts 8 \
-  --top-k 2 --tokens 1,12 --runs 20 --warmup-ms 20 --rotate-mb 1 --copy-mb 8 \
+  --top-k 2 --tokens 1,12 --router split --runs 20 --warmup-ms 20 --rotate-mb 1 --copy-mb 8 \
   --json "$scratch/layer.json" | tee "$scratch/log" || fail "qkgen bench --layer"
 grep -q "kernels (select table)" "$scratch/log" || fail "no layer said its kernels came from the table"
 python3 - "$scratch/layer.json" <<'PY' || fail "the layers did not run the selected kernels"

@@ -1,5 +1,6 @@
 /* The post-op kernels on the device against float64 CPU references: router
- * softmax/top-k (with and without renormalisation), the MoE combine with each of
+ * softmax/top-k (with and without renormalisation; reading the logits, or
+ * computing them from x and the router's weights), the MoE combine with each of
  * its fusions, elementwise SwiGLU and the quantized embedding gather of every format. */
 #include "gpu_common.h"
 
@@ -69,6 +70,46 @@ static void test_router(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, ui
         check_nmse(what, w, wref, (size_t)T * TK, 1e-6);
     }
     free(lg), free(w), free(lgd), free(wref), free(ids), free(iref);
+}
+
+/* The router with its mat-vec inside (logits computed): E weight rows of
+ * the kernel's format against T tokens of x; the logits, ids and weights
+ * against the float64 mat-vec reference followed by qk_ref_router. */
+static void test_router_computed(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
+                                 uint32_t E, uint32_t K, uint32_t TK) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    const bool renorm = !strcmp(k->fusion, "renorm");
+    qk_weights w;
+    if (!qk_random_weights(k->format, k->format_variant, E, K, &g_rng, &w)) {
+        printf("FAIL %s: no reference for format %s\n", k->name, k->format);
+        g_fail++;
+        return;
+    }
+    float *x = malloc(4 * (size_t)T * K), *lg = malloc(4 * T * E), *rw = malloc(4 * T * TK);
+    double *xd = malloc(8 * (size_t)T * K), *lgd = malloc(8 * T * E), *wref = malloc(8 * T * TK);
+    int32_t *ids = malloc(4 * T * TK), *iref = malloc(4 * T * TK);
+    uint32_t *scratch = calloc(T + (size_t)T * E, 4); /* the counters zero, as the kernel needs */
+    rnd_fill(x, xd, (size_t)T * K, 1.0);
+    host_buf hb[] = {{"x", x, 4 * (size_t)T * K, false},
+                     {"logits", lg, 4 * T * E, true},
+                     {"ids", ids, 4 * T * TK, true},
+                     {"route_w", rw, 4 * T * TK, true},
+                     {"scratch", scratch, 4 * (T + (size_t)T * E), false}};
+    const char *names[] = {"E", "T", "top_k", "K"};
+    int64_t vals[] = {E, T, TK, K};
+    if (run_host(ctx, b, ki, &w, hb, 5, names, vals, 4) && qk_ref_matvec(&w, xd, E, K, T, lgd)) {
+        qk_ref_router(lgd, T, E, TK, renorm, iref, wref);
+        char what[256];
+        snprintf(what, sizeof what, "%s T=%u E=%u K=%u top_k=%u", k->name, T, E, K, TK);
+        check_nmse(what, lg, lgd, (size_t)T * E, 1e-6);
+        bool same = !memcmp(ids, iref, 4 * T * TK);
+        if (!same) printf("FAIL %s: expert ids differ (first: %d vs %d)\n", what, ids[0], iref[0]);
+        same ? g_pass++ : g_fail++;
+        check_nmse(what, rw, wref, (size_t)T * TK, 1e-6);
+    }
+    qk_free_weights(&w);
+    free(x), free(lg), free(rw), free(xd), free(lgd), free(wref), free(ids), free(iref);
+    free(scratch);
 }
 
 static void test_combine(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
@@ -177,7 +218,14 @@ int main(int argc, char **argv) {
         }
         seen[f]++;
         switch (f) {
-        case 0: /* k up to 16, experts up to 512, odd counts */
+        case 0:                         /* k up to 16, experts up to 512, odd counts */
+            if (k->weights_layout[0]) { /* logits computed: E rows of K, K up to 4096 */
+                const uint32_t qk = k->block_elements;
+                test_router_computed(ctx, b, ki, 1, 128, 2048 / qk * qk, 8); /* Qwen3-30B-A3B */
+                test_router_computed(ctx, b, ki, 3, 37, 5 * qk, 5);
+                test_router_computed(ctx, b, ki, 2, 512, 4096 / qk * qk, 16);
+                break;
+            }
             test_router(ctx, b, ki, 1, 16, 4);
             test_router(ctx, b, ki, 37, 100, 7);
             test_router(ctx, b, ki, 3, 512, 16);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks a `qkgen bench --layer --json` file against what the test asked.
 
-Arguments: the file, then FORMAT:T:PATH:GATE_UP entries, one per layer
-expected (PATH decode or prefill; GATE_UP fused or split). Each layer must be
+Arguments: the file, then FORMAT:T:PATH:GATE_UP[:ROUTER] entries, one per
+layer expected (PATH decode or prefill; GATE_UP fused or split; ROUTER fused,
+one router_topk kernel computing the logits, or split). Each layer must be
 there once, correct, timed (us > 0, runs >= copies >= 1), on that path with
 its kernels (moe_route only on the prefill path; a gate_up kernel, or gate
 and swiglu), each dispatch timed in its stages. Exit 1 with the first violation."""
@@ -18,7 +19,7 @@ def main():
     if len(results) != len(wanted):
         sys.exit(f"{path}: {len(results)} layers, expected {len(wanted)}")
     for want in wanted:
-        fmt, tokens, route, gate_up = want.split(":")
+        fmt, tokens, route, gate_up, *router = want.split(":")
         found = [r for r in results if r["format"] == fmt and r["T"] == int(tokens)]
         if len(found) != 1:
             sys.exit(f"{want}: {len(found)} results")
@@ -40,6 +41,10 @@ def main():
         ran = {s["kernel"] for s in stages}
         if not set(k.values()) <= ran or any("quantize_q8" not in n for n in ran - set(k.values())):
             sys.exit(f"{want}: stages {stages} are not the kernels {k}")
+        if router and (k["router"] == k["topk"]) != (router[0] == "fused"):
+            sys.exit(f"{want}: router {router[0]} but kernels {k}")
+        if k["router"] == k["topk"] and "router_topk-computed" not in k["router"]:
+            sys.exit(f"{want}: router and top-k one kernel that does not compute the logits")
         expect = {"router", "topk", "down", "combine"}
         if not expect <= set(k):
             sys.exit(f"{want}: kernels {k} lack one of {sorted(expect)}")

@@ -35,7 +35,7 @@ static const struct old_kernel {
     {"moe_combine", "", "", "moe_combine.comp", "slots,route_w,y"},
     {"moe_route", "", "", "moe_route.comp", "topk,tpe,ids,disp"},
     {"quantize_q8", "", "", "quantize_q8.comp", "x,xq"},
-    {"router_topk", "", "", "router_topk.comp", "logits,ids,route_w"},
+    {"router_topk", "router_topk", "logits=given", "router_topk.comp", "logits,ids,route_w"},
     {"swiglu", "", "", "swiglu.comp", "g,u,y"},
     {"matvec", "matvec", "routing=dense", "matvec.comp", "x,y"},
     {"matvec_id", "matvec", "routing=ids", "matvec.comp", "x,ids,y"},
@@ -309,6 +309,10 @@ int main(int argc, char **argv) {
      * specs (likewise counted apart) */
     char added_wg[8][64];
     uint32_t added_wg_size[8], added_wg_count = 0;
+    /* "@added-axis FAMILY AXIS=VALUE": an axis value a family took after
+     * the family specs (likewise counted apart) */
+    char added_axis[8][2][64];
+    uint32_t added_axis_count = 0;
     for (char *line = names, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
@@ -324,6 +328,15 @@ int main(int argc, char **argv) {
                 added_fusion_count++;
             else
                 FAIL("%s: expected @added-fusion FAMILY FUSION", line);
+            continue;
+        }
+        if (!strncmp(line, "@added-axis ", 12)) {
+            if (added_axis_count < 8 &&
+                sscanf(line + 12, "%63s %63s", added_axis[added_axis_count][0],
+                       added_axis[added_axis_count][1]) == 2)
+                added_axis_count++;
+            else
+                FAIL("%s: expected @added-axis FAMILY AXIS=VALUE", line);
             continue;
         }
         if (!strncmp(line, "@added-wg ", 10)) {
@@ -421,13 +434,17 @@ int main(int argc, char **argv) {
                                                             : p.variants[i].kernel->name,
                             added_wg[j]) &&
                     p.variants[i].wg == added_wg_size[j];
+        for (uint32_t j = 0; j < added_axis_count && !later; j++)
+            later = !strcmp(p.variants[i].kernel->origin, added_axis[j][0]) &&
+                    axes_match(p.variants[i].kernel->axes, added_axis[j][1]);
         if (later && !used[i])
             added++;
         else if (!used[i])
             FAIL("%s: a variant no old name maps to", p.variants[i].name);
     }
-    printf("%u old names, %u variants (%u on math paths, fusions or tiles added since)", old_count,
-           p.variant_count, added);
+    printf(
+        "%u old names, %u variants (%u on math paths, fusions, tiles or axis values added since)",
+        old_count, p.variant_count, added);
     if (argc == 5)
         printf("; %u compared with the old specs' (GLSL and manifest fields), modules %u vs %u",
                compared, modules, old_modules);
