@@ -1,5 +1,7 @@
-// router_topk: the MoE router after its mat-vec: softmax over E expert logits
-// and the top k experts with their probabilities, one workgroup per token.
+// router_topk: the MoE router's softmax over E expert logits and the top k
+// experts with their probabilities: after the router's mat-vec, one
+// workgroup a token (logits given), or with the mat-vec inside, over several
+// workgroups a token of which the last to finish ranks (logits computed).
 //
 // One pass, no rounds: the logits go to shared memory, and each invocation
 // ranks the ones it owns against all E, rank(e) = #{j : lg[j] > lg[e], or
