@@ -77,7 +77,7 @@ def prefill(d):
     return out
 
 
-def layer(d):
+def layer(d, intro=True):
     p = os.path.join(d, "layer.json")
     if not os.path.exists(p):
         return []
@@ -92,9 +92,9 @@ def layer(d):
            "(`qkgen tune --model`, `qkgen build --tuned`), one command buffer; `chain us` is per "
            "layer of layers back to back. The peer: one ggml graph of the same ops "
            "(bench/peer/peerlayer.c); `wall us` per layer of chained layers, `kern us` the sum "
-           "of its per-op GPU times (a barrier after each op).", "",
-           "| format | tokens | qkgen us/layer | qkgen chain us | peer wall us | peer kern us "
-           "| peer wall / qkgen chain | dispatches (qkgen) |", "|---|---|---|---|---|---|---|---|"]
+           "of its per-op GPU times (a barrier after each op).", ""] if intro else []
+    out += ["| format | tokens | qkgen us/layer | qkgen chain us | peer wall us | peer kern us "
+            "| peer wall / qkgen chain | dispatches (qkgen) |", "|---|---|---|---|---|---|---|---|"]
     for r in j.get("results", []):
         if not r.get("ok"):
             continue
@@ -123,10 +123,10 @@ def main():
     # further layer calls of the same day beside it: layer-NAME/, each with
     # its own peer run (a folder of call logs without layer.json is skipped)
     for sub in sorted(glob.glob(os.path.join(d, "layer-*", ""))):
-        t = layer(sub)
+        t = layer(sub, intro=False)
         if t:
             name = os.path.basename(os.path.normpath(sub))
-            out += [f"### The MoE layer, another call (`{name}/`)", ""] + t[2:] + [""]
+            out += [f"### The MoE layer, another call (`{name}/`)", ""] + t + [""]
     print("\n".join(out).rstrip())
 
 

@@ -854,11 +854,12 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
     double *st = malloc(sizeof *st * ((size_t)n * runs + 1)), *v = malloc(sizeof *v * runs);
     for (uint32_t i = 0; i < runs && r == QKRT_OK; i++)
         r = qkrt_run_timed(ctx, qk_moe_layer_dispatches(L, i % copies, &n), n, &st[(size_t)i * n]);
-    for (uint32_t s = 0; s < n && r == QKRT_OK; s++) {
+    const qkrt_dispatch *ds = r == QKRT_OK ? qk_moe_layer_dispatches(L, 0, &n) : NULL;
+    for (uint32_t s = 0; s < n && r == QKRT_OK; s++) { /* every copy runs the same kernels */
         for (uint32_t i = 0; i < runs; i++)
             v[i] = st[(size_t)i * n + s];
         res->stage_us[s] = median(v, runs) / 1e3;
-        res->stage_kernel[s] = qk_moe_layer_dispatches(L, 0, &n)[s].kernel;
+        res->stage_kernel[s] = ds[s].kernel;
     }
     free(st), free(v);
     if (r == QKRT_OK) {

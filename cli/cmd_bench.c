@@ -219,6 +219,18 @@ static int bench_finish(qkrt_context *ctx, qkrt_bundle *b, const char *json, qk_
     return rc;
 }
 
+/* --gate-up and --router: auto (also when not given), fused or split, as
+ * the values of qk_gate_up and qk_router; -1 for anything else. */
+_Static_assert(QK_GATE_UP_AUTO == (int)QK_ROUTER_AUTO && QK_GATE_UP_FUSED == (int)QK_ROUTER_FUSED &&
+                   QK_GATE_UP_SPLIT == (int)QK_ROUTER_SPLIT,
+               "the layer's two fusion choices share their values");
+static int fusion_mode(const char *s) {
+    return !s || !strcmp(s, "auto") ? QK_GATE_UP_AUTO
+           : !strcmp(s, "fused")    ? QK_GATE_UP_FUSED
+           : !strcmp(s, "split")    ? QK_GATE_UP_SPLIT
+                                    : -1;
+}
+
 int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
     const char *filter = NULL, *family = "all", *tokens_s = NULL, *gate_up = NULL, *router = NULL;
@@ -354,15 +366,8 @@ int cmd_bench(qk_args *a) {
     t = ntokens ? tokens[0] : 0;
     if ((decode_max || gate_up || router) && !layer)
         return qk_usage_error(a->cmd, "--decode-tokens, --gate-up and --router are for --layer");
-    int rt = !router || !strcmp(router, "auto") ? QK_ROUTER_AUTO
-             : !strcmp(router, "fused")         ? QK_ROUTER_FUSED
-             : !strcmp(router, "split")         ? QK_ROUTER_SPLIT
-                                                : -1;
+    const int rt = fusion_mode(router), gu = fusion_mode(gate_up);
     if (rt < 0) return qk_usage_error(a->cmd, "--router: '%s' is not auto, fused or split", router);
-    int gu = !gate_up || !strcmp(gate_up, "auto") ? QK_GATE_UP_AUTO
-             : !strcmp(gate_up, "fused")          ? QK_GATE_UP_FUSED
-             : !strcmp(gate_up, "split")          ? QK_GATE_UP_SPLIT
-                                                  : -1;
     if (gu < 0)
         return qk_usage_error(a->cmd, "--gate-up: '%s' is not auto, fused or split", gate_up);
     if (layer && (strcmp(family, "all") || filter || all || best_only || time_wrong))

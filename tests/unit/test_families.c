@@ -130,6 +130,41 @@ static bool axes_match(const char *have, const char *want) {
     return true;
 }
 
+/* An "@added-KIND" line of the old-names file: a point the specs took after
+ * the family specs, whose variants no old name can map to (counted apart):
+ *   @added-mma PATH               a math path, of any family
+ *   @added-fusion FAMILY FUSION   a fusion of a family
+ *   @added-wg FAMILY WG           a workgroup size of a family (or kernel)
+ *   @added-axis FAMILY AXIS=VALUE an axis value of a family */
+typedef struct added_point {
+    char kind[16], family[64], value[64];
+} added_point;
+
+/* Parses line into *a; false if it is not one of the forms above. */
+static bool parse_added(const char *line, added_point *a) {
+    memset(a, 0, sizeof *a);
+    if (sscanf(line, "@added-%15s %63s %63s", a->kind, a->family, a->value) < 2) return false;
+    if (!strcmp(a->kind, "mma")) { /* one argument: the path */
+        if (a->value[0]) return false;
+        memcpy(a->value, a->family, sizeof a->value);
+        a->family[0] = 0;
+        return true;
+    }
+    if (!strcmp(a->kind, "wg"))
+        return a->value[0] && strspn(a->value, "0123456789") == strlen(a->value);
+    return a->value[0] && (!strcmp(a->kind, "fusion") || !strcmp(a->kind, "axis"));
+}
+
+/* Whether variant v is of the added point a. */
+static bool is_added(const qk_variant *v, const added_point *a) {
+    const qk_kernel_spec *k = v->kernel;
+    if (!strcmp(a->kind, "mma")) return !strcmp(v->mma, a->value);
+    if (strcmp(k->origin[0] ? k->origin : k->name, a->family)) return false;
+    if (!strcmp(a->kind, "fusion")) return v->fusion && !strcmp(v->fusion->name, a->value);
+    if (!strcmp(a->kind, "wg")) return v->wg == strtoul(a->value, NULL, 10);
+    return axes_match(k->axes, a->value);
+}
+
 /* The name's part after the kernel, from the variant's fields (plan's scheme). */
 static void rest_of(const qk_variant *v, char *out, size_t size) {
     qk_str r = {0};
@@ -297,54 +332,17 @@ int main(int argc, char **argv) {
         sorted[i] = p.variants[i].name;
     qsort(sorted, p.variant_count, sizeof *sorted, cmp_str);
     uint32_t old_count = 0, compared = 0, modules = 0, old_modules = 0, added = 0;
-    /* "@added-mma PATH": a math path that came after the family specs (no
-     * old name can map to its variants; they are counted apart) */
-    const char *added_mma[8];
-    uint32_t added_mma_count = 0;
-    /* "@added-fusion FAMILY FUSION": a fusion a family took after the family
-     * specs (likewise counted apart) */
-    char added_fusion[8][2][64];
-    uint32_t added_fusion_count = 0;
-    /* "@added-wg FAMILY WG": a workgroup size a family took after the family
-     * specs (likewise counted apart) */
-    char added_wg[8][64];
-    uint32_t added_wg_size[8], added_wg_count = 0;
-    /* "@added-axis FAMILY AXIS=VALUE": an axis value a family took after
-     * the family specs (likewise counted apart) */
-    char added_axis[8][2][64];
-    uint32_t added_axis_count = 0;
+    added_point later_pts[16]; /* the file's "@added-KIND" lines */
+    uint32_t nlater = 0;
     for (char *line = names, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
         if (!line[0] || line[0] == '#') continue;
-        if (!strncmp(line, "@added-mma ", 11)) {
-            if (added_mma_count < 8) added_mma[added_mma_count++] = line + 11;
-            continue;
-        }
-        if (!strncmp(line, "@added-fusion ", 14)) {
-            if (added_fusion_count < 8 &&
-                sscanf(line + 14, "%63s %63s", added_fusion[added_fusion_count][0],
-                       added_fusion[added_fusion_count][1]) == 2)
-                added_fusion_count++;
+        if (!strncmp(line, "@added-", 7)) {
+            if (nlater < 16 && parse_added(line, &later_pts[nlater]))
+                nlater++;
             else
-                FAIL("%s: expected @added-fusion FAMILY FUSION", line);
-            continue;
-        }
-        if (!strncmp(line, "@added-axis ", 12)) {
-            if (added_axis_count < 8 &&
-                sscanf(line + 12, "%63s %63s", added_axis[added_axis_count][0],
-                       added_axis[added_axis_count][1]) == 2)
-                added_axis_count++;
-            else
-                FAIL("%s: expected @added-axis FAMILY AXIS=VALUE", line);
-            continue;
-        }
-        if (!strncmp(line, "@added-wg ", 10)) {
-            if (added_wg_count < 8 && sscanf(line + 10, "%63s %u", added_wg[added_wg_count],
-                                             &added_wg_size[added_wg_count]) == 2)
-                added_wg_count++;
-            else
-                FAIL("%s: expected @added-wg FAMILY WG", line);
+                FAIL("%s: expected @added-mma PATH or @added-fusion|wg|axis FAMILY VALUE", line);
             continue;
         }
         old_count++;
@@ -423,20 +421,8 @@ int main(int argc, char **argv) {
     }
     for (uint32_t i = 0; i < p.variant_count; i++) {
         bool later = false;
-        for (uint32_t j = 0; j < added_mma_count && !later; j++)
-            later = !strcmp(p.variants[i].mma, added_mma[j]);
-        for (uint32_t j = 0; j < added_fusion_count && !later; j++)
-            later = p.variants[i].fusion &&
-                    !strcmp(p.variants[i].kernel->origin, added_fusion[j][0]) &&
-                    !strcmp(p.variants[i].fusion->name, added_fusion[j][1]);
-        for (uint32_t j = 0; j < added_wg_count && !later; j++)
-            later = !strcmp(p.variants[i].kernel->origin[0] ? p.variants[i].kernel->origin
-                                                            : p.variants[i].kernel->name,
-                            added_wg[j]) &&
-                    p.variants[i].wg == added_wg_size[j];
-        for (uint32_t j = 0; j < added_axis_count && !later; j++)
-            later = !strcmp(p.variants[i].kernel->origin, added_axis[j][0]) &&
-                    axes_match(p.variants[i].kernel->axes, added_axis[j][1]);
+        for (uint32_t j = 0; j < nlater && !later; j++)
+            later = is_added(&p.variants[i], &later_pts[j]);
         if (later && !used[i])
             added++;
         else if (!used[i])
