@@ -93,6 +93,14 @@ static uint32_t verify_k(uint32_t qk, bool mm) {
     return qk >= 256 ? 2 * qk : mm ? 13 * qk : 512;
 }
 
+/* Whether verify has a reference for kernel k: the products (matvec, matmul,
+ * their _id forms), plain or with the swiglu fusion. */
+static bool verify_has_reference(const qkrt_kernel_info *k) {
+    bool product = !strcmp(k->family, "matvec") || !strcmp(k->family, "matvec_id") ||
+                   !strcmp(k->family, "matmul") || !strcmp(k->family, "matmul_id");
+    return product && (!strcmp(k->fusion, "swiglu") || !strcmp(k->fusion, "none"));
+}
+
 /* One run of a product kernel (matvec, matmul, their _id forms, plain or
  * swiglu) on fresh random data against its float64 reference.
  * QKRT_ERROR_UNSUPPORTED: a family or fusion without a reference here. */
@@ -102,10 +110,7 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
     bool mm = !strncmp(k->family, "matmul", 6), id = strstr(k->family, "_id") != NULL;
     bool glu = !strcmp(k->fusion, "swiglu");
-    if ((strcmp(k->family, "matvec") && strcmp(k->family, "matvec_id") &&
-         strcmp(k->family, "matmul") && strcmp(k->family, "matmul_id")) ||
-        (!glu && strcmp(k->fusion, "none")))
-        return QKRT_ERROR_UNSUPPORTED;
+    if (!verify_has_reference(k)) return QKRT_ERROR_UNSUPPORTED;
     uint32_t K = verify_k(k->block_elements, mm), E = id ? 4 : 1, top_k = id ? 2 : 1;
     uint32_t T = mm ? (id ? 5 : 37) : k->nr1 > 1 ? k->nr1 + 1 : id ? 3 : 1, nw = glu ? 2 : 1;
     /* a kernel that wants whole steps (the staged matmuls: K % NK == 0) gets
@@ -217,9 +222,10 @@ int cmd_verify(qk_args *a) {
                  "Runs every mat-vec and matmul kernel of the bundle (default out/default),\n"
                  "plain, with expert ids and with the swiglu fusion, that the device supports\n"
                  "once on fresh random weights against the CPU reference (float64 sums) and\n"
-                 "prints kernel, device, NMSE, milliseconds (the driver's compile, mostly) and\n"
-                 "pass/fail (bounds: 1e-6 for f32 paths, 5e-4 for f16-staged tiles: matmuls,\n"
-                 "cooperative matrices). Post-op, routing and separate-expert kernels are\n"
+                 "prints kernel, device, NMSE, milliseconds (the run and the check: the\n"
+                 "pipelines are made before, on every core at once) and pass/fail (bounds:\n"
+                 "1e-6 for f32 paths, 5e-4 for f16-staged tiles: matmuls, cooperative\n"
+                 "matrices). Post-op, routing and separate-expert kernels are\n"
                  "counted as skipped: the test suite checks them.\n"
                  "--m M sets each product's weight rows (default 37: not a multiple of any\n"
                  "tile, so partial tiles are checked); K and the tokens follow the kernel.\n"
@@ -257,6 +263,23 @@ int cmd_verify(qk_args *a) {
     if (rc) return rc;
     const qkrt_device_info *dev = qkrt_device(ctx);
     printf("seed %llu, device %u: %s\n", (unsigned long long)seed, dev->index, dev->name);
+    /* the pipelines of the kernels to run first, the driver compiling on
+     * all cores at once (one after another, a GPU driver's
+     * cooperative-matrix-2 matmuls took 1-3 s each); a kernel the device
+     * cannot run is left to the loop's check */
+    uint32_t nk = qkrt_bundle_kernel_count(b), nlist = 0;
+    uint32_t *list = malloc(sizeof *list * (nk ? nk : 1));
+    for (uint32_t i = 0; list && i < nk; i++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        if ((!filter || qk_filter_match(filter, k->name)) && i % shard_n == shard_k &&
+            verify_has_reference(k))
+            list[nlist++] = i;
+    }
+    double t_made = qk_now_s();
+    uint32_t made = list ? qkrt_kernels_prepare(ctx, b, list, nlist, 0) : 0;
+    printf("%u pipelines made in %.1f s, %u threads at once\n", made, qk_now_s() - t_made,
+           qk_cores());
+    free(list);
     printf("%-48s %-24.24s %10s %8s  %s\n", "kernel", "device", "NMSE", "ms", "result");
     uint32_t pass = 0, fail = 0, skip_device = 0, skip_family = 0;
     char first_skip[512] = "";
@@ -286,7 +309,7 @@ int cmd_verify(qk_args *a) {
         char err[1024] = "";
         double nmse, tol, t0 = qk_now_s();
         qkrt_result r = verify_product(ctx, b, i, (uint32_t)M, &rng, &nmse, &tol, err, sizeof err);
-        const double ms = (qk_now_s() - t0) * 1e3; /* the driver's compile, mostly */
+        const double ms = (qk_now_s() - t0) * 1e3;
         if (r == QKRT_ERROR_UNSUPPORTED) {
             if (verbose)
                 printf("%-48s %-24.24s %10s %8s  skip: no reference in verify for this family\n",
