@@ -746,17 +746,64 @@ static bool model_has(const qk_model_case *mc, uint32_t n, const qk_tune_case *c
     return false;
 }
 
+/* Builds the variants `want` marks of plan into out/name: as planned
+ * (specialize), or each a module of its own with its tiles compiled in,
+ * from a second plan of the same specs with no specialization (the variant
+ * names are the same). */
+static bool build_chosen(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
+                         bool specialize, const char *spec_dir, const char *set_path,
+                         const char *templates, const char *out, const char *name, bool quiet,
+                         qk_build_stats *st, qk_error *e) {
+    if (specialize)
+        return qk_tune_build_subset(specs, plan, want, templates, out, name, quiet, st, e);
+    qk_spec_set fixed;
+    qk_plan fixed_plan;
+    if (!qk_spec_set_load(spec_dir, &fixed, e)) return false;
+    if (set_path && !qk_spec_set_apply(&fixed, spec_dir, set_path, e)) {
+        qk_spec_set_free(&fixed);
+        return false;
+    }
+    for (uint32_t i = 0; i < fixed.kernel_count; i++)
+        fixed.kernels[i].specialize = 0;
+    if (!qk_plan_build(&fixed, &fixed_plan, e)) {
+        qk_spec_set_free(&fixed);
+        return false;
+    }
+    bool *take = qk_xcalloc(fixed_plan.variant_count + 1, sizeof *take);
+    uint32_t asked = 0, found = 0;
+    for (uint32_t i = 0; i < plan->variant_count; i++) {
+        if (!want[i]) continue;
+        asked++;
+        for (uint32_t j = 0; j < fixed_plan.variant_count; j++)
+            if (!strcmp(fixed_plan.variants[j].name, plan->variants[i].name)) {
+                take[j] = true, found++;
+                break;
+            }
+    }
+    bool ok = found == asked;
+    if (!ok)
+        qk_error_set(e,
+                     "%u of %u chosen variants are missing from the plan without "
+                     "specialization constants",
+                     asked - found, asked);
+    ok = ok && qk_tune_build_subset(&fixed, &fixed_plan, take, templates, out, name, quiet, st, e);
+    free(take);
+    qk_plan_free(&fixed_plan);
+    qk_spec_set_free(&fixed);
+    return ok;
+}
+
 int cmd_build_tuned(qk_args *a) {
     const char *spec_dir = NULL, *out = "out", *name = "tuned", *dbpath = NULL, *model = NULL;
     const char *templates = qk_default_templates(), *precision = "any", *set_path = NULL;
     const char *specs_opt = NULL;
     uint64_t within = 3;
-    bool quiet = false;
+    bool quiet = false, specialize = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen build [--specs DIR] --tuned DB [--model FILE] [--precision P]\n"
                  "                   [--out DIR] [--name NAME] [--within PCT] [--templates DIR]\n"
-                 "                   [--set FILE] [--quiet]\n\n"
+                 "                   [--set FILE] [--specialize] [--quiet]\n\n"
                  "Writes DIR/NAME (default out/tuned): the fastest correct kernel of each case\n"
                  "of the tuning database DB (of the model's cases with --model) on each device\n"
                  "it holds, among the precision classes P allows (f32, f16, q8 or any, the\n"
@@ -767,7 +814,12 @@ int cmd_build_tuned(qk_args *a) {
                  "kernel is within --within percent (default 3; 0: off) of a case's best, by\n"
                  "the times of one stage, it serves that case too, so the bundle holds fewer.\n"
                  "--set FILE takes winners and fallbacks from that kernel set only\n"
-                 "(specs/sets/*.yaml), as the tune that wrote DB did with --set.");
+                 "(specs/sets/*.yaml), as the tune that wrote DB did with --set.\n"
+                 "Each kernel is a module of its own, its tile sizes compiled in: a tuned\n"
+                 "bundle has few, and NVIDIA's driver compiles the tiled matmul's\n"
+                 "cooperative-matrix paths 5-22% slower with them as specialization\n"
+                 "constants (docs/ARCHITECTURE.md). --specialize keeps them so, one module\n"
+                 "per path, as in the default bundle and the database's records.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--tuned", &dbpath) || qk_opt(a, "--model", &model) ||
@@ -778,6 +830,10 @@ int cmd_build_tuned(qk_args *a) {
             continue;
         if (qk_flag(a, "--quiet") || qk_flag(a, "-q")) {
             quiet = true;
+            continue;
+        }
+        if (qk_flag(a, "--specialize")) {
+            specialize = true;
             continue;
         }
         if (a->argv[a->i][0] != '-' && !spec_dir) {
@@ -923,8 +979,8 @@ int cmd_build_tuned(qk_args *a) {
         for (uint32_t j = 0; j < n && !want[i]; j++)
             want[i] = oc[j].best && is_fused_sibling(v, oc[j].best->variant);
     }
-    if (rc == QK_EXIT_OK &&
-        !qk_tune_build_subset(&specs, &plan, want, templates, out, name, quiet, &st, &e)) {
+    if (rc == QK_EXIT_OK && !build_chosen(&specs, &plan, want, specialize, spec_dir, set_path,
+                                          templates, out, name, quiet, &st, &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
         rc = QK_EXIT_FAIL;
     }
