@@ -70,10 +70,31 @@ static int precision_rank(const char *p) {
     return !strcmp(p, "f32") ? 0 : !strcmp(p, "f16") ? 1 : 2;
 }
 
+/* How many of a few shapes the format allows v's constraints refuse: depths
+ * of one and three blocks (odd: not a multiple of any wider chunk), one and
+ * 37 tokens, 37 rows, and 4 experts of which 2 per token for the _id forms. */
+static int64_t shapes_refused(const qk_variant *v) {
+    const uint32_t qk = v->format->elements, ks[] = {qk, 3 * qk}, ts[] = {1, 37};
+    int64_t refused = 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            qk_tune_case c = {.M = 37, .K = ks[i], .T = ts[j], .E = 4, .top_k = 2};
+            for (uint32_t r = 0; r < v->constraint_count; r++) {
+                int64_t ok = 1;
+                qk_error e = {0};
+                if (qk_expr_eval(v->constraints[r], lookup, &c, &ok, &e) && !ok) {
+                    refused++;
+                    break;
+                }
+            }
+        }
+    return refused;
+}
+
 const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char *format,
                                    const char *option) {
     const qk_variant *best = NULL;
-    int64_t best_key[8] = {0};
+    int64_t best_key[9] = {0};
     for (uint32_t i = 0; i < p->variant_count; i++) {
         const qk_variant *v = &p->variants[i];
         if (strcmp(v->kernel->family, op) || strcmp(v->format->name, format) ||
@@ -83,7 +104,8 @@ const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char 
         /* the family spec named after the operation (matvec.yaml for matvec
          * and matvec_id) is its plainest; a few rows per workgroup (4) beat
          * one on any device */
-        int64_t key[8] = {precision_rank(qk_variant_precision(v)),
+        int64_t key[9] = {shapes_refused(v),
+                          precision_rank(qk_variant_precision(v)),
                           strncmp(v->kernel->origin, op, strlen(v->kernel->origin)) != 0,
                           qk_variant_features(v, f, 16),
                           v->constraint_count,
@@ -92,7 +114,7 @@ const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char 
                           v->nr0 > 4 ? v->nr0 : 4 - v->nr0,
                           v->shared_memory};
         int cmp = 0;
-        for (int k = 0; best && k < 8 && !cmp; k++)
+        for (int k = 0; best && k < 9 && !cmp; k++)
             cmp = (key[k] > best_key[k]) - (key[k] < best_key[k]);
         if (best && !cmp) cmp = strcmp(v->name, best->name);
         if (!best || cmp < 0) best = v, memcpy(best_key, key, sizeof key);

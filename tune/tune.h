@@ -27,7 +27,8 @@ const char *qk_tune_format_variant(const char *format);
 bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune_space *s);
 
 /* The portable fallback of (op, format, option): the variant every device
- * runs at any shape the format allows, preferring f32 arithmetic, then the
+ * runs at any shape the format allows (the fewest refused of a few probe
+ * shapes, odd numbers of blocks among them), preferring f32 arithmetic, then the
  * fewest features, constraints and shared memory, then the name; NULL when
  * the plan has none. */
 const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char *format,
