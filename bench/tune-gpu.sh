@@ -36,6 +36,14 @@ esac
 [ -n "$fmt" ] || { echo "usage: $0 FORMAT decode|moe|prefill" >&2; exit 2; }
 cases=${CASES:-$cases}
 mkdir -p "$out"
+# a database of its own per format and part, and a fresh one: a tune that
+# found its case's records there would resume, measure nothing and report a
+# time that says nothing of the search (calls G and H of 2026-11-26d)
+db="$out/tune-$fmt-$part.jsonl"
+if [ -e "$db" ]; then
+  echo "$0: $db exists: a tune would resume from it and time nothing; use a fresh OUT" >&2
+  exit 2
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$out/gpu.txt" 2>&1
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv -lms 200 \
   >> "$out/clocks-$fmt-$part.csv" 2>/dev/null &
@@ -52,7 +60,7 @@ for c in $cases; do
   "$qkgen" verify --bundle "$out/work/tune" >> "$out/prepare-$name.txt" 2>&1
   t0=$(date +%s.%N)
   "$qkgen" tune --family "$fam" --m "$m" --k "$k" --tokens "$t" "${ids[@]}" --formats "$fmt" \
-    --out "$out/work" --db "$out/tune-$fmt.jsonl" --seed "$seed" ${TUNE_OPTS:-} > "$out/tune-$name.txt" 2>&1
+    --out "$out/work" --db "$db" --seed "$seed" ${TUNE_OPTS:-} > "$out/tune-$name.txt" 2>&1
   rc_t=$?
   t1=$(date +%s.%N)
   "$qkgen" bench --bundle "$out/work/tune" --family "$fam" --m "$m" --k "$k" --tokens "$t" \
