@@ -817,7 +817,7 @@ int cmd_build_tuned(qk_args *a) {
                  "(specs/sets/*.yaml), as the tune that wrote DB did with --set.\n"
                  "Each kernel is a module of its own, its tile sizes compiled in: a tuned\n"
                  "bundle has few, and NVIDIA's driver compiles the tiled matmul's\n"
-                 "cooperative-matrix paths 5-22% slower with them as specialization\n"
+                 "cooperative-matrix paths up to 22% slower with them as specialization\n"
                  "constants (docs/ARCHITECTURE.md). --specialize keeps them so, one module\n"
                  "per path, as in the default bundle and the database's records.");
             return QK_EXIT_OK;
