@@ -219,15 +219,12 @@ static int bench_finish(qkrt_context *ctx, qkrt_bundle *b, const char *json, qk_
     return rc;
 }
 
-/* --gate-up and --router: auto (also when not given), fused or split, as
- * the values of qk_gate_up and qk_router; -1 for anything else. */
-_Static_assert(QK_GATE_UP_AUTO == (int)QK_ROUTER_AUTO && QK_GATE_UP_FUSED == (int)QK_ROUTER_FUSED &&
-                   QK_GATE_UP_SPLIT == (int)QK_ROUTER_SPLIT,
-               "the layer's two fusion choices share their values");
+/* --gate-up and --router: auto (also when not given), fused or split; -1
+ * for anything else. */
 static int fusion_mode(const char *s) {
-    return !s || !strcmp(s, "auto") ? QK_GATE_UP_AUTO
-           : !strcmp(s, "fused")    ? QK_GATE_UP_FUSED
-           : !strcmp(s, "split")    ? QK_GATE_UP_SPLIT
+    return !s || !strcmp(s, "auto") ? QK_FUSE_AUTO
+           : !strcmp(s, "fused")    ? QK_FUSE_ALWAYS
+           : !strcmp(s, "split")    ? QK_FUSE_NEVER
                                     : -1;
 }
 
@@ -441,8 +438,8 @@ int cmd_bench(qk_args *a) {
                                    .rotate_bytes = o.rotate_bytes,
                                    .max_bytes = dev->device_local_bytes / 4,
                                    .decode_max = (uint32_t)decode_max,
-                                   .gate_up = (qk_gate_up)gu,
-                                   .router = (qk_router)rt};
+                                   .gate_up = (qk_fuse)gu,
+                                   .router = (qk_fuse)rt};
         qk_str j = {0};
         qk_str_addf(&j,
                     "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "

@@ -18,16 +18,10 @@
 static bool load_plan_as(const char *cmd, const char *spec_dir, const char *set_path,
                          bool no_specialize, qk_spec_set *specs, qk_plan *plan) {
     qk_error e = {0};
-    bool ok = qk_spec_set_load(spec_dir, specs, &e) &&
-              (!set_path || qk_spec_set_apply(specs, spec_dir, set_path, &e));
-    for (uint32_t i = 0; ok && no_specialize && i < specs->kernel_count; i++)
-        specs->kernels[i].specialize = 0;
-    if (!ok || !qk_plan_build(specs, plan, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        (void)cmd;
-        return false;
-    }
-    return true;
+    (void)cmd;
+    if (qk_plan_load(spec_dir, set_path, NULL, 0, no_specialize, specs, plan, &e)) return true;
+    fprintf(stderr, "%s\n", e.msg);
+    return false;
 }
 
 static bool load_plan(const char *cmd, const char *spec_dir, const char *set_path,

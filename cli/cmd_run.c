@@ -93,12 +93,23 @@ static uint32_t verify_k(uint32_t qk, bool mm) {
     return qk >= 256 ? 2 * qk : mm ? 13 * qk : 512;
 }
 
-/* Whether verify has a reference for kernel k: the products (matvec, matmul,
- * their _id forms), plain or with the swiglu fusion. */
+/* Whether k is a product: matvec, matmul or their _id forms. */
+static bool is_product(const qkrt_kernel_info *k) {
+    return !strcmp(k->family, "matvec") || !strcmp(k->family, "matvec_id") ||
+           !strcmp(k->family, "matmul") || !strcmp(k->family, "matmul_id");
+}
+
+/* Whether verify has a reference for kernel k: a product, plain or with the
+ * swiglu fusion. */
 static bool verify_has_reference(const qkrt_kernel_info *k) {
-    bool product = !strcmp(k->family, "matvec") || !strcmp(k->family, "matvec_id") ||
-                   !strcmp(k->family, "matmul") || !strcmp(k->family, "matmul_id");
-    return product && (!strcmp(k->fusion, "swiglu") || !strcmp(k->fusion, "none"));
+    return is_product(k) && (!strcmp(k->fusion, "swiglu") || !strcmp(k->fusion, "none"));
+}
+
+/* Whether kernel i (named name) is of this verify run: its name matches
+ * --filter (NULL: all) and its index --shard K/N. */
+static bool in_run(const char *filter, unsigned shard_k, unsigned shard_n, uint32_t i,
+                   const char *name) {
+    return (!filter || qk_filter_match(filter, name)) && i % shard_n == shard_k;
 }
 
 /* One run of a product kernel (matvec, matmul, their _id forms, plain or
@@ -171,9 +182,7 @@ static uint32_t verify_select(qkrt_context *ctx, const qkrt_bundle *b, uint32_t 
     uint32_t n = qkrt_bundle_kernel_count(b), asked = 0, fails = 0;
     for (uint32_t i = 0; i < n; i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        bool product = !strcmp(k->family, "matvec") || !strcmp(k->family, "matvec_id") ||
-                       !strcmp(k->family, "matmul") || !strcmp(k->family, "matmul_id");
-        if (!product || strcmp(k->fusion, "none") || strcmp(k->activation, "f32")) continue;
+        if (!is_product(k) || strcmp(k->fusion, "none") || strcmp(k->activation, "f32")) continue;
         bool seen = false; /* each (family, format) once */
         for (uint32_t j = 0; j < i && !seen; j++) {
             const qkrt_kernel_info *o = qkrt_bundle_kernel(b, j);
@@ -271,8 +280,7 @@ int cmd_verify(qk_args *a) {
     uint32_t *list = malloc(sizeof *list * (nk ? nk : 1));
     for (uint32_t i = 0; list && i < nk; i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if ((!filter || qk_filter_match(filter, k->name)) && i % shard_n == shard_k &&
-            verify_has_reference(k))
+        if (in_run(filter, shard_k, shard_n, i, k->name) && verify_has_reference(k))
             list[nlist++] = i;
     }
     double t_made = qk_now_s();
@@ -287,8 +295,7 @@ int cmd_verify(qk_args *a) {
     bool *passed = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *passed);
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if (filter && !qk_filter_match(filter, k->name)) continue;
-        if (i % shard_n != shard_k) continue;
+        if (!in_run(filter, shard_k, shard_n, i, k->name)) continue;
         qkrt_result check = qkrt_kernel_check(ctx, b, i);
         if (check == QKRT_ERROR_MANIFEST) { /* the bundle's fault, not the device's */
             printf("%-48s %-24.24s %10s %8s  FAIL: %s\n", k->name, dev->name, "-", "-",

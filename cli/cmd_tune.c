@@ -184,13 +184,9 @@ static const char *fallback_name(void *user, const qk_tune_case *c) {
 static bool load_plan_only(const char *specs_dir, const char *set_path, const char *const *only,
                            uint32_t n, qk_spec_set *specs, qk_plan *plan) {
     qk_error e = {0};
-    if (!qk_spec_set_load(specs_dir, specs, &e) ||
-        (set_path && !qk_spec_set_apply(specs, specs_dir, set_path, &e)) ||
-        !qk_plan_build_only(specs, only, n, plan, &e)) {
-        fprintf(stderr, "%s\n", e.msg);
-        return false;
-    }
-    return true;
+    if (qk_plan_load(specs_dir, set_path, only, n, false, specs, plan, &e)) return true;
+    fprintf(stderr, "%s\n", e.msg);
+    return false;
 }
 
 static bool load_plan(const char *specs_dir, const char *set_path, qk_spec_set *specs,
@@ -758,17 +754,7 @@ static bool build_chosen(const qk_spec_set *specs, const qk_plan *plan, const bo
         return qk_tune_build_subset(specs, plan, want, templates, out, name, quiet, st, e);
     qk_spec_set fixed;
     qk_plan fixed_plan;
-    if (!qk_spec_set_load(spec_dir, &fixed, e)) return false;
-    if (set_path && !qk_spec_set_apply(&fixed, spec_dir, set_path, e)) {
-        qk_spec_set_free(&fixed);
-        return false;
-    }
-    for (uint32_t i = 0; i < fixed.kernel_count; i++)
-        fixed.kernels[i].specialize = 0;
-    if (!qk_plan_build(&fixed, &fixed_plan, e)) {
-        qk_spec_set_free(&fixed);
-        return false;
-    }
+    if (!qk_plan_load(spec_dir, set_path, NULL, 0, true, &fixed, &fixed_plan, e)) return false;
     bool *take = qk_xcalloc(fixed_plan.variant_count + 1, sizeof *take);
     uint32_t asked = 0, found = 0;
     for (uint32_t i = 0; i < plan->variant_count; i++) {

@@ -76,7 +76,7 @@ static qkrt_result pick_experts(qkrt_context *ctx, const qkrt_bundle *b, const q
     char why[512] = "";
     int plain = pick_product(ctx, b, d, op, "none", d->F, d->H, 1, tokens, &k->selected[1], why,
                              sizeof why);
-    const bool split = d->gate_up == QK_GATE_UP_SPLIT;
+    const bool split = d->gate_up == QK_FUSE_NEVER;
     if (!split && k->selected[1]) { /* the selected kernel's fused sibling */
         char name[300];
         snprintf(name, sizeof name, "%s_swiglu", qkrt_bundle_kernel(b, (uint32_t)plain)->name);
@@ -88,7 +88,7 @@ static qkrt_result pick_experts(qkrt_context *ctx, const qkrt_bundle *b, const q
     }
     /* without the table's answer, or when a fused kernel is asked for: the
      * CLI's choice among the fused ones */
-    if (!split && k->gate_up < 0 && (!k->selected[1] || d->gate_up == QK_GATE_UP_FUSED)) {
+    if (!split && k->gate_up < 0 && (!k->selected[1] || d->gate_up == QK_FUSE_ALWAYS)) {
         bool unused;
         char none[512]; /* none: gate and up apart */
         k->gate_up = pick_product(ctx, b, d, op, "swiglu", d->F, d->H, 1, tokens, &unused, none,
@@ -96,7 +96,7 @@ static qkrt_result pick_experts(qkrt_context *ctx, const qkrt_bundle *b, const q
         if (k->gate_up >= 0) k->selected[1] = false;
     }
     if (k->gate_up >= 0) return QKRT_OK;
-    if (d->gate_up == QK_GATE_UP_FUSED) {
+    if (d->gate_up == QK_FUSE_ALWAYS) {
         snprintf(err, err_size,
                  "gate/up: no fused %s swiglu kernel for %s%s%s that this device "
                  "runs at the layer's shape",
@@ -135,10 +135,10 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     k->router = k->topk = k->route = k->gate_up = k->gate = k->glu = k->down = k->combine = -1;
     const bool prefill = d->T > (d->decode_max ? d->decode_max : QK_MOE_DECODE_TOKENS);
     /* the router and top-k as one kernel (on the decode path unless asked) */
-    const int fused = d->router == QK_ROUTER_FUSED || (d->router == QK_ROUTER_AUTO && !prefill)
+    const int fused = d->router == QK_FUSE_ALWAYS || (d->router == QK_FUSE_AUTO && !prefill)
                           ? find_topk(ctx, b, d, true)
                           : -1;
-    if (d->router == QK_ROUTER_FUSED && fused < 0) {
+    if (d->router == QK_FUSE_ALWAYS && fused < 0) {
         snprintf(err, err_size,
                  "router: no router_topk kernel computing its logits for %s%s%s that this "
                  "device runs at the layer's shape",

@@ -30,17 +30,16 @@ typedef struct qk_moe_kernels {
     bool selected[3]; /* router, gate/up, down came from the bundle's select table */
 } qk_moe_kernels;
 
-/* How a layer runs gate and up: QK_GATE_UP_AUTO as qk_moe_layer_pick says;
- * FUSED always one swiglu-fused kernel (the selected kernel's sibling, else
- * the CLI's choice among the fused ones); SPLIT always the plain product
- * twice and the swiglu kernel. */
-typedef enum qk_gate_up { QK_GATE_UP_AUTO, QK_GATE_UP_FUSED, QK_GATE_UP_SPLIT } qk_gate_up;
-
-/* How a layer runs its router: QK_ROUTER_AUTO on the decode path as one
- * router_topk kernel that computes its logits (axis logits=computed) where
- * the bundle has one for the format and shape, else the router product and
- * router_topk; FUSED always the one kernel; SPLIT always the two. */
-typedef enum qk_router { QK_ROUTER_AUTO, QK_ROUTER_FUSED, QK_ROUTER_SPLIT } qk_router;
+/* Whether a layer runs two of its steps as one kernel: QK_FUSE_AUTO as
+ * qk_moe_layer_pick says, QK_FUSE_ALWAYS always one kernel, QK_FUSE_NEVER
+ * always apart.
+ * - gate and up: one swiglu-fused kernel (auto: where the bundle has one;
+ *   always: the selected kernel's sibling, else the CLI's choice among the
+ *   fused ones), apart the plain product twice and the swiglu kernel;
+ * - the router: router_topk computing its logits (axis logits=computed;
+ *   auto: on the decode path where the bundle has one for the format and
+ *   shape), apart the router product and router_topk. */
+typedef enum qk_fuse { QK_FUSE_AUTO, QK_FUSE_ALWAYS, QK_FUSE_NEVER } qk_fuse;
 
 /* A layer's problem: T tokens of hidden size H, E experts of F rows each, top_k per token. */
 typedef struct qk_moe_layer_desc {
@@ -52,8 +51,8 @@ typedef struct qk_moe_layer_desc {
     uint64_t max_bytes;  /* at most this much in copies (0: no bound) */
     uint64_t *rng;       /* random weights and activations from here */
     uint32_t decode_max; /* the decode path up to this many tokens; 0: QK_MOE_DECODE_TOKENS */
-    qk_gate_up gate_up;  /* how gate and up run (qk_moe_layer_pick) */
-    qk_router router;    /* how the router runs (qk_moe_layer_pick) */
+    qk_fuse gate_up;     /* gate and up as one kernel (qk_moe_layer_pick) */
+    qk_fuse router;      /* the router and top-k as one kernel (qk_moe_layer_pick) */
 } qk_moe_layer_desc;
 
 /* The kernels an engine would run for the layer: the bundle's select table

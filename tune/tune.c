@@ -26,6 +26,18 @@ static bool lookup(void *user, const char *name, size_t len, int64_t *value) {
     return false;
 }
 
+/* Whether v's constraints take case c (a name the plan leaves to the
+ * runtime, one they do not know, counts as taken: the bundle's check
+ * decides). */
+static bool takes(const qk_variant *v, const qk_tune_case *c) {
+    for (uint32_t i = 0; i < v->constraint_count; i++) {
+        int64_t ok = 1;
+        qk_error e = {0};
+        if (qk_expr_eval(v->constraints[i], lookup, (void *)c, &ok, &e) && !ok) return false;
+    }
+    return true;
+}
+
 /* Whether a device runs v, as far as the plan tells: its features and
  * limits (the runtime checks the rest when the bundle is loaded). */
 static bool device_runs(const qk_variant *v, const qkrt_device_info *d) {
@@ -57,13 +69,7 @@ bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune
         return false;
     if (s->filter && !qk_filter_match(s->filter, v->name)) return false;
     if (s->dev && !device_runs(v, s->dev)) return false;
-    for (uint32_t i = 0; i < v->constraint_count; i++) {
-        int64_t ok = 1;
-        qk_error e = {0};
-        /* a name the plan leaves to the runtime: the bundle's check decides */
-        if (qk_expr_eval(v->constraints[i], lookup, (void *)c, &ok, &e) && !ok) return false;
-    }
-    return true;
+    return takes(v, c);
 }
 
 static int precision_rank(const char *p) {
@@ -77,24 +83,17 @@ static int64_t shapes_refused(const qk_variant *v) {
     const uint32_t qk = v->format->elements, ks[] = {qk, 3 * qk}, ts[] = {1, 37};
     int64_t refused = 0;
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) {
-            qk_tune_case c = {.M = 37, .K = ks[i], .T = ts[j], .E = 4, .top_k = 2};
-            for (uint32_t r = 0; r < v->constraint_count; r++) {
-                int64_t ok = 1;
-                qk_error e = {0};
-                if (qk_expr_eval(v->constraints[r], lookup, &c, &ok, &e) && !ok) {
-                    refused++;
-                    break;
-                }
-            }
-        }
+        for (int j = 0; j < 2; j++)
+            refused +=
+                !takes(v, &(qk_tune_case){.M = 37, .K = ks[i], .T = ts[j], .E = 4, .top_k = 2});
     return refused;
 }
 
 const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char *format,
                                    const char *option) {
     const qk_variant *best = NULL;
-    int64_t best_key[9] = {0};
+    enum { KEYS = 9 };
+    int64_t best_key[KEYS] = {0};
     for (uint32_t i = 0; i < p->variant_count; i++) {
         const qk_variant *v = &p->variants[i];
         if (strcmp(v->kernel->family, op) || strcmp(v->format->name, format) ||
@@ -104,17 +103,17 @@ const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char 
         /* the family spec named after the operation (matvec.yaml for matvec
          * and matvec_id) is its plainest; a few rows per workgroup (4) beat
          * one on any device */
-        int64_t key[9] = {shapes_refused(v),
-                          precision_rank(qk_variant_precision(v)),
-                          strncmp(v->kernel->origin, op, strlen(v->kernel->origin)) != 0,
-                          qk_variant_features(v, f, 16),
-                          v->constraint_count,
-                          v->kernel->min_subgroup_size,
-                          v->nr1,
-                          v->nr0 > 4 ? v->nr0 : 4 - v->nr0,
-                          v->shared_memory};
+        int64_t key[KEYS] = {shapes_refused(v),
+                             precision_rank(qk_variant_precision(v)),
+                             strncmp(v->kernel->origin, op, strlen(v->kernel->origin)) != 0,
+                             qk_variant_features(v, f, 16),
+                             v->constraint_count,
+                             v->kernel->min_subgroup_size,
+                             v->nr1,
+                             v->nr0 > 4 ? v->nr0 : 4 - v->nr0,
+                             v->shared_memory};
         int cmp = 0;
-        for (int k = 0; best && k < 9 && !cmp; k++)
+        for (int k = 0; best && k < KEYS && !cmp; k++)
             cmp = (key[k] > best_key[k]) - (key[k] < best_key[k]);
         if (best && !cmp) cmp = strcmp(v->name, best->name);
         if (!best || cmp < 0) best = v, memcpy(best_key, key, sizeof key);

@@ -400,6 +400,17 @@ bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e) {
     return qk_plan_build_only(specs, NULL, 0, out, e);
 }
 
+bool qk_plan_load(const char *spec_dir, const char *set_path, const char *const *only, uint32_t n,
+                  bool compiled_in, qk_spec_set *specs, qk_plan *out, qk_error *e) {
+    if (!qk_spec_set_load(spec_dir, specs, e)) return false;
+    bool ok = !set_path || qk_spec_set_apply(specs, spec_dir, set_path, e);
+    for (uint32_t i = 0; ok && compiled_in && i < specs->kernel_count; i++)
+        specs->kernels[i].specialize = 0;
+    if (ok && qk_plan_build_only(specs, only, n, out, e)) return true;
+    qk_spec_set_free(specs);
+    return false;
+}
+
 bool qk_plan_build_only(const qk_spec_set *specs, const char *const *only, uint32_t n_only,
                         qk_plan *out, qk_error *e) {
     memset(out, 0, sizeof *out);

@@ -58,6 +58,13 @@ bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e);
  * out->formats. */
 bool qk_plan_build_only(const qk_spec_set *specs, const char *const *only, uint32_t n, qk_plan *out,
                         qk_error *e);
+/* Loads the specs of spec_dir, applies the kernel set at set_path (NULL:
+ * none) and plans them (on the formats `only` names, as
+ * qk_plan_build_only; NULL: all); with compiled_in, no tile parameter is a
+ * specialization constant, so that each variant is a module of its own.
+ * False with the error in *e, nothing left allocated. */
+bool qk_plan_load(const char *spec_dir, const char *set_path, const char *const *only, uint32_t n,
+                  bool compiled_in, qk_spec_set *specs, qk_plan *out, qk_error *e);
 void qk_plan_free(qk_plan *p);
 const qk_format *qk_plan_find_format(const qk_plan *p, const char *name);
 
