@@ -4,7 +4,7 @@ tune's pick (its fastest correct kernel timed in full) against the best of the
 exhaustive bench over the same candidates, and both commands' times.
 
 usage: python3 bench/tune_compare.py OUT"""
-import glob, json, os, re, sys
+import glob, gzip, json, os, re, sys
 
 
 def main(out):
@@ -13,8 +13,9 @@ def main(out):
         f = line.split()
         times[f[0]] = (float(f[2]), float(f[6]))
     tune = {}
-    for path in glob.glob(os.path.join(out, 'tune-*.jsonl')):
-        for line in open(path):
+    # the databases, as tune-gpu.sh wrote them or gzipped in bench/results
+    for path in glob.glob(os.path.join(out, 'tune-*.jsonl*')):
+        for line in (gzip.open if path.endswith('.gz') else open)(path, 'rt'):
             try:
                 r = json.loads(line)
             except ValueError:
