@@ -419,6 +419,36 @@ static qkrt_result time_runs(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     return r;
 }
 
+/* A variant's figures from its timed runs: per[] (n runs' times, sorted
+ * here), pre[] (the quantizer's part of each, or NULL), then the same runs
+ * back to back without barriers (but the one between a quantizer and its
+ * product), launch gaps hidden; d is scratch for 2 * n dispatches. */
+static qkrt_result finish_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                                  const case_buffers *cb, double *per, double *pre, uint32_t n,
+                                  double copy_gbps, qkrt_dispatch *d, qk_bench_result *out) {
+    double lo = INFINITY, hi = 0;
+    for (uint32_t i = 0; i < n; i++)
+        lo = fmin(lo, per[i]), hi = fmax(hi, per[i]);
+    out->us = median(per, n) / 1e3;
+    if (pre) out->us_pre = median(pre, n) / 1e3;
+    uint32_t nd = 0;
+    for (uint32_t i = 0; i < n; i++)
+        nd += case_dispatches(b, ki, cb, i % cb->copies, &d[nd]);
+    double span[3];
+    qkrt_result r = QKRT_OK;
+    for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
+        r = qkrt_run_span(ctx, d, nd, &span[i]);
+    if (r != QKRT_OK) return r;
+    out->us_span = median(span, 3) / n / 1e3;
+    out->pct_copy_span = copy_gbps > 0 ? 100.0 * out->bytes / (out->us_span * 1e3) / copy_gbps : 0;
+    out->us_min = lo / 1e3, out->us_max = hi / 1e3, out->runs = n;
+    out->gbps = out->bytes / (out->us * 1e3);
+    out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;
+    out->tflops = out->flops / (out->us * 1e6);
+    out->timed = true;
+    return r;
+}
+
 /* Times variant ki of the case in full: `warm_s` of warm-up, `runs`
  * dispatches each between barriers (the median), then the same back to back;
  * d, ns and per are scratch for 2 * runs dispatches. Sets out's times. */
@@ -430,28 +460,47 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
     qkrt_result r = warm(ctx, b, ki, cb, warm_s);
     if (r == QKRT_OK) r = time_runs(ctx, b, ki, cb, runs, d, ns, per, &nd);
     if (r != QKRT_OK) return r;
-    double lo = INFINITY, hi = 0;
-    for (uint32_t i = 0; i < runs; i++)
-        lo = fmin(lo, per[i]), hi = fmax(hi, per[i]);
-    out->us = median(per, runs) / 1e3;
-    if (nd == 2 * runs) { /* the quantizer's part */
+    double *pre = NULL;
+    if (nd == 2 * runs) { /* the quantizer's part, into the second half of ns */
+        pre = ns + runs;
         for (uint32_t i = 0; i < runs; i++)
-            per[i] = ns[2 * i];
-        out->us_pre = median(per, runs) / 1e3;
+            pre[i] = ns[2 * i];
     }
-    /* the same runs back to back without barriers (but the one between a
-     * quantizer and its product): launch gaps hidden */
-    double span[3];
-    for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
-        r = qkrt_run_span(ctx, d, nd, &span[i]);
-    if (r != QKRT_OK) return r;
-    out->us_span = median(span, 3) / runs / 1e3;
-    out->pct_copy_span = copy_gbps > 0 ? 100.0 * out->bytes / (out->us_span * 1e3) / copy_gbps : 0;
-    out->us_min = lo / 1e3, out->us_max = hi / 1e3, out->runs = runs;
-    out->gbps = out->bytes / (out->us * 1e3);
-    out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;
-    out->tflops = out->flops / (out->us * 1e6);
-    out->timed = true;
+    return finish_variant(ctx, b, ki, cb, per, pre, runs, copy_gbps, d, out);
+}
+
+/* The tuner's finalists ki[0..nf), timed in alternation: QK_FINALIST_ROUNDS
+ * slices of their runs each, in forward then reverse order (A B C C B A
+ * ...), so that a drift of the clocks over the final (tens of milliseconds,
+ * short against the GPU's power management; timed one after another, two
+ * finalists 4% apart were measured in the reverse order) weighs on all of
+ * them alike. A slice is at least every weight copy once. */
+#define QK_FINALIST_ROUNDS 4
+static qkrt_result time_finalists(qkrt_context *ctx, const qkrt_bundle *b, const uint32_t *ki,
+                                  qk_bench_result *const *out, uint32_t nf, const case_buffers *cb,
+                                  uint32_t runs, double warm_s, double copy_gbps, qkrt_dispatch *d,
+                                  double *ns, double *per) {
+    uint32_t slice = runs / QK_FINALIST_ROUNDS;
+    if (slice < cb->copies) slice = cb->copies;
+    const uint32_t rounds = runs / slice > 0 ? runs / slice : 1, n = rounds * slice;
+    double *all = malloc(sizeof *all * 2 * n * nf), *pre = all + n * nf;
+    bool quantized = false;
+    qkrt_result r = warm(ctx, b, ki[0], cb, warm_s);
+    for (uint32_t round = 0; round < rounds && r == QKRT_OK; round++)
+        for (uint32_t j = 0; j < nf && r == QKRT_OK; j++) {
+            const uint32_t f = round % 2 ? nf - 1 - j : j;
+            uint32_t nd;
+            r = time_runs(ctx, b, ki[f], cb, slice, d, ns, per, &nd);
+            quantized = nd == 2 * slice;
+            for (uint32_t i = 0; r == QKRT_OK && i < slice; i++) {
+                all[f * n + round * slice + i] = per[i];
+                pre[f * n + round * slice + i] = quantized ? ns[2 * i] : 0;
+            }
+        }
+    for (uint32_t f = 0; f < nf && r == QKRT_OK; f++)
+        r = finish_variant(ctx, b, ki[f], cb, all + f * n, quantized ? pre + f * n : NULL, n,
+                           copy_gbps, d, out[f]);
+    free(all);
     return r;
 }
 
@@ -750,10 +799,14 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         }
     }
     /* the finalists: the screen's fastest correct variants, timed in full,
-     * the first after the whole warm-up where nothing ran before, as every
-     * case's timed set; after the screen and the halving rounds, which kept
-     * the GPU busy, a warm-up of three screens' */
-    for (uint32_t f = 0; screen && r == QKRT_OK && f < finalists; f++) {
+     * in alternation (time_finalists), the first slice after the whole
+     * warm-up where nothing ran before, as every case's timed set; after
+     * the screen and the halving rounds, which kept the GPU busy, a warm-up
+     * of three screens' */
+    uint32_t *fki = malloc(sizeof *fki * (finalists + 1)), nf = 0;
+    int *fpick = malloc(sizeof *fpick * (finalists + 1));
+    qk_bench_result **fout = malloc(sizeof *fout * (finalists + 1));
+    for (; screen && r == QKRT_OK && nf < finalists; nf++) {
         int pick = -1;
         for (uint32_t i = first; i < *count; i++) {
             const qk_bench_result *q = &(*res)[i];
@@ -762,19 +815,24 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
                 pick = (int)i;
         }
         if (pick < 0) break;
-        qk_bench_result *out = &(*res)[pick];
-        char step[48];
-        snprintf(step, sizeof step, "finalist %u/%u", f + 1, finalists);
-        progress(o, c, step, out->kernel);
-        r = time_variant(ctx, b, idx[pick - (int)first], &cb, runs,
-                         o->halving && warmed ? 3 * screen_warm
-                         : f == 0             ? o->warmup_s
-                                              : o->rewarm_s,
-                         copy_gbps, d, ns, per, out);
-        if (r == QKRT_OK && o->record)
-            o->record(o->user, qkrt_bundle_kernel(b, idx[pick - (int)first]), out, "full");
-        if (r == QKRT_OK && out->us < best_us) best_us = out->us, best = pick;
+        lost[pick - (int)first] = true; /* in the final, out of this choice */
+        fki[nf] = idx[pick - (int)first], fpick[nf] = pick;
     }
+    if (nf && r == QKRT_OK) {
+        for (uint32_t f = 0; f < nf; f++)
+            fout[f] = &(*res)[fpick[f]];
+        char step[48];
+        snprintf(step, sizeof step, "%u finalists in alternation", nf);
+        progress(o, c, step, "");
+        r = time_finalists(ctx, b, fki, fout, nf, &cb, runs,
+                           o->halving && warmed ? 3 * screen_warm : o->warmup_s, copy_gbps, d, ns,
+                           per);
+        for (uint32_t f = 0; f < nf && r == QKRT_OK; f++) {
+            if (o->record) o->record(o->user, qkrt_bundle_kernel(b, fki[f]), fout[f], "full");
+            if (fout[f]->us < best_us) best_us = fout[f]->us, best = fpick[f];
+        }
+    }
+    free(fki), free(fpick), free(fout);
     if (best >= 0) (*res)[best].best = true;
     /* the yardstick of the case's size: a copy moving as many bytes */
     double cu = 0, cs = 0;

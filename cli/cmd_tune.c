@@ -108,8 +108,9 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
                  r->runs, t->warm_ms / 4);
     else
         snprintf(rec.note, sizeof rec.note,
-                 "full: median of %u dispatches between barriers after a warm-up "
-                 "of %.0f ms following the screen (%.0f ms where none ran)",
+                 "full: median of %u dispatches between barriers, in slices "
+                 "alternating with the other finalists', after a warm-up of %.0f ms "
+                 "following the screen (%.0f ms where none ran)",
                  r->runs, 3 * t->screen_warm_ms, t->warm_ms);
     rec.time = (double)time(NULL);
     if (!qk_tune_db_append(&t->db, &rec, &t->e)) t->failed_write = true;
@@ -307,7 +308,8 @@ static const char *usage =
     "method: halving (default) screens every correct candidate over 10\n"
     "dispatches after --screen-warmup-ms (default 10; the case's first after the\n"
     "whole warm-up), halves the field at twice the runs until --finalists\n"
-    "(default 3) are left, and times those in full; exhaustive times every\n"
+    "(default 3) are left, and times those in full, in alternating slices of\n"
+    "their runs (A B C, C B A, ...); exhaustive times every\n"
     "candidate in full.\n"
     "--budget spreads SECONDS over the cases left: past a case's share no more\n"
     "candidates are screened, and past the budget no case is started (a resumed\n"
