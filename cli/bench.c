@@ -484,23 +484,23 @@ static qkrt_result time_finalists(qkrt_context *ctx, const qkrt_bundle *b, const
     if (slice < cb->copies) slice = cb->copies;
     const uint32_t rounds = runs / slice > 0 ? runs / slice : 1, n = rounds * slice;
     double *all = malloc(sizeof *all * 2 * n * nf), *pre = all + n * nf;
-    bool quantized = false;
+    bool *quantized = calloc(nf, sizeof *quantized); /* two dispatches a run */
     qkrt_result r = warm(ctx, b, ki[0], cb, warm_s);
     for (uint32_t round = 0; round < rounds && r == QKRT_OK; round++)
         for (uint32_t j = 0; j < nf && r == QKRT_OK; j++) {
             const uint32_t f = round % 2 ? nf - 1 - j : j;
             uint32_t nd;
             r = time_runs(ctx, b, ki[f], cb, slice, d, ns, per, &nd);
-            quantized = nd == 2 * slice;
+            quantized[f] = nd == 2 * slice;
             for (uint32_t i = 0; r == QKRT_OK && i < slice; i++) {
                 all[f * n + round * slice + i] = per[i];
-                pre[f * n + round * slice + i] = quantized ? ns[2 * i] : 0;
+                pre[f * n + round * slice + i] = quantized[f] ? ns[2 * i] : 0;
             }
         }
     for (uint32_t f = 0; f < nf && r == QKRT_OK; f++)
-        r = finish_variant(ctx, b, ki[f], cb, all + f * n, quantized ? pre + f * n : NULL, n,
+        r = finish_variant(ctx, b, ki[f], cb, all + f * n, quantized[f] ? pre + f * n : NULL, n,
                            copy_gbps, d, out[f]);
-    free(all);
+    free(all), free(quantized);
     return r;
 }
 
