@@ -461,12 +461,14 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
     if (r == QKRT_OK) r = time_runs(ctx, b, ki, cb, runs, d, ns, per, &nd);
     if (r != QKRT_OK) return r;
     double *pre = NULL;
-    if (nd == 2 * runs) { /* the quantizer's part, into the second half of ns */
-        pre = ns + runs;
+    if (nd == 2 * runs) { /* the quantizer's part */
+        pre = malloc(sizeof *pre * runs);
         for (uint32_t i = 0; i < runs; i++)
             pre[i] = ns[2 * i];
     }
-    return finish_variant(ctx, b, ki, cb, per, pre, runs, copy_gbps, d, out);
+    r = finish_variant(ctx, b, ki, cb, per, pre, runs, copy_gbps, d, out);
+    free(pre);
+    return r;
 }
 
 /* The tuner's finalists ki[0..nf), timed in alternation: QK_FINALIST_ROUNDS
