@@ -476,27 +476,31 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
  * ...), so that a drift of the clocks over the final (tens of milliseconds,
  * short against the GPU's power management; timed one after another, two
  * finalists 4% apart were measured in the reverse order) weighs on all of
- * them alike. A slice is at least every weight copy once. */
+ * them alike. All `runs` are timed; a slice is every weight copy at least
+ * once. */
 #define QK_FINALIST_ROUNDS 4
 static qkrt_result time_finalists(qkrt_context *ctx, const qkrt_bundle *b, const uint32_t *ki,
                                   qk_bench_result *const *out, uint32_t nf, const case_buffers *cb,
                                   uint32_t runs, double warm_s, double copy_gbps, qkrt_dispatch *d,
                                   double *ns, double *per) {
-    uint32_t slice = runs / QK_FINALIST_ROUNDS;
-    if (slice < cb->copies) slice = cb->copies;
-    const uint32_t rounds = runs / slice > 0 ? runs / slice : 1, n = rounds * slice;
+    /* slices of runs * i / rounds .. runs * (i + 1) / rounds: all runs, each
+     * slice every weight copy at least once (runs >= copies) */
+    uint32_t rounds = runs / cb->copies;
+    rounds = rounds > QK_FINALIST_ROUNDS ? QK_FINALIST_ROUNDS : rounds ? rounds : 1;
+    const uint32_t n = runs;
     double *all = malloc(sizeof *all * 2 * n * nf), *pre = all + n * nf;
     bool *quantized = calloc(nf, sizeof *quantized); /* two dispatches a run */
     qkrt_result r = warm(ctx, b, ki[0], cb, warm_s);
     for (uint32_t round = 0; round < rounds && r == QKRT_OK; round++)
         for (uint32_t j = 0; j < nf && r == QKRT_OK; j++) {
             const uint32_t f = round % 2 ? nf - 1 - j : j;
+            const uint32_t s0 = runs * round / rounds, slice = runs * (round + 1) / rounds - s0;
             uint32_t nd;
             r = time_runs(ctx, b, ki[f], cb, slice, d, ns, per, &nd);
             quantized[f] = nd == 2 * slice;
             for (uint32_t i = 0; r == QKRT_OK && i < slice; i++) {
-                all[f * n + round * slice + i] = per[i];
-                pre[f * n + round * slice + i] = quantized[f] ? ns[2 * i] : 0;
+                all[f * n + s0 + i] = per[i];
+                pre[f * n + s0 + i] = quantized[f] ? ns[2 * i] : 0;
             }
         }
     for (uint32_t f = 0; f < nf && r == QKRT_OK; f++)

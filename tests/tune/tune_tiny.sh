@@ -20,6 +20,23 @@ python3 -c "import sys; w, c, load, n = map(float, sys.argv[1:]); sys.exit(0 if 
   "$wall" "$(echo "$user + $sys" | bc)" "$load" "$(nproc)" || fail "the tiny model took $wall s to tune (at most 120)"
 n=$(wc -l < "$db")
 grep -q '"stage": "full"' "$db" || fail "no candidate timed in full"
+# the finalists (at most --finalists a case, 3) timed in alternating slices,
+# each one's figures whole: min <= median <= max over all its slices' runs
+python3 - "$db" <<'PY' || fail "the finalists' full records"
+import collections, json, sys
+full = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("stage") == "full" and r["status"] == "ok":
+        full[json.dumps(r["case"], sort_keys=True)].append(r)
+assert full, "no full record"
+for case, rs in full.items():
+    assert len(rs) <= 3, (case, len(rs))
+    for r in rs:
+        assert "alternating" in r["note"], r["note"]
+        assert 0 < r["us_min"] <= r["us"] <= r["us_max"] and r["runs"] >= 20, r
+print(sum(map(len, full.values())), "finalists of", len(full), "cases timed in alternation")
+PY
 # resumed: everything is in the database already, nothing is measured again
 "$qkgen" tune --model $model $opts > "$scratch/log2" || fail "qkgen tune (resumed)"
 [ "$(wc -l < "$db")" -eq "$n" ] || fail "a resumed tune appended $(( $(wc -l < "$db") - n )) records"
