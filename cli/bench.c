@@ -561,9 +561,17 @@ static void bench_ref(const qk_bench_case *c, const qk_weights *w, const int32_t
     }
 }
 
+/* Adds the time since *t to phase p of o->phase_s (where set); *t = now. */
+static void phase(const qk_bench_opts *o, int p, double *t) {
+    const double now = qk_now_s();
+    if (o->phase_s) o->phase_s[p] += now - *t;
+    *t = now;
+}
+
 qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c,
                               const qk_bench_opts *o, double copy_gbps, qk_bench_result **res,
                               uint32_t *count, char *err, size_t err_size) {
+    double tp = qk_now_s(); /* the current phase's start */
     uint32_t idx[256];
     uint32_t n = eligible(b, c, o, idx, 256);
     if (!n) {
@@ -663,8 +671,10 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         char step[48];
         snprintf(step, sizeof step, "compiling %u pipelines", nfresh);
         progress(o, c, step, "");
+        phase(o, QK_PH_SETUP, &tp);
         qkrt_kernels_prepare(ctx, b, fresh, nfresh, 0);
     }
+    phase(o, nfresh ? QK_PH_PIPELINES : QK_PH_SETUP, &tp);
     bool any_ok = false; /* a variant of the case is correct: the deadline may cut the rest */
     const double screen_warm = o->screen_warmup_s > 0 ? o->screen_warmup_s : QK_SCREEN_WARM_S;
     const uint32_t screen_runs =
@@ -739,6 +749,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             if (!o->time_wrong) continue;
             out->wrong = true; /* a diagnostic kernel, timed as the others */
         }
+        phase(o, QK_PH_CHECK, &tp);
         if (screen) {
             /* the screen: a few dispatches, every weight copy once, after a
              * short warm-up (the case's whole one before its first) */
@@ -750,6 +761,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             out->screen_runs = screen_runs;
             warmed = true;
             if (o->record) o->record(o->user, k, out, "screen");
+            phase(o, QK_PH_SCREEN, &tp);
             continue;
         }
         /* the whole warm-up before the case's first timed variant, a shorter
@@ -761,7 +773,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         if (r != QKRT_OK) break;
         if (o->record) o->record(o->user, k, out, "full");
         if (out->us < best_us) best_us = out->us, best = (int)(*count - 1);
+        phase(o, QK_PH_SCREEN, &tp);
     }
+    phase(o, QK_PH_CHECK, &tp); /* a last variant's check that went no further */
     /* successive halving: the faster half of the field re-timed at twice
      * the runs, again and again, until the finalists are left (a short
      * screen's noise decides less among close variants); lost[] marks the
@@ -804,6 +818,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             if (r == QKRT_OK) q->us_screen = median(per, rung) / 1e3, q->screen_runs = rung;
         }
     }
+    phase(o, QK_PH_HALVING, &tp);
     /* the finalists: the screen's fastest correct variants, timed in full,
      * in alternation (time_finalists), the first slice after the whole
      * warm-up where nothing ran before, as every case's timed set; after
@@ -839,6 +854,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         }
     }
     free(fki), free(fpick), free(fout);
+    phase(o, QK_PH_FINAL, &tp);
     if (best >= 0) (*res)[best].best = true;
     /* the yardstick of the case's size: a copy moving as many bytes */
     double cu = 0, cs = 0;

@@ -72,7 +72,22 @@ typedef struct qk_bench_opts {
     void (*record)(void *user, const qkrt_kernel_info *k, const qk_bench_result *r,
                    const char *stage);
     void *user;
+    /* where a case's wall time goes, when set: seconds added to each phase */
+    double *phase_s; /* [QK_BENCH_PHASES] */
 } qk_bench_opts;
+
+/* The phases of qk_bench_case_run that o->phase_s times: data, reference
+ * and buffers; pipelines; checks; screen (or full timing without one);
+ * halving rounds; finalists. */
+enum {
+    QK_PH_SETUP,
+    QK_PH_PIPELINES,
+    QK_PH_CHECK,
+    QK_PH_SCREEN,
+    QK_PH_HALVING,
+    QK_PH_FINAL,
+    QK_BENCH_PHASES
+};
 
 /* Device copy bandwidth in GB/s (bytes read plus written): the median of runs
  * copies of copy_bytes by the bundle's fastest copy kernel (family "copy"),

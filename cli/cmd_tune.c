@@ -31,6 +31,8 @@ typedef struct tune_run {
     uint32_t case_i, case_n, case_done, case_total;
     bool tty, failed_write;
     qk_error e;
+    double phase_s[QK_BENCH_PHASES]; /* the case's time by phase (qk_bench_opts) */
+    double db_s;                     /* of it, appending records (a write and fsync each) */
 } tune_run;
 
 static const char *hash_of(void *user, const char *variant) {
@@ -113,7 +115,9 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
                  "following the screen (%.0f ms where none ran)",
                  r->runs, 3 * t->screen_warm_ms, t->warm_ms);
     rec.time = (double)time(NULL);
+    const double tw = qk_now_s();
     if (!qk_tune_db_append(&t->db, &rec, &t->e)) t->failed_write = true;
+    t->db_s += qk_now_s() - tw;
     if (strcmp(stage, "full") || !r->us_screen) t->case_done++, t->done++;
     bar(t, k->name);
 }
@@ -546,7 +550,8 @@ int cmd_tune(qk_args *a) {
                        .seed = seed,
                        .prior = prior,
                        .record = record,
-                       .user = &tr};
+                       .user = &tr,
+                       .phase_s = tr.phase_s};
     tr.t0 = qk_now_s();
     if (dry_run && rc == QK_EXIT_OK) { /* the candidates built, nothing timed */
         for (uint32_t c = 0; c < nc; c++)
@@ -576,6 +581,7 @@ int cmd_tune(qk_args *a) {
         uint32_t nres = 0;
         char err[512] = "";
         double tc = qk_now_s();
+        memset(tr.phase_s, 0, sizeof tr.phase_s), tr.db_s = 0;
         tr.case_total = per_case[c];
         bar(&tr, "");
         qkrt_result r = qk_bench_case_run(ctx, b, &bc, &o, 0, &res, &nres, err, sizeof err);
@@ -612,9 +618,14 @@ int cmd_tune(qk_args *a) {
             char fbs[64] = "fallback not measured";
             if (fb_us > 0)
                 snprintf(fbs, sizeof fbs, "fallback %.2f us (%.2fx)", fb_us, fb_us / best->us);
-            printf("%-40s %3u candidates (%u wrong, %u failed%s%.0u%s): %s %.2f us; %s; %.1f s\n",
+            const double *ph = tr.phase_s;
+            printf("%-40s %3u candidates (%u wrong, %u failed%s%.0u%s): %s %.2f us; %s; %.1f s "
+                   "(setup %.1f, pipelines %.1f, checks %.1f, screen %.1f, halving %.1f, "
+                   "final %.1f; records %.1f)\n",
                    shape, nres, wrong, failed, skipped ? ", " : "", skipped,
-                   skipped ? " over budget" : "", best->kernel, best->us, fbs, qk_now_s() - tc);
+                   skipped ? " over budget" : "", best->kernel, best->us, fbs, qk_now_s() - tc,
+                   ph[QK_PH_SETUP], ph[QK_PH_PIPELINES], ph[QK_PH_CHECK], ph[QK_PH_SCREEN],
+                   ph[QK_PH_HALVING], ph[QK_PH_FINAL], tr.db_s);
         } else {
             printf("%-40s %3u candidates (%u wrong, %u failed): no correct candidate\n", shape,
                    nres, wrong, failed);
