@@ -19,6 +19,19 @@ echo "tuned the tiny model in $wall s ($user s user, $sys s system; load $load o
 python3 -c "import sys; w, c, load, n = map(float, sys.argv[1:]); sys.exit(0 if w < 120 or (load > n and c < 120) else 1)" \
   "$wall" "$(echo "$user + $sys" | bc)" "$load" "$(nproc)" || fail "the tiny model took $wall s to tune (at most 120)"
 n=$(wc -l < "$db")
+# each case's line splits its wall time into phases that add up to it
+python3 - "$scratch/log" <<'PY' || fail "the cases' time by phase"
+import re, sys
+lines = [l for l in open(sys.argv[1]) if "candidates (" in l]
+assert lines, "no case line"
+for l in lines:
+    m = re.search(r"; ([0-9.]+) s \(setup ([0-9.]+), pipelines ([0-9.]+), checks ([0-9.]+), "
+                  r"screen ([0-9.]+), halving ([0-9.]+), final ([0-9.]+); records ([0-9.]+)\)$", l)
+    assert m, l
+    total, *ph = map(float, m.groups())
+    assert abs(sum(ph[:6]) - total) <= 0.1 * total + 0.3 and ph[6] <= total, l
+print(len(lines), "case lines, each with its time by phase")
+PY
 grep -q '"stage": "full"' "$db" || fail "no candidate timed in full"
 # the finalists (at most --finalists a case, 3) timed in alternating slices,
 # each one's figures whole: min <= median <= max over all its slices' runs
