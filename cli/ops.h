@@ -85,7 +85,6 @@ void qk_free_weights(qk_weights *w);
  * smallest normal squared per element); NaN in out gives +inf. */
 double qk_nmse(const float *out, const double *ref, size_t n);
 
-
 /* The NMSE bound a product kernel is held to: 5e-4 where it stages f16
  * operands (tiled matmuls, cooperative-matrix paths; ggml's bound for them),
  * 1e-6 for f32 paths, 1e-4 for the int8-dot paths against activations
