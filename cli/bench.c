@@ -471,8 +471,8 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
     return r;
 }
 
-/* The tuner's finalists ki[0..nf), timed in alternation: QK_FINALIST_ROUNDS
- * slices of their runs each, in forward then reverse order (A B C C B A
+/* The tuner's finalists ki[0..nf), timed in alternation: up to
+ * QK_FINALIST_ROUNDS slices of their runs each, in forward then reverse order (A B C C B A
  * ...), so that a drift of the clocks over the final (tens of milliseconds,
  * short against the GPU's power management; timed one after another, two
  * finalists 4% apart were measured in the reverse order) weighs on all of
@@ -674,7 +674,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         phase(o, QK_PH_SETUP, &tp);
         qkrt_kernels_prepare(ctx, b, fresh, nfresh, 0);
     }
-    phase(o, nfresh ? QK_PH_PIPELINES : QK_PH_SETUP, &tp);
+    phase(o, QK_PH_PIPELINES, &tp); /* nothing when none were made */
     bool any_ok = false; /* a variant of the case is correct: the deadline may cut the rest */
     const double screen_warm = o->screen_warmup_s > 0 ? o->screen_warmup_s : QK_SCREEN_WARM_S;
     const uint32_t screen_runs =
