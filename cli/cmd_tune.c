@@ -815,10 +815,10 @@ int cmd_build_tuned(qk_args *a) {
                  "--set FILE takes winners and fallbacks from that kernel set only\n"
                  "(specs/sets/*.yaml), as the tune that wrote DB did with --set.\n"
                  "Each kernel is a module of its own, its tile sizes compiled in: a tuned\n"
-                 "bundle has few, and NVIDIA's driver compiles the tiled matmul's\n"
-                 "cooperative-matrix paths up to 22% slower with them as specialization\n"
-                 "constants (docs/ARCHITECTURE.md). --specialize keeps them so, one module\n"
-                 "per path, as in the default bundle and the database's records.");
+                 "bundle has few, and an engine then passes no specialization constants\n"
+                 "(both forms time within 2% on the H100, docs/ARCHITECTURE.md).\n"
+                 "--specialize keeps them as specialization constants, one module per\n"
+                 "path, as in the default bundle and the database's records.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--tuned", &dbpath) || qk_opt(a, "--model", &model) ||

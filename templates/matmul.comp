@@ -108,33 +108,25 @@ void qk_store(uint yr, uint r, float v[QK_NW]) {
 #define QK_CT_R (NR0 / CM)      // 16 x 16 blocks along the rows of the tile
 #define QK_CT_C (NR1 / CM)
 // The subgroup grid, sized for subgroups of 32 (the rule WG % 32 == 0; NV
-// cooperative matrices are NVIDIA's, whose subgroups are 32 wide): as many
-// rows of blocks as there are subgroups, halved (once or twice) while that
-// cuts the matrices a subgroup loads per 16-deep slice, QK_WR + QK_WC (128 x
-// 64 of 8 subgroups: 8 x 1 loads 1 + 4, 4 x 2 loads 2 + 2). All counts are
-// powers of two (the spec's axes). Subgroups past the tile's blocks
-// (QK_SG_C > QK_CT_C) only help load the tiles.
+// cooperative matrices are NVIDIA's, whose subgroups are 32 wide): QK_SG_R x
+// QK_SG_C subgroups, each owning QK_WR x QK_WC blocks. QK_WR, QK_WC and
+// QK_BUSY (every subgroup owns blocks) are the spec's literals (how the grid
+// is chosen is written there): literal in each copy of the instance region
+// below, whatever the module specializes. Subgroups past the tile's blocks
+// (QK_BUSY 0) only help load the tiles.
 #define QK_NSG (WG / 32u)
-#define QK_SGR0 (QK_CT_R < QK_NSG ? QK_CT_R : QK_NSG)
-// WG, NR0 and NR1 may be specialization constants, whose expressions glslang
-// cannot join with && (its short circuit leaves an undefined id), so the
-// terms are ANDed as integers and every divisor kept nonzero (QK_NZ: 0 -> 1,
-// the other values as they are), since nothing short-circuits.
-#define QK_NZ(x) ((x) + uint((x) == 0u))
-#define QK_LOADS(r) (QK_CT_R / QK_NZ(r) + QK_CT_C * (r) / QK_NSG)
-#define QK_HALVE(r)                                                                            \
-    ((uint((r) >= 2u) & uint(QK_NSG / QK_NZ((r) / 2u) <= QK_CT_C) &                           \
-      uint(QK_LOADS((r) / 2u) < QK_LOADS(r))) != 0u)
-#define QK_SG_R (QK_HALVE(QK_SGR0) ? (QK_HALVE(QK_SGR0 / 2u) ? QK_SGR0 / 4u : QK_SGR0 / 2u) : QK_SGR0)
+#define QK_SG_R (QK_CT_R / QK_WR)
 #define QK_SG_C (QK_NSG / QK_SG_R)
-#define QK_WR (QK_CT_R / QK_SG_R)
-#define QK_WC (QK_CT_C > QK_SG_C ? QK_CT_C / QK_SG_C : 1u)
 #include "include/coopmat.glsl"
 #else
 #define QK_NC (NR0 * NR1 / WG)  // columns per invocation
 #endif
 
-void main() {
+// The instance region: one copy per set of the spec's literals among the
+// module's tiles, QK_INSTANCE_MAIN its function (the generator repeats it;
+// the specialization constant INSTANCE picks the copy in main).
+#pragma qkgen instance begin
+void QK_INSTANCE_MAIN() {
 #ifdef QK_FORMAT_INIT
     qk_format_init(); // the format's shared table (include/lut.glsl)
 #endif
@@ -170,9 +162,9 @@ void main() {
 #endif
 #ifdef QK_COOPMAT
     const uint sg = tid / 32u, sgr = sg % QK_SG_R, sgc = sg / QK_SG_R;
-    // uniform in the subgroup; known true at compile time where the subgroup
-    // grid fits the blocks (then nothing branches around the products)
-    const bool busy = QK_SG_C * QK_WC <= QK_CT_C || sgc * QK_WC < QK_CT_C;
+    // uniform in the subgroup; a literal true where every subgroup owns
+    // blocks (then nothing branches around the products)
+    const bool busy = QK_BUSY != 0u || sgc * QK_WC < QK_CT_C;
     QK_F32MAT acc[QK_NW][QK_WR][QK_WC];
     for (uint m = 0; m < QK_NW; m++)
         for (uint i = 0; i < QK_WR; i++)
@@ -293,4 +285,9 @@ void main() {
 #ifdef QK_SPLIT
     qk_split_finish(row0);
 #endif
+}
+#pragma qkgen instance end
+
+void main() {
+    QK_INSTANCE_RUN();
 }

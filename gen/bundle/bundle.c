@@ -137,7 +137,7 @@ static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash
                     push[i], 4 * i);
     qk_str_addf(m, "], \"push_constant_size\": %u,\n", 4 * np);
     qk_str_add(m, "      \"specialization_constants\": [");
-    uint32_t ids[QK_TILE_COUNT], values[QK_TILE_COUNT];
+    uint32_t ids[QK_SPEC_COUNT], values[QK_SPEC_COUNT];
     uint32_t ns = qk_variant_specialization(v, ids, values);
     for (uint32_t i = 0; i < ns; i++)
         qk_str_addf(m, "%s{ \"id\": %u, \"name\": \"%s\", \"type\": \"u32\", \"value\": %u }",
@@ -180,7 +180,7 @@ static void manifest_modules(qk_str *m, const unit *units, uint32_t nu) {
                     "\"specialization_constants\": [",
                     first ? "" : ",", u->v->module, u->v->module, u->spv_hash);
         first = false;
-        uint32_t ids[QK_TILE_COUNT], values[QK_TILE_COUNT];
+        uint32_t ids[QK_SPEC_COUNT], values[QK_SPEC_COUNT];
         uint32_t ns = qk_variant_specialization(u->v, ids, values);
         for (uint32_t s = 0; s < ns; s++) {
             qk_str_addf(
@@ -247,7 +247,7 @@ static bool already_current(const char *bundle_dir, const char *inputs_hash) {
  * failure. */
 static int64_t variant_shared_bytes(const unit *mod, const qk_variant *v, qk_error *e) {
     qk_spirv m = {(uint32_t *)(void *)mod->spv, mod->spv_bytes / 4};
-    uint32_t ids[QK_TILE_COUNT], values[QK_TILE_COUNT];
+    uint32_t ids[QK_SPEC_COUNT], values[QK_SPEC_COUNT];
     uint32_t n = qk_variant_specialization(v, ids, values);
     int64_t bytes = qk_spirv_shared_bytes_spec(&m, ids, values, n);
     if (n == 0 || bytes >= 0) return bytes;

@@ -98,6 +98,8 @@ typedef struct inliner {
     void (*on_file)(void *, const char *, const char *);
     void *user;
     qk_error *e;
+    const qk_variant *v; /* the module's first variant: its instances */
+    bool region;         /* the instance region was seen */
 } inliner;
 
 static bool inline_text(inliner *in, const char *text, const char *file, const char *from_dir,
@@ -170,6 +172,64 @@ static void line_directive(qk_str *o, uint32_t line, const char *file) {
     qk_str_add(o, "\"\n");
 }
 
+#define REGION_BEGIN "#pragma qkgen instance begin"
+#define REGION_END   "#pragma qkgen instance end"
+
+/* The instance region: the lines after `#pragma qkgen instance begin` (at
+ * line n of file) up to `end`, once per instance of the module, each copy
+ * with the kernel's literals #defined to that instance's values and
+ * QK_INSTANCE_MAIN to its function's name (qk_instance_I). Returns the text
+ * after the region, or NULL with in->e set. */
+static const char *inline_region(inliner *in, const char *body, const char *file, uint32_t *n,
+                                 qk_str *o) {
+    const uint32_t begin = *n;
+    const char *end = body, *stop = NULL;
+    for (;;) { /* the end marker's line */
+        const char *p = end;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!strncmp(p, REGION_END, strlen(REGION_END))) {
+            stop = end;
+            break;
+        }
+        if (!strncmp(p, REGION_BEGIN, strlen(REGION_BEGIN)) || !strncmp(p, "#include", 8)) {
+            qk_error_set(in->e, "%s:%u: %s inside the instance region of line %u", file, *n + 1,
+                         strncmp(p, "#include", 8) ? "a second region begins" : "#include", begin);
+            return NULL;
+        }
+        const char *nl = strchr(end, '\n');
+        if (!nl) break;
+        end = nl + 1;
+        ++*n;
+    }
+    if (!stop) {
+        qk_error_set(in->e, "%s:%u: instance region without '%s'", file, begin, REGION_END);
+        return NULL;
+    }
+    if (in->region) {
+        qk_error_set(in->e, "%s:%u: a second instance region (one per module)", file, begin);
+        return NULL;
+    }
+    in->region = true;
+    const qk_kernel_spec *k = in->v->kernel;
+    const char *names[QK_MAX_LITERAL_VALUES];
+    uint32_t nl = qk_kernel_literal_names(k, names);
+    for (uint32_t i = 0; i < in->v->instance_count; i++) {
+        qk_str_addf(o, "#define QK_INSTANCE_MAIN qk_instance_%u\n", i);
+        for (uint32_t j = 0; j < nl; j++)
+            qk_str_addf(o, "#define %s %uu\n", names[j], in->v->instances[i][j]);
+        line_directive(o, begin + 1, file);
+        qk_str_addn(o, body, (size_t)(stop - body));
+        qk_str_add(o, "#undef QK_INSTANCE_MAIN\n");
+        for (uint32_t j = 0; j < nl; j++)
+            qk_str_addf(o, "#undef %s\n", names[j]);
+    }
+    ++*n; /* the end marker */
+    line_directive(o, *n + 1, file);
+    const char *after = strchr(stop, '\n');
+    return after ? after + 1 : stop + strlen(stop);
+}
+
 static bool inline_text(inliner *in, const char *text, const char *file, const char *from_dir,
                         int depth, qk_str *o) {
     if (depth > 16) {
@@ -185,6 +245,12 @@ static bool inline_text(inliner *in, const char *text, const char *file, const c
         const char *p = line;
         while (p < line + len && isspace((unsigned char)*p))
             p++;
+        if (!strncmp(p, REGION_BEGIN, strlen(REGION_BEGIN))) {
+            const char *next = end ? end + 1 : line + len;
+            line = inline_region(in, next, file, &n, o);
+            if (!line) return false;
+            continue;
+        }
         if (!strncmp(p, "#include", 8)) {
             const char *q1 = memchr(p, '"', len - (size_t)(p - line));
             const char *q2 = q1 ? memchr(q1 + 1, '"', len - (size_t)(q1 + 1 - line)) : NULL;
@@ -226,6 +292,15 @@ static void emit_tile(const qk_variant *v, qk_str *h) {
         else
             qk_str_addf(h, "#define %s %uu\n", name, value);
     }
+    if (!v->kernel->literal_count) return;
+    /* the template's instance region, once per set of literals (inline_region) */
+    if (v->instance_count > 1)
+        qk_str_addf(h, "layout(constant_id = %d) const uint INSTANCE = %uu;\n", QK_SPEC_INSTANCE,
+                    v->instance);
+    qk_str_add(h, "#define QK_INSTANCE_RUN() ");
+    for (uint32_t i = 0; i + 1 < v->instance_count; i++)
+        qk_str_addf(h, "if (INSTANCE == %uu) qk_instance_%u(); else ", i, i);
+    qk_str_addf(h, "qk_instance_%u()\n", v->instance_count - 1);
 }
 
 bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out,
@@ -287,7 +362,7 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
     if (v->weights > 0) qk_format_emit_glsl(f, v->weights, 0, &h);
     emit_interface(v, &h);
 
-    inliner in = {templates_dir, {0}, on_file, user, e};
+    inliner in = {templates_dir, {0}, on_file, user, e, v, false};
     char *fdir = qk_path_dir(f->spec->path), *kdir = qk_path_dir(k->path);
     char label[300];
     snprintf(label, sizeof label, "generated header of %s", v->module);
@@ -299,6 +374,15 @@ bool qk_emit_variant(const qk_variant *v, const char *templates_dir, qk_str *out
         free(udir);
     }
     if (ok) ok = inline_file(&in, k->template_name, kdir, 0, out);
+    if (ok && in.region != (k->literal_count > 0)) {
+        qk_error_set(e,
+                     in.region ? "%s: the template has an instance region (#pragma qkgen instance) "
+                                 "but %s declares no literals"
+                               : "%s: %s declares literals but the template has no instance "
+                                 "region (#pragma qkgen instance begin .. end)",
+                     k->template_name, k->path);
+        ok = false;
+    }
     if (!ok && e->set && !strstr(e->msg, v->name)) {
         char msg[sizeof e->msg];
         snprintf(msg, sizeof msg, "%s", e->msg);

@@ -141,6 +141,99 @@ static const char *builtin_rule(const qk_variant *v, char *buf, size_t n) {
     return NULL;
 }
 
+uint32_t qk_kernel_literal_names(const qk_kernel_spec *k, const char *out[QK_MAX_LITERAL_VALUES]) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < k->literal_count; i++)
+        if (k->literals[i].name[0] != '_') out[n++] = k->literals[i].name;
+    return n;
+}
+
+/* The lookup of a literal's expression: the literals before it, then the
+ * variant's names. */
+typedef struct literal_scope {
+    const qk_variant *v;
+    uint32_t count;
+    int64_t values[QK_MAX_LITERALS];
+} literal_scope;
+
+static bool literal_lookup(void *user, const char *name, size_t len, int64_t *value) {
+    const literal_scope *sc = user;
+    for (uint32_t i = 0; i < sc->count; i++) {
+        const char *n = sc->v->kernel->literals[i].name;
+        if (strlen(n) == len && !strncmp(n, name, len)) {
+            *value = sc->values[i];
+            return true;
+        }
+    }
+    return qk_variant_lookup((void *)sc->v, name, len, value);
+}
+
+/* v's values of its kernel's literals, into v->literal. */
+static bool eval_literals(qk_variant *v, qk_error *e) {
+    const qk_kernel_spec *k = v->kernel;
+    literal_scope sc = {v, 0, {0}};
+    uint32_t out = 0;
+    for (uint32_t i = 0; i < k->literal_count; i++) {
+        const qk_literal_spec *l = &k->literals[i];
+        qk_error ee = {0};
+        int64_t val;
+        if (!qk_expr_eval(l->value, literal_lookup, &sc, &val, &ee)) {
+            qk_error_set(e, "%s:%d:%d: literals.%s: %s (at %s)", k->path, l->mark.line, l->mark.col,
+                         l->name, ee.msg, v->name);
+            return false;
+        }
+        if (val < 0 || val > UINT32_MAX) {
+            qk_error_set(e, "%s:%d:%d: literals.%s: %lld at %s is not a u32", k->path, l->mark.line,
+                         l->mark.col, l->name, (long long)val, v->name);
+            return false;
+        }
+        sc.values[sc.count++] = val;
+        if (l->name[0] != '_') v->literal[out++] = (uint32_t)val;
+    }
+    return true;
+}
+
+/* Each module's distinct sets of literals, in plan order (the first
+ * variant's set is instance 0, the module's default), copied into every
+ * variant of the module with the index of its own. */
+static bool assign_instances(qk_plan *p, qk_error *e) {
+    for (uint32_t i = 0; i < p->variant_count; i++) {
+        qk_variant *v = &p->variants[i];
+        qk_variant *first = &p->variants[v->module_first];
+        const char *names[QK_MAX_LITERAL_VALUES];
+        uint32_t nl = qk_kernel_literal_names(v->kernel, names);
+        if (first == v) {
+            v->instance_count = 1;
+            v->instance = 0;
+            memcpy(v->instances[0], v->literal, sizeof v->literal);
+            continue;
+        }
+        uint32_t j = 0;
+        while (j < first->instance_count &&
+               memcmp(first->instances[j], v->literal, nl * sizeof v->literal[0]))
+            j++;
+        if (j == first->instance_count) {
+            if (j == QK_MAX_INSTANCES) {
+                qk_error_set(e,
+                             "%s: module %s needs more than %d sets of its literals; specialize "
+                             "fewer tile parameters or narrow the tile",
+                             v->kernel->path, v->module, QK_MAX_INSTANCES);
+                return false;
+            }
+            memcpy(first->instances[j], v->literal, sizeof v->literal);
+            first->instance_count++;
+        }
+        v->instance = j;
+    }
+    for (uint32_t i = 0; i < p->variant_count; i++) { /* the table, in every variant */
+        qk_variant *v = &p->variants[i];
+        const qk_variant *first = &p->variants[v->module_first];
+        v->instance_count = first->instance_count;
+        memcpy(v->instances, first->instances, sizeof v->instances);
+    }
+    return true;
+}
+
 /* Evaluates the spec's rules and the built-in ones; false with e set on a
  * rule that cannot be evaluated, *legal false with the reason when dropped. */
 static bool check_variant(qk_plan *p, qk_variant *v, bool *legal, qk_error *e) {
@@ -174,6 +267,7 @@ static bool check_variant(qk_plan *p, qk_variant *v, bool *legal, qk_error *e) {
         add_dropped(p, v->name, "%s%s", why, "");
         return true;
     }
+    if (!eval_literals(v, e)) return false;
     for (int i = 0; i < 3; i++)
         substitute(v, k->grid[i], v->grid[i], sizeof v->grid[i]);
     for (uint32_t i = 0; i < k->constraint_count; i++)
@@ -203,19 +297,25 @@ uint32_t qk_variant_tile(const qk_variant *v, qk_tile_param p) {
         return v->tpr;
     case QK_TILE_SK:
         return v->sk;
+    case QK_SPEC_INSTANCE:
+        return v->instance;
     default:
         return 0;
     }
 }
 
-uint32_t qk_variant_specialization(const qk_variant *v, uint32_t ids[QK_TILE_COUNT],
-                                   uint32_t values[QK_TILE_COUNT]) {
+uint32_t qk_variant_specialization(const qk_variant *v, uint32_t ids[QK_SPEC_COUNT],
+                                   uint32_t values[QK_SPEC_COUNT]) {
     uint32_t n = 0;
     for (int p = 0; p < QK_TILE_COUNT; p++)
         if (v->kernel->specialize & (1u << p)) {
             ids[n] = (uint32_t)p;
             values[n++] = qk_variant_tile(v, (qk_tile_param)p);
         }
+    if (v->instance_count > 1) {
+        ids[n] = QK_SPEC_INSTANCE;
+        values[n++] = v->instance;
+    }
     return n;
 }
 
@@ -452,6 +552,11 @@ bool qk_plan_build_only(const qk_spec_set *specs, const char *const *only, uint3
             i && !strcmp(out->variants[ix[i]].module, out->variants[ix[i - 1]].module)
                 ? out->variants[ix[i - 1]].module_first
                 : ix[i];
+    if (!assign_instances(out, e)) {
+        free(ix);
+        qk_plan_free(out);
+        return false;
+    }
     sort_by(out, offsetof(qk_variant, name), ix);
     for (uint32_t i = 1; i < n; i++)
         if (!strcmp(out->variants[ix[i]].name, out->variants[ix[i - 1]].name)) {

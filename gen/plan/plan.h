@@ -32,6 +32,13 @@ typedef struct qk_variant {
     char grid[3][256];            /* in shape variables only: tile constants substituted */
     uint32_t constraint_count;
     char constraints[QK_MAX_RULES][256];
+    /* the kernel's literals (those not starting with _, in spec order): this
+     * variant's values; its module's distinct sets of them, one copy of the
+     * template's instance region each; and the one that serves it (the
+     * value of the specialization constant INSTANCE where there are several) */
+    uint32_t literal[QK_MAX_LITERAL_VALUES];
+    uint32_t instance_count, instance;
+    uint32_t instances[QK_MAX_INSTANCES][QK_MAX_LITERAL_VALUES];
 } qk_variant;
 
 typedef struct qk_dropped {
@@ -117,13 +124,19 @@ uint32_t qk_variant_stage_vec(const qk_variant *v);
  * "f32" (f32 throughout). */
 const char *qk_variant_precision(const qk_variant *v);
 
-/* The value of a tile parameter of v. */
+/* The value of a tile parameter of v, or of QK_SPEC_INSTANCE. */
 uint32_t qk_variant_tile(const qk_variant *v, qk_tile_param p);
 
-/* The tile parameters v sets at pipeline creation, in id order: returns the
- * count; ids[i] is the specialization-constant id of values[i]. */
-uint32_t qk_variant_specialization(const qk_variant *v, uint32_t ids[QK_TILE_COUNT],
-                                   uint32_t values[QK_TILE_COUNT]);
+/* The specialization constants v sets at pipeline creation, in id order:
+ * the tile parameters its kernel specializes, then INSTANCE where its
+ * module holds several instances; returns the count; ids[i] is the
+ * specialization-constant id of values[i]. */
+uint32_t qk_variant_specialization(const qk_variant *v, uint32_t ids[QK_SPEC_COUNT],
+                                   uint32_t values[QK_SPEC_COUNT]);
+
+/* The names of the kernel's literals that are compiled in (not starting
+ * with _), in the order of qk_variant.literal; returns the count. */
+uint32_t qk_kernel_literal_names(const qk_kernel_spec *k, const char *out[QK_MAX_LITERAL_VALUES]);
 
 /* Push-constant names in order: the kernel's, then the fusion's. */
 uint32_t qk_variant_push(const qk_variant *v, const char **out, uint32_t cap);

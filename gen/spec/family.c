@@ -286,7 +286,7 @@ static bool load_contrib(family_reader *r, contrib *c, ynode *m, bool family) {
 #define CONTRIB_KEYS                                                                               \
     "template", "formats", "activations", "tile", "weights", "min_subgroup_size", "bindings",      \
         "push_constants", "grid", "shared_memory", "constraints", "rules", "features", "staged",   \
-        "specialize", "mma", "fusions", "operation"
+        "specialize", "literals", "mma", "fusions", "operation"
 
 static contrib *new_contrib(family_reader *r) {
     r->contribs = qk_xrealloc(r->contribs, sizeof *r->contribs * (r->contrib_count + 1));
@@ -554,6 +554,13 @@ static bool merge_lists(family_reader *r, qk_kernel_spec *k, const contrib *c, c
         memcpy(k->features[k->feature_count++], s->features[i], sizeof k->features[0]);
     }
     k->specialize |= s->specialize;
+    if (s->literal_count) {
+        if (k->literal_count)
+            return fail_at(r, s->literals[0].mark, c->where,
+                           "literals are declared twice at %s (one list per point)", k->name);
+        k->literal_count = s->literal_count;
+        memcpy(k->literals, s->literals, sizeof k->literals);
+    }
     return true;
 }
 

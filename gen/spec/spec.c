@@ -428,8 +428,8 @@ static bool load_tile(yw *w, ynode *t, qk_kernel_spec *k, bool partial) {
 }
 
 const char *qk_tile_param_name(qk_tile_param p) {
-    static const char *const names[] = {"WG", "NR0", "NR1", "NK", "TPR", "SK"};
-    return p < QK_TILE_COUNT ? names[p] : "?";
+    static const char *const names[] = {"WG", "NR0", "NR1", "NK", "TPR", "SK", "INSTANCE"};
+    return p < QK_SPEC_COUNT ? names[p] : "?";
 }
 
 qk_tile_param qk_tile_param_parse(const char *s) {
@@ -461,6 +461,41 @@ static bool load_specialize(yw *w, ynode *n, qk_kernel_spec *k, bool partial) {
                            "NK sizes a staged kernel's chunk of words (QK_STAGE_WORDS), which the "
                            "generator computes: it cannot be a specialization constant");
         k->specialize |= 1u << p;
+    }
+    return true;
+}
+
+/* literals: { NAME: expression, ... }, in order: values over the tile that
+ * the template's instance region takes as literals; each may use the ones
+ * before it. */
+static bool load_literals(yw *w, ynode *n, qk_kernel_spec *k) {
+    if (!yw_is_map(n))
+        return yw_fail(w, n, "literals", "expected a mapping of names to expressions");
+    size_t count = yw_map_len(n);
+    if (count > QK_MAX_LITERALS)
+        return yw_fail(w, n, "literals", "more than %d values", QK_MAX_LITERALS);
+    k->literal_count = 0;
+    uint32_t values = 0;
+    for (size_t i = 0; i < count; i++) {
+        qk_literal_spec *l = &k->literals[k->literal_count];
+        ynode *key = yw_map_key(w, n, i);
+        if (!yw_str(w, key, "literals", l->name, sizeof l->name)) return false;
+        if (!ident_ok(l->name, false))
+            return yw_fail(w, key, "literals", "'%s' is not a name (it becomes a GLSL #define)",
+                           l->name);
+        for (uint32_t j = 0; j < k->literal_count; j++)
+            if (!strcmp(k->literals[j].name, l->name))
+                return yw_fail(w, key, "literals", "'%s' is listed twice", l->name);
+        char where[64];
+        snprintf(where, sizeof where, "literals.%s", l->name);
+        if (!yw_expr(w, yw_map_value(w, n, i), where, QK_EXPR_VALUE, l->value, sizeof l->value))
+            return false;
+        l->mark = yw_mark(yw_map_value(w, n, i));
+        k->literal_count++;
+        if (l->name[0] != '_' && ++values > QK_MAX_LITERAL_VALUES)
+            return yw_fail(w, key, "literals",
+                           "more than %d values compiled in (names not starting with _)",
+                           QK_MAX_LITERAL_VALUES);
     }
     return true;
 }
@@ -541,6 +576,7 @@ bool qk_spec_kernel_keys(yw *w, ynode *root, qk_kernel_spec *k, bool partial) {
         return false;
     if ((n = yw_get(w, root, "staged")) && !load_staged(w, n, &k->staged)) return false;
     if ((n = yw_get(w, root, "specialize")) && !load_specialize(w, n, k, partial)) return false;
+    if ((n = yw_get(w, root, "literals")) && !load_literals(w, n, k)) return false;
     if ((n = yw_get(w, root, "mma"))) {
         k->mma_count = 0;
         if (!yw_str_list(w, n, "mma", k->mma[0], sizeof k->mma[0], 4, &k->mma_count)) return false;
@@ -564,11 +600,17 @@ bool qk_spec_kernel_keys(yw *w, ynode *root, qk_kernel_spec *k, bool partial) {
 
 static bool load_kernel(yw *w, qk_kernel_spec *k) {
     ynode *root = yw_root(w);
-    static const char *const keys[] = {
-        "kernel",      "family",     "description", "template",          "formats", "activations",
-        "tile",        "weights",    "bindings",    "push_constants",    "grid",    "shared_memory",
-        "constraints", "rules",      "features",    "min_subgroup_size", "mma",     "fusions",
-        "staged",      "specialize", NULL};
+    static const char *const keys[] = {"kernel",      "family",
+                                       "description", "template",
+                                       "formats",     "activations",
+                                       "tile",        "weights",
+                                       "bindings",    "push_constants",
+                                       "grid",        "shared_memory",
+                                       "constraints", "rules",
+                                       "features",    "min_subgroup_size",
+                                       "mma",         "fusions",
+                                       "staged",      "specialize",
+                                       "literals",    NULL};
     static const char *const req[] = {"kernel",      "family", "template", "formats",
                                       "activations", "tile",   "bindings", "push_constants",
                                       "grid",        NULL};

@@ -17,6 +17,9 @@ enum {
     QK_MAX_KERNEL_RULES = 32, /* rules of one kernel (a family point gathers several lists) */
     QK_MAX_AXES = 6,
     QK_MAX_AXIS_VALUES = 8,
+    QK_MAX_LITERALS = 16,      /* a kernel's `literals:`, helpers included */
+    QK_MAX_LITERAL_VALUES = 4, /* of them compiled in (not starting with _) */
+    QK_MAX_INSTANCES = 8,      /* copies of a template's instance region in one module */
 };
 
 /* The tile parameters, in the order of their specialization-constant ids
@@ -28,10 +31,15 @@ typedef enum qk_tile_param {
     QK_TILE_NK,
     QK_TILE_TPR,
     QK_TILE_SK,
-    QK_TILE_COUNT
+    QK_TILE_COUNT,
+    /* not a tile parameter: the specialization constant that picks a
+     * module's copy of its template's instance region (kernel key literals) */
+    QK_SPEC_INSTANCE = QK_TILE_COUNT,
+    QK_SPEC_COUNT
 } qk_tile_param;
 
-/* "WG", "NR0", ...; and the parameter of a name (QK_TILE_COUNT: none). */
+/* "WG", "NR0", ..., "INSTANCE"; and the tile parameter of a name
+ * (QK_TILE_COUNT: none). */
 const char *qk_tile_param_name(qk_tile_param p);
 qk_tile_param qk_tile_param_parse(const char *s);
 
@@ -138,6 +146,15 @@ typedef struct qk_rule_spec {
     qk_mark mark;
 } qk_rule_spec;
 
+/* One of a kernel's `literals:`: a value over the tile that the template's
+ * instance region takes as a literal (a name starting with _ only serves
+ * the values after it). */
+typedef struct qk_literal_spec {
+    char name[32];
+    char value[256];
+    qk_mark mark;
+} qk_literal_spec;
+
 typedef struct qk_kernel_spec {
     char path[QK_MAX_PATH];
     char name[QK_MAX_NAME];
@@ -162,6 +179,12 @@ typedef struct qk_kernel_spec {
     /* tile parameters that are SPIR-V specialization constants (bits of
      * qk_tile_param): one module serves every value, set at pipeline creation */
     uint32_t specialize;
+    /* values over the tile that must be literals in the template's instance
+     * region (`#pragma qkgen instance begin` .. `end`): a module compiles
+     * that region once per distinct set among its variants, and the
+     * specialization constant INSTANCE picks the copy (docs/specs.md) */
+    uint32_t literal_count;
+    qk_literal_spec literals[QK_MAX_LITERALS];
     /* the template reads whole chunks of NK elements of weights with aligned
      * vector loads (QK_STAGED), into registers or, staged: shared, into a
      * shared-memory tile (QK_STAGE_SHARED), then dequantizes from there */

@@ -220,7 +220,7 @@ static void manifest_of(const qk_variant *v, char *out, size_t size) {
         c[i] = v->constraints[i];
     qsort(c, v->constraint_count, sizeof c[0], cmp_str);
     uint32_t nf = qk_variant_features(v, feat, 16), np = qk_variant_push(v, push, QK_MAX_LIST + 8);
-    uint32_t ids[QK_TILE_COUNT], vals[QK_TILE_COUNT];
+    uint32_t ids[QK_SPEC_COUNT], vals[QK_SPEC_COUNT];
     uint32_t ns = qk_variant_specialization(v, ids, vals);
     char b[2048];
     bindings_of(v, b, sizeof b);
@@ -298,6 +298,85 @@ static void check_semantics(const char *path) {
     qk_family_spec_free(&f);
 }
 
+/* The subgroup grid of the matmul's cooperative-matrix paths, worked out
+ * step by step as docs/matmul.md states it, against the spec's literals
+ * (QK_WR, QK_WC, QK_BUSY: one expression each there): as many rows of
+ * 16 x 16 blocks as there are subgroups, halved at most twice while that
+ * cuts the matrices a subgroup loads per slice. */
+static void grid_of(const qk_variant *v, uint32_t out[3]) {
+    uint32_t nsg = v->wg / 32, ctr = v->nr0 / 16, ctc = v->nr1 / 16;
+    uint32_t r = ctr < nsg ? ctr : nsg;
+    for (int h = 0; h < 2; h++) {
+        uint32_t half = r / 2;
+        if (r < 2 || nsg / half > ctc || ctr / half + ctc * half / nsg >= ctr / r + ctc * r / nsg)
+            break;
+        r = half;
+    }
+    uint32_t sgc = nsg / r, wc = ctc > sgc ? ctc / sgc : 1;
+    out[0] = ctr / r;
+    out[1] = wc;
+    out[2] = sgc * wc <= ctc;
+}
+
+/* The instance regions: each matmul variant's literals are its subgroup
+ * grid; the variants of a module that share them share an instance, the
+ * others do not; INSTANCE is a specialization constant exactly where a
+ * module holds several; its GLSL defines one function per instance. */
+static void check_instances(const qk_plan *p, const char *templates) {
+    uint32_t checked = 0, modules = 0, most = 0;
+    for (uint32_t i = 0; i < p->variant_count; i++) {
+        const qk_variant *v = &p->variants[i];
+        if (strcmp(v->kernel->template_name, "matmul.comp")) continue;
+        const char *names[QK_MAX_LITERAL_VALUES];
+        if (qk_kernel_literal_names(v->kernel, names) != 3 || strcmp(names[0], "QK_WR") ||
+            strcmp(names[1], "QK_WC") || strcmp(names[2], "QK_BUSY")) {
+            FAIL("%s: literals are not QK_WR, QK_WC, QK_BUSY", v->name);
+            return;
+        }
+        uint32_t want[3] = {0, 0, 0};
+        if (!strcmp(v->mma, "coopmat") || !strcmp(v->mma, "coopmat_khr")) grid_of(v, want);
+        if (memcmp(want, v->literal, sizeof want))
+            FAIL("%s: literals %u %u %u, the grid is %u %u %u", v->name, v->literal[0],
+                 v->literal[1], v->literal[2], want[0], want[1], want[2]);
+        const qk_variant *first = &p->variants[v->module_first];
+        if (v->instance >= v->instance_count ||
+            memcmp(v->instances[v->instance], v->literal, sizeof want))
+            FAIL("%s: instance %u of %u does not hold its literals", v->name, v->instance,
+                 v->instance_count);
+        for (uint32_t j = 0; j < v->instance_count; j++)
+            if (j != v->instance && !memcmp(v->instances[j], v->literal, sizeof want))
+                FAIL("%s: its literals are instances %u and %u of %s", v->name, v->instance, j,
+                     v->module);
+        if (v->instance_count != first->instance_count) FAIL("%s: instance count", v->name);
+        uint32_t ids[QK_SPEC_COUNT], vals[QK_SPEC_COUNT];
+        uint32_t ns = qk_variant_specialization(v, ids, vals);
+        bool has = ns && ids[ns - 1] == QK_SPEC_INSTANCE && vals[ns - 1] == v->instance;
+        if (has != (v->instance_count > 1))
+            FAIL("%s: INSTANCE %s among its specialization constants", v->name,
+                 has ? "wrongly" : "missing");
+        checked++;
+        if (v->module_first != i) continue;
+        modules++;
+        most = v->instance_count > most ? v->instance_count : most;
+        if (modules % 16) continue; /* the GLSL of every 16th module */
+        char *g = glsl_of(v, templates);
+        uint32_t fns = 0;
+        for (const char *c = g; c && (c = strstr(c, "void QK_INSTANCE_MAIN()")); c++)
+            fns++;
+        uint32_t defs = 0;
+        for (const char *c = g; c && (c = strstr(c, "#define QK_INSTANCE_MAIN qk_instance_")); c++)
+            defs++;
+        if (fns != v->instance_count || defs != v->instance_count)
+            FAIL("%s: %u copies of the instance region, %u definitions; %u instances", v->module,
+                 fns, defs, v->instance_count);
+        free(g);
+    }
+    if (!checked || most < 2)
+        FAIL("instances: %u matmul variants, at most %u instances", checked, most);
+    printf("instances: %u matmul variants in %u modules, at most %u instances a module\n", checked,
+           modules, most);
+}
+
 static bool load(const char *dir, qk_spec_set *s, qk_plan *p) {
     qk_error e = {0};
     if (!qk_spec_set_load(dir, s, &e) || !qk_plan_build(s, p, &e)) {
@@ -320,6 +399,7 @@ int main(int argc, char **argv) {
     qk_spec_set s, os;
     qk_plan p, op = {0};
     if (!load(argv[1], &s, &p) || (argc == 5 && !load(argv[4], &os, &op))) return 1;
+    check_instances(&p, argv[2]);
     qk_error re = {0};
     char *names = qk_read_file(argv[3], NULL, &re);
     if (!names) {
