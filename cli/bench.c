@@ -205,6 +205,7 @@ typedef struct case_buffers {
     int qi;                   /* the bundle's quantizer writing xq, or -1 */
     qkrt_buffer **scratch;    /* split-K kernels: one scratch per weight copy, so that */
     size_t scratch_bytes;     /* dispatches in flight together never share one */
+    int64_t scratch_owner;    /* the split kernel whose counters it holds; -1: zeros */
     int64_t shape[7];         /* the values of case_shape's variables */
     struct lists **lists;     /* the dispatches' buffer lists (list_alloc) */
 } case_buffers;
@@ -318,9 +319,34 @@ static qkrt_result make_scratch(qkrt_context *ctx, const qkrt_bundle *b, const u
     }
     if (!cb->scratch_bytes) return QKRT_OK;
     cb->scratch = calloc(cb->copies, sizeof *cb->scratch);
+    cb->scratch_owner = -1;
     qkrt_result r = QKRT_OK;
     for (uint32_t i = 0; i < cb->copies && r == QKRT_OK; i++)
         r = qkrt_buffer_create(ctx, cb->scratch_bytes, &cb->scratch[i]);
+    return r;
+}
+
+/* Whether kernel ki binds the scratch (a split-K kernel). */
+static bool uses_scratch(const qkrt_bundle *b, uint32_t ki) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    for (uint32_t i = 0; i < k->binding_count; i++)
+        if (!strcmp(k->bindings[i].role, "scratch")) return true;
+    return false;
+}
+
+/* The scratch zeroed before split kernel ki runs where another one ran
+ * since: a split kernel's arrival counters (at SK * T * M + tile) lie
+ * inside the partial sums of one with a larger SK, and a counter that does
+ * not start at zero makes every split think another is last, so none adds
+ * the sums: runs that skip their final pass, timed too fast (the tune's
+ * alternating finals, 2026-11-26f-h100/tune-splitk-q4_0). */
+static qkrt_result own_scratch(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                               case_buffers *cb) {
+    if (!cb->scratch || cb->scratch_owner == (int64_t)ki || !uses_scratch(b, ki)) return QKRT_OK;
+    qkrt_result r = QKRT_OK;
+    for (uint32_t i = 0; i < cb->copies && r == QKRT_OK; i++)
+        r = qkrt_buffer_fill(ctx, cb->scratch[i], 0);
+    cb->scratch_owner = r == QKRT_OK ? (int64_t)ki : -1;
     return r;
 }
 
@@ -380,15 +406,15 @@ static qkrt_result keep_busy(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t
  * run, then batches sized from the time a run took to what is left (at most
  * 64 runs), so that a slow kernel's warm-up does not overshoot by a whole
  * batch (64 runs of a 7 ms fallback were 0.45 s of a 10 ms screen warm-up). */
-static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                        const case_buffers *cb, double seconds) {
+static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, case_buffers *cb,
+                        double seconds) {
     enum { BATCH = 64 };
     qkrt_dispatch *d = malloc(sizeof *d * 2 * BATCH);
     uint32_t n = 0;
     for (uint32_t i = 0; i < BATCH; i++)
         n += case_dispatches(b, ki, cb, i % cb->copies, &d[n]);
     const uint32_t per_run = n / BATCH; /* 1, or 2 with a quantizer */
-    qkrt_result r = QKRT_OK;
+    qkrt_result r = own_scratch(ctx, b, ki, cb);
     uint32_t runs = 1;
     for (double t0 = qk_now_s(); r == QKRT_OK;) {
         double t = qk_now_s();
@@ -417,16 +443,18 @@ static void progress(const qk_bench_opts *o, const qk_bench_case *c, const char 
 /* `runs` runs of variant ki, each between barriers, into per[] (ns: a run's
  * dispatches, the quantizer's included); d and ns are scratch for 2 * runs
  * dispatches, *nd gets how many were recorded. */
-static qkrt_result time_runs(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                             const case_buffers *cb, uint32_t runs, qkrt_dispatch *d, double *ns,
-                             double *per, uint32_t *nd) {
+static qkrt_result time_runs(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, case_buffers *cb,
+                             uint32_t runs, qkrt_dispatch *d, double *ns, double *per,
+                             uint32_t *nd) {
     uint32_t per_run = 1;
     *nd = 0;
+    qkrt_result r = own_scratch(ctx, b, ki, cb);
+    if (r != QKRT_OK) return r;
     for (uint32_t i = 0; i < runs; i++) {
         per_run = case_dispatches(b, ki, cb, i % cb->copies, &d[*nd]);
         *nd += per_run;
     }
-    qkrt_result r = qkrt_run_timed(ctx, d, *nd, ns);
+    r = qkrt_run_timed(ctx, d, *nd, ns);
     for (uint32_t i = 0; r == QKRT_OK && i < runs; i++)
         per[i] = per_run == 2 ? ns[2 * i] + ns[2 * i + 1] : ns[i];
     return r;
@@ -437,7 +465,7 @@ static qkrt_result time_runs(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
  * back to back without barriers (but the one between a quantizer and its
  * product), launch gaps hidden; d is scratch for 2 * n dispatches. */
 static qkrt_result finish_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                                  const case_buffers *cb, double *per, double *pre, uint32_t n,
+                                  case_buffers *cb, double *per, double *pre, uint32_t n,
                                   double copy_gbps, qkrt_dispatch *d, qk_bench_result *out) {
     double lo = INFINITY, hi = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -448,7 +476,7 @@ static qkrt_result finish_variant(qkrt_context *ctx, const qkrt_bundle *b, uint3
     for (uint32_t i = 0; i < n; i++)
         nd += case_dispatches(b, ki, cb, i % cb->copies, &d[nd]);
     double span[3];
-    qkrt_result r = QKRT_OK;
+    qkrt_result r = own_scratch(ctx, b, ki, cb);
     for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
         r = qkrt_run_span(ctx, d, nd, &span[i]);
     if (r != QKRT_OK) return r;
@@ -466,9 +494,8 @@ static qkrt_result finish_variant(qkrt_context *ctx, const qkrt_bundle *b, uint3
  * dispatches each between barriers (the median), then the same back to back;
  * d, ns and per are scratch for 2 * runs dispatches. Sets out's times. */
 static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                                const case_buffers *cb, uint32_t runs, double warm_s,
-                                double copy_gbps, qkrt_dispatch *d, double *ns, double *per,
-                                qk_bench_result *out) {
+                                case_buffers *cb, uint32_t runs, double warm_s, double copy_gbps,
+                                qkrt_dispatch *d, double *ns, double *per, qk_bench_result *out) {
     uint32_t nd = 0;
     qkrt_result r = warm(ctx, b, ki, cb, warm_s);
     if (r == QKRT_OK) r = time_runs(ctx, b, ki, cb, runs, d, ns, per, &nd);
@@ -493,7 +520,7 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
  * once. */
 #define QK_FINALIST_ROUNDS 4
 static qkrt_result time_finalists(qkrt_context *ctx, const qkrt_bundle *b, const uint32_t *ki,
-                                  qk_bench_result *const *out, uint32_t nf, const case_buffers *cb,
+                                  qk_bench_result *const *out, uint32_t nf, case_buffers *cb,
                                   uint32_t runs, double warm_s, double copy_gbps, qkrt_dispatch *d,
                                   double *ns, double *per) {
     /* slices of runs * i / rounds .. runs * (i + 1) / rounds: all runs, each
@@ -737,6 +764,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         r = qkrt_buffer_fill(ctx, cb.y, 0x7fc00000u);
         for (uint32_t i = 0; cb.scratch && i < cb.copies && r == QKRT_OK; i++)
             r = qkrt_buffer_fill(ctx, cb.scratch[i], 0);
+        cb.scratch_owner = idx[v];
         qkrt_dispatch one[2];
         uint32_t per_run = case_dispatches(b, idx[v], &cb, 0, one);
         double t_prep = qk_now_s();
@@ -861,9 +889,27 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         r = time_finalists(ctx, b, fki, fout, nf, &cb, runs,
                            o->halving && warmed ? 3 * screen_warm : o->warmup_s, copy_gbps, d, ns,
                            per);
+        /* each finalist's output once more, from a run made as its timed
+         * runs are: a kernel that goes wrong while timed is not picked */
+        for (uint32_t f = 0; f < nf && r == QKRT_OK; f++) {
+            const qkrt_kernel_info *k = qkrt_bundle_kernel(b, fki[f]);
+            uint32_t nd;
+            if (!fout[f]->ok) continue;
+            r = qkrt_buffer_fill(ctx, cb.y, 0x7fc00000u);
+            if (r == QKRT_OK) r = time_runs(ctx, b, fki[f], &cb, 1, d, ns, per, &nd);
+            if (r == QKRT_OK) r = qkrt_buffer_download(ctx, cb.y, 0, y, ny * 4);
+            if (r != QKRT_OK) break;
+            if (last_row)
+                memcpy(y + (size_t)tr * c->M, y + (size_t)(c->T - 1) * c->M, (size_t)c->M * 4);
+            double e =
+                qk_nmse(y, qk_rounds_x8(k) ? ref8 : ref, (size_t)(last_row ? tr + 1 : tr) * c->M);
+            if (e <= qk_nmse_bound(k)) continue;
+            fout[f]->ok = false;
+            snprintf(fout[f]->error, sizeof fout[f]->error, "wrong after its timing: NMSE %.3g", e);
+        }
         for (uint32_t f = 0; f < nf && r == QKRT_OK; f++) {
             if (o->record) o->record(o->user, qkrt_bundle_kernel(b, fki[f]), fout[f], "full");
-            if (fout[f]->us < best_us) best_us = fout[f]->us, best = fpick[f];
+            if (fout[f]->ok && fout[f]->us < best_us) best_us = fout[f]->us, best = fpick[f];
         }
     }
     free(fki), free(fpick), free(fout);
