@@ -550,6 +550,15 @@ static qkrt_result time_finalists(qkrt_context *ctx, const qkrt_bundle *b, const
     return r;
 }
 
+/* NMSE of the downloaded output y against the reference of its first tr
+ * rows and, with last_row, the last row after them (moved beside them, as
+ * the reference has it). */
+static double checked_nmse(const qk_bench_case *c, float *y, const double *ref, uint32_t tr,
+                           bool last_row) {
+    if (last_row) memcpy(y + (size_t)tr * c->M, y + (size_t)(c->T - 1) * c->M, (size_t)c->M * 4);
+    return qk_nmse(y, ref, (size_t)(last_row ? tr + 1 : tr) * c->M);
+}
+
 /* The MoE reference's inputs, shared by its threads. */
 typedef struct moe_ref_job {
     const qk_bench_case *c;
@@ -762,9 +771,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
          * split-K counters at zero: a previous variant's back-to-back runs
          * may have left them anywhere) */
         r = qkrt_buffer_fill(ctx, cb.y, 0x7fc00000u);
-        for (uint32_t i = 0; cb.scratch && i < cb.copies && r == QKRT_OK; i++)
-            r = qkrt_buffer_fill(ctx, cb.scratch[i], 0);
-        cb.scratch_owner = idx[v];
+        cb.scratch_owner = -1;
+        if (r == QKRT_OK) r = own_scratch(ctx, b, idx[v], &cb);
         qkrt_dispatch one[2];
         uint32_t per_run = case_dispatches(b, idx[v], &cb, 0, one);
         double t_prep = qk_now_s();
@@ -778,10 +786,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
                 if (*p == '"' || *p == '\\' || (unsigned char)*p < 32) *p = '\'';
         if (r == QKRT_OK) r = qkrt_buffer_download(ctx, cb.y, 0, y, ny * 4);
         if (r != QKRT_OK) break;
-        if (last_row) /* the checked rows side by side, as the reference has them */
-            memcpy(y + (size_t)tr * c->M, y + (size_t)(c->T - 1) * c->M, (size_t)c->M * 4);
-        out->nmse =
-            qk_nmse(y, qk_rounds_x8(k) ? ref8 : ref, (size_t)(last_row ? tr + 1 : tr) * c->M);
+        out->nmse = checked_nmse(c, y, qk_rounds_x8(k) ? ref8 : ref, tr, last_row);
         out->ok = out->nmse <= qk_nmse_bound(k);
         any_ok |= out->ok;
         if (!out->ok) {
@@ -899,10 +904,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             if (r == QKRT_OK) r = time_runs(ctx, b, fki[f], &cb, 1, d, ns, per, &nd);
             if (r == QKRT_OK) r = qkrt_buffer_download(ctx, cb.y, 0, y, ny * 4);
             if (r != QKRT_OK) break;
-            if (last_row)
-                memcpy(y + (size_t)tr * c->M, y + (size_t)(c->T - 1) * c->M, (size_t)c->M * 4);
-            double e =
-                qk_nmse(y, qk_rounds_x8(k) ? ref8 : ref, (size_t)(last_row ? tr + 1 : tr) * c->M);
+            double e = checked_nmse(c, y, qk_rounds_x8(k) ? ref8 : ref, tr, last_row);
             if (e <= qk_nmse_bound(k)) continue;
             fout[f]->ok = false;
             snprintf(fout[f]->error, sizeof fout[f]->error, "wrong after its timing: NMSE %.3g", e);
