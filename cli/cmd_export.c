@@ -2,6 +2,7 @@
  * manifest as typed static data, grids and constraints as C functions of the shape). */
 #include "cli.h"
 #include "export.h"
+#include "bundle/bundle.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -489,6 +490,30 @@ fail:
     return false;
 }
 
+/* Kernel entry k with its module's fields (docs/manifest.md, "Kernels and
+ * modules"); view is for qkrt_json_view_free in any case. */
+static bool kernel_view(exporter *x, const qkrt_json *modules, const qkrt_json *k, uint32_t i,
+                        qkrt_json *view) {
+    *view = (qkrt_json){0};
+    if (k->type != QKRT_JSON_OBJECT)
+        return qk_export_bad(x, k, "kernels[%u]: expected an object", i);
+    const char *name = qk_export_str(x, k, "module", true);
+    if (!name) return false;
+    const qkrt_json *mod = NULL;
+    for (uint32_t m = 0; !mod && m < modules->count; m++) {
+        const qkrt_json *n = qkrt_json_get(&modules->items[m], "name");
+        if (n && n->type == QKRT_JSON_STRING && !strcmp(n->string, name)) mod = &modules->items[m];
+    }
+    if (!mod)
+        return qk_export_bad(x, qkrt_json_get(k, "module"),
+                             "kernels[%u]: module '%s' is not in \"modules\"", i, name);
+    const char *twice = NULL;
+    if (qkrt_json_kernel_view(k, mod, view, &twice)) return true;
+    if (!twice) qk_error_set(x->e, "out of memory");
+    return qk_export_bad(x, qkrt_json_get(k, twice),
+                         "kernels[%u]: \"%s\" is also a field of its module '%s'", i, twice, name);
+}
+
 static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
     char *mpath = qk_path_join(dir, "manifest.json");
     x->manifest_path = mpath;
@@ -499,16 +524,22 @@ static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
     if (text && !root) qk_error_set(x->e, "%s:%s", mpath, err);
     const char *schema = root ? qk_export_str(x, root, "schema", true) : NULL;
     const qkrt_json *kernels = schema ? qk_export_list(x, root, "kernels", true) : NULL;
-    if (kernels && strncmp(schema, "qkgen-bundle/", 13))
-        qk_export_bad(x, qkrt_json_get(root, "schema"), "schema '%s' is not a qkgen bundle's",
-                      schema);
+    if (kernels && strcmp(schema, QK_BUNDLE_SCHEMA))
+        qk_export_bad(x, qkrt_json_get(root, "schema"),
+                      "schema '%s' is not the one this qkgen exports ('%s')", schema,
+                      QK_BUNDLE_SCHEMA);
     if (kernels && !kernels->count) qk_export_bad(x, kernels, "no kernels");
     qk_str rows = {0}, o = {0};
     uint32_t nk = kernels && !x->e->set ? kernels->count : 0, nmods = 0;
     module *mods = qk_xcalloc(nk + 1, sizeof *mods);
     char(*hashes)[65] = qk_xcalloc(nk + 1, sizeof *hashes);
-    for (uint32_t i = 0; i < nk && !x->e->set; i++)
-        kernel(x, dir, &kernels->items[i], i, mods, &nmods, hashes, &rows);
+    const qkrt_json *modules = nk ? qk_export_list(x, root, "modules", true) : NULL;
+    for (uint32_t i = 0; i < nk && !x->e->set; i++) {
+        qkrt_json view;
+        if (kernel_view(x, modules, &kernels->items[i], i, &view))
+            kernel(x, dir, &view, i, mods, &nmods, hashes, &rows);
+        qkrt_json_view_free(&view);
+    }
     qk_str select_decl = {0};
     if (!x->e->set) qk_export_select(x, root, kernels, &select_decl);
     bool ok = !x->e->set;

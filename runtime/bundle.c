@@ -1,4 +1,4 @@
-/* Bundles: reads manifest.json (schema qkgen-bundle/2) into qkrt_kernel_info,
+/* Bundles: reads manifest.json (schema qkgen-bundle/3) into qkrt_kernel_info,
  * loads and hash-checks every .spv, and checks a kernel's needs against the device. */
 #include "internal.h"
 #include "qk_util.h"
@@ -13,7 +13,7 @@
  * far below what overflows the arithmetic engines do with them. */
 enum { BLOCK_MAX = 1 << 16, TILE_MAX = 1 << 16 };
 
-static const char *SCHEMA = "qkgen-bundle/2";
+static const char *SCHEMA = "qkgen-bundle/3";
 
 typedef struct loader {
     qkrt_context *ctx;
@@ -22,6 +22,7 @@ typedef struct loader {
     qk_strset names;  /* the kernels' names so far */
     qk_strset spvs;   /* module files so far, with their module index */
     qk_strset pipes;  /* pipeline_key of kernels so far, with the kernel index */
+    qk_strset mods;   /* the names of "modules", with their index */
     char **keys;      /* the strings of pipes, owned */
     uint32_t key_count;
 } loader;
@@ -540,6 +541,45 @@ static qkrt_result find_pipeline(loader *ld, qkrt_kernel *kernel, uint32_t i) {
     return QKRT_OK;
 }
 
+/* The "modules" array: objects with distinct names, indexed in ld->mods. */
+static qkrt_result read_modules(loader *ld, const qkrt_json *root, const qkrt_json **out) {
+    snprintf(ld->where, sizeof ld->where, "manifest");
+    qkrt_result r = get_array(ld, root, "modules", true, out);
+    for (uint32_t i = 0; r == QKRT_OK && i < (*out)->count; i++) {
+        const qkrt_json *m = &(*out)->items[i];
+        snprintf(ld->where, sizeof ld->where, "modules[%u]", i);
+        const char *name = NULL;
+        if (m->type != QKRT_JSON_OBJECT) return bad(ld, m, "expected an object");
+        r = get_string(ld, m, "name", true, &name);
+        uint32_t earlier = 0;
+        int added = r == QKRT_OK ? qk_strset_add(&ld->mods, name, i, &earlier) : 1;
+        if (added < 0) r = qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+        if (added == 0) r = bad(ld, m, "name '%s' also used by modules[%u]", name, earlier);
+    }
+    return r;
+}
+
+/* Kernel k as one object with the fields of its module's entry
+ * (qkrt_json_kernel_view). */
+static qkrt_result kernel_view(loader *ld, const qkrt_json *modules, const qkrt_json *k,
+                               qkrt_json *view) {
+    const char *name = NULL;
+    qkrt_result r = get_string(ld, k, "module", true, &name);
+    if (r != QKRT_OK) return r;
+    uint32_t m = 0;
+    int added = qk_strset_add(&ld->mods, name, UINT32_MAX, &m);
+    if (added < 0) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    if (added > 0 || m >= modules->count)
+        return bad(ld, qkrt_json_get(k, "module"), "\"module\": '%s' is not in \"modules\"", name);
+    const char *twice = NULL;
+    if (qkrt_json_kernel_view(k, &modules->items[m], view, &twice)) return QKRT_OK;
+    if (!twice) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
+    return bad(ld, qkrt_json_get(k, twice),
+               "\"%s\" is also a field of its module '%s' (modules[%u]): a field is the "
+               "kernel's or the module's, not both",
+               twice, name, m);
+}
+
 static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *root,
                                  qkrt_bundle *bundle) {
     snprintf(ld->where, sizeof ld->where, "manifest");
@@ -550,8 +590,9 @@ static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *r
     if (strcmp(schema, SCHEMA) != 0)
         return bad(ld, qkrt_json_get(root, "schema"),
                    "schema '%s' is not supported (this runtime reads '%s')", schema, SCHEMA);
-    const qkrt_json *kernels;
+    const qkrt_json *kernels, *modules;
     r = get_array(ld, root, "kernels", true, &kernels);
+    if (r == QKRT_OK) r = read_modules(ld, root, &modules);
     if (r != QKRT_OK) return r;
     bundle->kernels = calloc(kernels->count ? kernels->count : 1, sizeof *bundle->kernels);
     bundle->modules = calloc(kernels->count ? kernels->count : 1, sizeof *bundle->modules);
@@ -563,7 +604,10 @@ static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *r
         bundle->count = i + 1;
         snprintf(ld->where, sizeof ld->where, "kernels[%u]", i);
         if (k->type != QKRT_JSON_OBJECT) return bad(ld, k, "expected an object");
-        r = read_kernel(ld, k, kernel);
+        qkrt_json view = {0};
+        r = kernel_view(ld, modules, k, &view);
+        if (r == QKRT_OK) r = read_kernel(ld, &view, kernel);
+        qkrt_json_view_free(&view);
         uint32_t earlier = 0;
         int added = r == QKRT_OK ? qk_strset_add(&ld->names, kernel->info.name, i, &earlier) : 1;
         if (added < 0) r = qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
@@ -598,11 +642,12 @@ qkrt_result qkrt_bundle_load(qkrt_context *ctx, const char *dir, qkrt_bundle **o
         free(text);
     }
     if (r == QKRT_OK) {
-        loader ld = {ctx, path, "", {0}, {0}, {0}, NULL, 0};
+        loader ld = {ctx, path, "", {0}, {0}, {0}, {0}, NULL, 0};
         r = read_manifest(&ld, dir, bundle->doc, bundle);
         qk_strset_free(&ld.names);
         qk_strset_free(&ld.spvs);
         qk_strset_free(&ld.pipes);
+        qk_strset_free(&ld.mods);
         for (uint32_t i = 0; i < ld.key_count; i++)
             free(ld.keys[i]);
         free(ld.keys);

@@ -429,6 +429,39 @@ const qkrt_json *qkrt_json_get(const qkrt_json *object, const char *key) {
     return NULL;
 }
 
+bool qkrt_json_kernel_view(const qkrt_json *kernel, const qkrt_json *module, qkrt_json *view,
+                           const char **twice) {
+    *view = *kernel;
+    *twice = NULL;
+    size_t n = (size_t)kernel->count + module->count + 1;
+    view->items = malloc(sizeof *view->items * n);
+    view->keys = malloc(sizeof *view->keys * n);
+    if (!view->items || !view->keys) return false;
+    if (kernel->count) {
+        memcpy(view->items, kernel->items, sizeof *kernel->items * kernel->count);
+        memcpy(view->keys, kernel->keys, sizeof *kernel->keys * kernel->count);
+    }
+    for (uint32_t i = 0; module->type == QKRT_JSON_OBJECT && i < module->count; i++) {
+        const char *key = module->keys[i];
+        if (!strcmp(key, "name") || !strcmp(key, "specialization_constants")) continue;
+        if (qkrt_json_get(kernel, key)) {
+            *twice = key;
+            return false;
+        }
+        view->items[view->count] = module->items[i];
+        view->keys[view->count++] = module->keys[i];
+    }
+    return true;
+}
+
+void qkrt_json_view_free(qkrt_json *view) {
+    free(view->items);
+    free(view->keys);
+    view->items = NULL;
+    view->keys = NULL;
+    view->count = 0;
+}
+
 const char *qkrt_json_type_name(qkrt_json_type type) {
     switch (type) {
     case QKRT_JSON_NULL:

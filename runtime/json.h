@@ -35,5 +35,15 @@ void qkrt_json_free(qkrt_json *root);
 /* The member called key of an object, or NULL (also when v is not an object). */
 const qkrt_json *qkrt_json_get(const qkrt_json *object, const char *key);
 const char *qkrt_json_type_name(qkrt_json_type type);
+/* A kernel entry of a manifest with its module's fields (docs/manifest.md,
+ * "Kernels and modules"): *view becomes kernel's members followed by those of
+ * module (an object of "modules") but its "name" and
+ * "specialization_constants". view's items and keys arrays are malloc'ed
+ * (free them with qkrt_json_view_free), its children are the document's.
+ * False when a member is in both (*twice: its key in kernel) or memory is short
+ * (*twice NULL). */
+bool qkrt_json_kernel_view(const qkrt_json *kernel, const qkrt_json *module, qkrt_json *view,
+                           const char **twice);
+void qkrt_json_view_free(qkrt_json *view);
 
 #endif

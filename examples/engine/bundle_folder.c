@@ -145,6 +145,29 @@ static int kernel(const cJSON *o, const char *dir, eng_kernel *k, void **code, c
     return 0;
 }
 
+/* Gives kernel entry k the fields of its module's entry (docs/manifest.md,
+ * "Kernels and modules"): every member of the module but its name and
+ * specialization constants. 0, or -1 with a message. */
+static int inherit(cJSON *k, const cJSON *modules, char *err, size_t n) {
+    const char *name = text(k, "module");
+    const cJSON *m;
+    cJSON_ArrayForEach(m, modules) {
+        if (strcmp(text(m, "name"), name)) continue;
+        const cJSON *f;
+        cJSON_ArrayForEach(f, m) {
+            if (!strcmp(f->string, "name") || !strcmp(f->string, "specialization_constants"))
+                continue;
+            if (cJSON_GetObjectItemCaseSensitive(k, f->string))
+                return snprintf(err, n, "%s: \"%s\" both in the kernel and its module",
+                                text(k, "name"), f->string),
+                       -1;
+            cJSON_AddItemToObject(k, f->string, cJSON_Duplicate(f, 1));
+        }
+        return 0;
+    }
+    return snprintf(err, n, "%s: module '%s' is not in the manifest", text(k, "name"), name), -1;
+}
+
 int eng_bundle_open(int argc, char **argv, eng_bundle *b, char *err, size_t n) {
     memset(b, 0, sizeof *b);
     if (argc < 2) return snprintf(err, n, "usage: %s BUNDLE_FOLDER", argv[0]), -1;
@@ -158,15 +181,17 @@ int eng_bundle_open(int argc, char **argv, eng_bundle *b, char *err, size_t n) {
     o->root = cJSON_Parse(json);
     free(json);
     const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(o->root, "kernels");
-    const char *schema = text(o->root, "schema");
-    /* a reader of one major version: what it does not know it may ignore */
-    if (strncmp(schema, "qkgen-bundle/", 13) || !cJSON_IsArray(kernels))
-        return snprintf(err, n, "%s: not a qkgen bundle manifest", path), -1;
+    const cJSON *modules = cJSON_GetObjectItemCaseSensitive(o->root, "modules");
+    /* the version this engine was written for: a reader of qkgen-bundle/3 */
+    if (strcmp(text(o->root, "schema"), "qkgen-bundle/3") || !cJSON_IsArray(kernels) ||
+        !cJSON_IsArray(modules))
+        return snprintf(err, n, "%s: not a qkgen-bundle/3 manifest", path), -1;
     o->count = (uint32_t)cJSON_GetArraySize(kernels);
     o->code = calloc(o->count, sizeof *o->code);
     b->kernels = calloc(o->count, sizeof *b->kernels);
-    const cJSON *k;
+    cJSON *k;
     cJSON_ArrayForEach(k, kernels) {
+        if (inherit(k, modules, err, n)) return -1;
         if (kernel(k, argv[1], &b->kernels[b->count], &o->code[b->count], err, n)) return -1;
         b->count++;
     }

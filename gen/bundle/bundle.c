@@ -7,6 +7,7 @@
 #include "../emit/emit.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,92 +68,162 @@ static bool prepass(const qk_variant *v) {
     return false;
 }
 
-static void manifest_kernel(qk_str *m, const qk_variant *v, const char *spv_hash, bool first) {
+/* The fields of a kernel's manifest entry besides its name, module and
+ * specialization constants, in the order an entry lists them; a module's
+ * entry holds those that every kernel of the module has alike
+ * (docs/manifest.md, "Kernels and modules"). */
+static const char *const FIELDS[] = {
+    "family",
+    "format",
+    "format_variant",
+    "activation",
+    "kernel",
+    "template",
+    "precision",
+    "prepass",
+    "description",
+    "tile",
+    "mma",
+    "fusion",
+    "entry_point",
+    "workgroup_size",
+    "required_subgroup_size",
+    "min_subgroup_size",
+    "shared_memory_bytes",
+    "vulkan_version",
+    "extensions",
+    "features",
+    "weights",
+    "bindings",
+    "push_constants",
+    "push_constant_size",
+    "dispatch",
+    "constraints",
+};
+#define N_FIELDS (uint32_t)(sizeof FIELDS / sizeof *FIELDS)
+
+typedef struct entry {
+    char *json[N_FIELDS]; /* each field's JSON value */
+    char *spec;           /* the specialization constants' array */
+} entry;
+
+static char *fmt(const char *f, ...) QK_PRINTF(1, 2);
+static char *fmt(const char *f, ...) {
+    char buf[64];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return qk_xstrdup(buf);
+}
+
+static char *json_string(const char *s) {
+    qk_str o = {0};
+    qk_json_string(&o, s);
+    return qk_str_take(&o);
+}
+
+static void kernel_entry(const qk_variant *v, entry *out) {
     const qk_kernel_spec *k = v->kernel;
     const qk_format *f = v->format;
-    qk_str_addf(m, "%s\n    {\n      \"name\": ", first ? "" : ",");
-    qk_json_string(m, v->name);
-    qk_str_addf(m,
-                ",\n      \"family\": \"%s\", \"format\": \"%s\", \"format_variant\": \"%s\", "
-                "\"activation\": \"%s\",\n",
-                k->family, f->name, f->variant, v->activation);
-    qk_str_addf(m,
-                "      \"kernel\": \"%s\", \"template\": \"%s\", \"precision\": \"%s\", "
-                "\"prepass\": %s,\n      \"description\": ",
-                k->name, k->template_name, qk_variant_precision(v),
-                prepass(v) ? "\"quantize\"" : "null");
-    qk_json_string(m, k->description);
-    qk_str_add(m, ",\n");
-    qk_str_addf(m,
-                "      \"tile\": { \"NR0\": %u, \"NR1\": %u, \"NK\": %u }, \"mma\": \"%s\", "
-                "\"fusion\": \"%s\",\n",
-                v->nr0, v->nr1, v->nk, v->mma[0] ? v->mma : "scalar",
-                v->fusion ? v->fusion->name : "none");
-    qk_str_addf(m,
-                "      \"module\": \"%s\", \"spv\": \"%s.spv\", \"spv_sha256\": \"%s\", "
-                "\"entry_point\": \"main\",\n",
-                v->module, v->module, spv_hash);
-    qk_str_addf(m,
-                "      \"workgroup_size\": [%u, 1, 1], \"required_subgroup_size\": 0, "
-                "\"min_subgroup_size\": %u, \"shared_memory_bytes\": %u,\n",
-                v->wg, k->min_subgroup_size, v->shared_memory);
+    char **j = out->json;
+    uint32_t n = 0;
+    j[n++] = json_string(k->family);
+    j[n++] = json_string(f->name);
+    j[n++] = json_string(f->variant);
+    j[n++] = json_string(v->activation);
+    j[n++] = json_string(k->name);
+    j[n++] = json_string(k->template_name);
+    j[n++] = json_string(qk_variant_precision(v));
+    j[n++] = fmt("%s", prepass(v) ? "\"quantize\"" : "null");
+    j[n++] = json_string(k->description);
+    j[n++] = fmt("{ \"NR0\": %u, \"NR1\": %u, \"NK\": %u }", v->nr0, v->nr1, v->nk);
+    j[n++] = json_string(v->mma[0] ? v->mma : "scalar");
+    j[n++] = json_string(v->fusion ? v->fusion->name : "none");
+    j[n++] = fmt("\"main\"");
+    j[n++] = fmt("[%u, 1, 1]", v->wg);
+    j[n++] = fmt("0");
+    j[n++] = fmt("%u", k->min_subgroup_size);
+    j[n++] = fmt("%u", v->shared_memory);
     const char *features[16];
     uint32_t nf = qk_variant_features(v, features, 16);
     bool v13 = false; /* NV cooperative matrix 2 modules are SPIR-V 1.6 */
     for (uint32_t i = 0; i < nf; i++)
         v13 |= !strcmp(features[i], "cooperative_matrix2_nv");
-    qk_str_addf(m, "      \"vulkan_version\": \"%s\", \"extensions\": [", v13 ? "1.3" : "1.2");
+    j[n++] = fmt("\"%s\"", v13 ? "1.3" : "1.2");
+    qk_str s = {0};
+    qk_str_add(&s, "[");
     for (uint32_t i = 0, ne = 0; i < nf; i++) {
         const char *ext = extension_of(features[i]);
-        if (ext) qk_str_addf(m, "%s\"%s\"", ne++ ? ", " : "", ext);
+        if (ext) qk_str_addf(&s, "%s\"%s\"", ne++ ? ", " : "", ext);
     }
-    qk_str_add(m, "], \"features\": [");
+    qk_str_add(&s, "]");
+    j[n++] = qk_str_take(&s);
+    qk_str_add(&s, "[");
     for (uint32_t i = 0; i < nf; i++)
-        qk_str_addf(m, "%s\"%s\"", i ? ", " : "", features[i]);
-    qk_str_add(m, "],\n      \"weights\": ");
+        qk_str_addf(&s, "%s\"%s\"", i ? ", " : "", features[i]);
+    qk_str_add(&s, "]");
+    j[n++] = qk_str_take(&s);
     if (v->weights > 0)
-        qk_format_emit_json(f, m);
+        qk_format_emit_json(f, &s);
     else
-        qk_str_add(m, "null");
-    qk_str_add(m, ",\n      \"bindings\": [");
+        qk_str_add(&s, "null");
+    j[n++] = qk_str_take(&s);
+    qk_str_add(&s, "[");
     qk_binding_info b[QK_MAX_BINDINGS];
     uint32_t nb = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
     for (uint32_t i = 0; i < nb; i++) {
-        qk_str_addf(m,
+        qk_str_addf(&s,
                     "%s\n        { \"set\": 0, \"binding\": %u, \"count\": %u, \"name\": \"%s\", "
                     "\"role\": \"%s\", \"type\": \"%s\", \"access\": \"%s\"",
                     i ? "," : "", b[i].binding, b[i].count, b[i].name, b[i].role, b[i].type,
                     b[i].writable ? "write" : "read");
         if (b[i].size[0]) {
-            qk_str_add(m, ", \"size\": ");
-            qk_json_string(m, b[i].size);
+            qk_str_add(&s, ", \"size\": ");
+            qk_json_string(&s, b[i].size);
         }
-        qk_str_add(m, " }");
+        qk_str_add(&s, " }");
     }
-    qk_str_add(m, "\n      ],\n      \"push_constants\": [");
+    qk_str_add(&s, nb ? "\n      ]" : "]");
+    j[n++] = qk_str_take(&s);
+    qk_str_add(&s, "[");
     const char *push[QK_MAX_LIST + 8];
     uint32_t np = qk_variant_push(v, push, QK_MAX_LIST + 8);
     for (uint32_t i = 0; i < np; i++)
-        qk_str_addf(m, "%s{ \"name\": \"%s\", \"offset\": %u, \"type\": \"u32\" }", i ? ", " : "",
+        qk_str_addf(&s, "%s{ \"name\": \"%s\", \"offset\": %u, \"type\": \"u32\" }", i ? ", " : "",
                     push[i], 4 * i);
-    qk_str_addf(m, "], \"push_constant_size\": %u,\n", 4 * np);
-    qk_str_add(m, "      \"specialization_constants\": [");
+    qk_str_add(&s, "]");
+    j[n++] = qk_str_take(&s);
+    j[n++] = fmt("%u", 4 * np);
+    qk_str_add(&s, "{ \"grid\": [");
+    for (int i = 0; i < 3; i++) {
+        if (i) qk_str_add(&s, ", ");
+        qk_json_string(&s, v->grid[i]);
+    }
+    qk_str_add(&s, "] }");
+    j[n++] = qk_str_take(&s);
+    qk_str_add(&s, "[");
+    for (uint32_t i = 0; i < v->constraint_count; i++) {
+        if (i) qk_str_add(&s, ", ");
+        qk_json_string(&s, v->constraints[i]);
+    }
+    qk_str_add(&s, "]");
+    j[n++] = qk_str_take(&s);
+    if (n != N_FIELDS) abort(); /* FIELDS and this function list the same fields */
+    qk_str_add(&s, "[");
     uint32_t ids[QK_SPEC_COUNT], values[QK_SPEC_COUNT];
     uint32_t ns = qk_variant_specialization(v, ids, values);
     for (uint32_t i = 0; i < ns; i++)
-        qk_str_addf(m, "%s{ \"id\": %u, \"name\": \"%s\", \"type\": \"u32\", \"value\": %u }",
+        qk_str_addf(&s, "%s{ \"id\": %u, \"name\": \"%s\", \"type\": \"u32\", \"value\": %u }",
                     i ? ", " : "", ids[i], qk_tile_param_name((qk_tile_param)ids[i]), values[i]);
-    qk_str_add(m, "],\n      \"dispatch\": { \"grid\": [");
-    for (int i = 0; i < 3; i++) {
-        if (i) qk_str_add(m, ", ");
-        qk_json_string(m, v->grid[i]);
-    }
-    qk_str_add(m, "] },\n      \"constraints\": [");
-    for (uint32_t i = 0; i < v->constraint_count; i++) {
-        if (i) qk_str_add(m, ", ");
-        qk_json_string(m, v->constraints[i]);
-    }
-    qk_str_add(m, "]\n    }");
+    qk_str_add(&s, "]");
+    out->spec = qk_str_take(&s);
+}
+
+static void entry_free(entry *e) {
+    for (uint32_t i = 0; i < N_FIELDS; i++)
+        free(e->json[i]);
+    free(e->spec);
 }
 
 /* A selected variant. The first unit of each module (owner == itself)
@@ -167,19 +238,53 @@ typedef struct unit {
     char spv_hash[65];
 } unit;
 
-/* The "modules" array: each SPIR-V file once, with the specialization
- * constants it leaves open and the values the bundle's kernels give them. */
-static void manifest_modules(qk_str *m, const unit *units, uint32_t nu) {
+/* The "kernels" and "modules" arrays. A module's entry holds each SPIR-V
+ * file once with the specialization constants it leaves open and the values
+ * the bundle's kernels give them; where the module serves two kernels or
+ * more, also every field that all of them have alike, which their own
+ * entries then leave out (docs/manifest.md, "Kernels and modules"). */
+static void manifest_entries(qk_str *m, const unit *units, uint32_t nu) {
+    entry *es = qk_xcalloc(nu + 1, sizeof *es);
+    uint32_t *shared = qk_xcalloc(nu + 1, sizeof *shared);   /* by owner: bit f, FIELDS[f] */
+    uint32_t *kernels = qk_xcalloc(nu + 1, sizeof *kernels); /* by owner: its kernels */
+    for (uint32_t i = 0; i < nu; i++) {
+        kernel_entry(units[i].v, &es[i]);
+        kernels[units[i].owner]++;
+    }
+    for (uint32_t i = 0; i < nu; i++) {
+        uint32_t o = units[i].owner;
+        if (kernels[o] < 2) continue;
+        if (o == i) {
+            shared[o] = (1u << N_FIELDS) - 1;
+            continue;
+        }
+        for (uint32_t f = 0; f < N_FIELDS; f++)
+            if (strcmp(es[i].json[f], es[o].json[f])) shared[o] &= ~(1u << f);
+    }
+    for (uint32_t i = 0; i < nu; i++) {
+        const unit *u = &units[i];
+        uint32_t own = ~shared[u->owner];
+        bool one_line = shared[u->owner] != 0;
+        const char *sep = one_line ? ", " : ",\n      ";
+        qk_str_addf(m, "%s\n    { \"name\": ", i ? "," : "");
+        qk_json_string(m, u->v->name);
+        qk_str_addf(m, ", \"module\": \"%s\"", u->v->module);
+        for (uint32_t f = 0; f < N_FIELDS; f++)
+            if (own & (1u << f)) qk_str_addf(m, "%s\"%s\": %s", sep, FIELDS[f], es[i].json[f]);
+        qk_str_addf(m, "%s\"specialization_constants\": %s }", sep, es[i].spec);
+    }
     qk_str_add(m, "\n  ],\n  \"modules\": [");
     bool first = true;
     for (uint32_t i = 0; i < nu; i++) {
         const unit *u = &units[i];
         if (u->owner != i) continue;
-        qk_str_addf(m,
-                    "%s\n    { \"name\": \"%s\", \"spv\": \"%s.spv\", \"spv_sha256\": \"%s\", "
-                    "\"specialization_constants\": [",
+        qk_str_addf(m, "%s\n    { \"name\": \"%s\", \"spv\": \"%s.spv\", \"spv_sha256\": \"%s\",",
                     first ? "" : ",", u->v->module, u->v->module, u->spv_hash);
         first = false;
+        for (uint32_t f = 0; f < N_FIELDS; f++)
+            if (shared[i] & (1u << f))
+                qk_str_addf(m, "\n      \"%s\": %s,", FIELDS[f], es[i].json[f]);
+        qk_str_add(m, "\n      \"specialization_constants\": [");
         uint32_t ids[QK_SPEC_COUNT], values[QK_SPEC_COUNT];
         uint32_t ns = qk_variant_specialization(u->v, ids, values);
         for (uint32_t s = 0; s < ns; s++) {
@@ -203,6 +308,11 @@ static void manifest_modules(qk_str *m, const unit *units, uint32_t nu) {
         qk_str_add(m, ns ? "\n      ] }" : "] }");
     }
     qk_str_add(m, "\n  ]");
+    for (uint32_t i = 0; i < nu; i++)
+        entry_free(&es[i]);
+    free(es);
+    free(shared);
+    free(kernels);
 }
 
 /* Replaces dst by src in one step where the kernel can (renameat2 exchange),
@@ -455,14 +565,12 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
                              u->v->name, (long long)job.declared[i], u->v->shared_memory,
                              u->v->kernel->path);
                 ok = false;
-            } else {
-                manifest_kernel(&manifest, u->v, units[u->owner].spv_hash, i == 0);
             }
         }
         free(job.declared);
         free(job.errors);
     }
-    if (ok) manifest_modules(&manifest, units, nu);
+    if (ok) manifest_entries(&manifest, units, nu);
     qk_str_add(&manifest, "\n}\n");
     if (ok) {
         char *mpath = qk_path_join(tmp.s, "manifest.json");

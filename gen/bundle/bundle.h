@@ -6,7 +6,7 @@
 
 #include "../plan/plan.h"
 
-#define QK_BUNDLE_SCHEMA "qkgen-bundle/2"
+#define QK_BUNDLE_SCHEMA "qkgen-bundle/3"
 #define QK_VERSION       "0.1.0"
 
 typedef struct qk_build_opts {

@@ -22,7 +22,7 @@ k = next(k for k in m["kernels"] if k["name"] == name)
 def rehash(spv):  # the manifest's hashes of spv made right again
     h = hashlib.sha256(open(f"{d}/{spv}", "rb").read()).hexdigest()
     for e in m["kernels"] + m["modules"]:
-        if e["spv"] == spv:
+        if e.get("spv") == spv:
             e["spv_sha256"] = h
 exec(code)
 json.dump(m, open(f"{d}/manifest.json", "w"), indent=1)

@@ -4,10 +4,14 @@ compares every kernel's grid, constraints, scratch sizes and push constants
 with the manifest's expressions evaluated here, by a third evaluator written
 from docs/manifest.md's grammar (int64, checked; / and % round down)."""
 import json
+import os
 import random
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+import manifest_view  # noqa: E402
 
 I64 = (-(2**63), 2**63 - 1)
 
@@ -139,7 +143,7 @@ def expected(k, env):
 def main(argv):
     manifest, program, seed = argv[1], argv[2], int(argv[3])
     with open(manifest) as f:
-        kernels = json.load(f)["kernels"]
+        kernels = manifest_view.kernels(json.load(f))
     rng = random.Random(seed)
     names = subprocess.run([program], input="", capture_output=True, text=True).stdout.split()[1:]
     shapes = []

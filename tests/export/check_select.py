@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+import manifest_view  # noqa: E402
 import select_eval  # noqa: E402
 
 
@@ -32,7 +33,7 @@ def main(argv):
     shutil.copytree(bundle, copy)
     with open(os.path.join(copy, "manifest.json")) as f:
         man = json.load(f)
-    ks = [k for k in man["kernels"] if k["family"] in ("matvec", "matvec_id", "matmul", "matmul_id")]
+    ks = [k for k in manifest_view.kernels(man) if k["family"] in ("matvec", "matvec_id", "matmul", "matmul_id")]
     devices = [{"vendor_id": 4318, "device_id": 8961, "driver_version": d, "cache_uuid": "0" * 32,
                 "name": f"device {d}", "rules": [rule(rng, rng.choice(ks)) for _ in range(12)]}
                for d in (100, 200)]

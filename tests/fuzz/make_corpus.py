@@ -71,31 +71,33 @@ def pick_kernels(manifest):
     return chosen
 
 
+def whole(manifest):
+    """Each kernel entry with its module's fields (docs/manifest.md, "Kernels and modules")."""
+    mods = {m["name"]: m for m in manifest["modules"]}
+    return [{**{f: v for f, v in mods[k["module"]].items() if f not in ("name", "specialization_constants")},
+             **k} for k in manifest["kernels"]]
+
+
 def manifests(bundle):
     with open(os.path.join(bundle, "manifest.json")) as f:
         manifest = json.load(f)
-    kernels = pick_kernels(manifest)
+    names = [k["name"] for k in pick_kernels({"kernels": whole(manifest)})]
     sha = hashlib.sha256(module).hexdigest()
     m, j = fresh("manifest"), fresh("json")
     head = {k: v for k, v in manifest.items() if k not in ("kernels", "modules")}
 
-    def doc(ks):  # with the modules (schema 2) of those kernels only
-        d = dict(head, kernels=ks)
-        if "modules" in manifest:
-            names = {k.get("module") for k in ks}
-            d["modules"] = [dict(m, spv=ks[0]["spv"], spv_sha256=ks[0]["spv_sha256"])
-                            if ks[0]["spv"] == "k.spv" else m
-                            for m in manifest["modules"] if m["name"] in names]
-        return json.dumps(d, indent=1) + "\n"
+    def doc(chosen, local):  # those kernels with their modules; local: k.spv as each module
+        ks = [k for k in manifest["kernels"] if k["name"] in chosen]
+        used = {k["module"] for k in ks}
+        mods = [dict(x, spv="k.spv", spv_sha256=sha) if local else x
+                for x in manifest["modules"] if x["name"] in used]
+        return json.dumps(dict(head, kernels=ks, modules=mods), indent=1) + "\n"
 
-    def local(k):  # the kernel with k.spv as its module
-        return dict(k, spv="k.spv", spv_sha256=sha)
-
-    for k in kernels:
-        put(m, k["name"] + ".json", doc([local(k)]))
-        put(j, k["name"] + ".json", doc([k]))
-    put(m, "several.json", doc([local(k) for k in kernels]))
-    put(m, "empty.json", doc([]))
+    for n in names:
+        put(m, n + ".json", doc([n], True))
+        put(j, n + ".json", doc([n], False))
+    put(m, "several.json", doc(names, True))
+    put(m, "empty.json", doc([], True))
     # small documents for the reader's corners: escapes, numbers, nesting
     put(j, "escapes.json", '{"a": "\\u00e9\\ud83d\\ude00\\n\\t\\"\\\\\\/", "b": ""}')
     put(j, "numbers.json", "[0, -0, 1.5e3, -2E-2, 9223372036854775807, -9223372036854775808, "
@@ -108,7 +110,7 @@ def manifests(bundle):
 def expressions(manifest):
     d = fresh("expr")
     seen = []
-    for k in manifest["kernels"]:
+    for k in whole(manifest):
         for e in k["dispatch"]["grid"] + k.get("constraints", []) + \
                 [b["size"] for b in k["bindings"] if b.get("size")]:
             if e not in seen:

@@ -88,11 +88,11 @@ put("broken.h", "#include <stdint.h>\nstruct block_x {\n    uint16_t d\n    uint
 
 # ---- manifests: a one-kernel bundle of the runtime's schema, then broken
 good = {
-    "schema": "qkgen-bundle/2",
+    "schema": "qkgen-bundle/3",
     "generator": {"name": "qkgen", "version": "0", "hash": ""},
     "kernels": [{
         "name": "k", "family": "matvec", "format": "q4_0", "activation": "f32",
-        "spv": "k.spv", "spv_sha256": "0" * 64, "entry_point": "main",
+        "module": "k", "entry_point": "main",
         "workgroup_size": [64, 1, 1], "vulkan_version": "1.2", "extensions": [], "features": [],
         "weights": {"layout": "block", "block_elements": 32, "block_bytes": 18},
         "bindings": [
@@ -102,7 +102,9 @@ good = {
         "push_constant_size": 4,
         "dispatch": {"grid": ["M", "1", "1"]},
         "constraints": ["M >= 1"],
+        "specialization_constants": [],
     }],
+    "modules": [{"name": "k", "spv": "k.spv", "spv_sha256": "0" * 64}],
 }
 
 
@@ -114,7 +116,7 @@ SPV = struct.pack("<5I", 0x07230203, 0x00010500, 0, 8, 0)
 def manifest(name, edit=None, text=None, spv=SPV):
     if text is None:
         m = json.loads(json.dumps(good))
-        m["kernels"][0]["spv_sha256"] = hashlib.sha256(spv).hexdigest()
+        m["modules"][0]["spv_sha256"] = hashlib.sha256(spv).hexdigest()
         edit(m, m["kernels"][0])
         text = json.dumps(m, indent=1) + "\n"
         if name != "spv_absent":
@@ -130,12 +132,16 @@ def delk(key):
     return lambda m, k: k.__delitem__(key)
 
 
+def setm(key, value):  # of the kernel's module
+    return lambda m, k: m["modules"][0].__setitem__(key, value)
+
+
 manifest("empty", text="")
-manifest("not_json", text="schema: qkgen-bundle/2\n")
+manifest("not_json", text="schema: qkgen-bundle/3\n")
 manifest("array", text="[]\n")
 manifest("trailing", text=json.dumps(good) + " x\n")
 manifest("unclosed", text=json.dumps(good)[:-1] + "\n")
-manifest("nul", text='{"schema": "qkgen-bundle/2",\0 "kernels": []}\n')
+manifest("nul", text='{"schema": "qkgen-bundle/3",\0 "kernels": []}\n')
 manifest("deep", text="[" * 5000 + "]" * 5000 + "\n")
 manifest("number_huge", text=json.dumps(good).replace('"push_constant_size": 4', '"push_constant_size": 1e999'))
 manifest("schema_missing", lambda m, k: m.__delitem__("schema"))
@@ -146,9 +152,14 @@ manifest("kernel_number", lambda m, k: m.__setitem__("kernels", [7]))
 manifest("kernels_dup_name", lambda m, k: m["kernels"].append(dict(k)))
 manifest("name_missing", delk("name"))
 manifest("name_number", setk("name", 5))
-manifest("spv_missing", delk("spv"))
-manifest("spv_dotdot", setk("spv", "../k.spv"))
-manifest("spv_absolute", setk("spv", "/etc/passwd"))
+manifest("spv_missing", lambda m, k: m["modules"][0].__delitem__("spv"))
+manifest("spv_dotdot", setm("spv", "../k.spv"))
+manifest("spv_absolute", setm("spv", "/etc/passwd"))
+manifest("modules_missing", lambda m, k: m.__delitem__("modules"))
+manifest("module_missing", delk("module"))
+manifest("module_unknown", setk("module", "elsewhere"))
+manifest("module_dup_name", lambda m, k: m["modules"].append(dict(m["modules"][0])))
+manifest("field_twice", lambda m, k: m["modules"][0].__setitem__("bindings", k["bindings"]))
 manifest("spv_absent", lambda m, k: None)
 manifest("wg_two", setk("workgroup_size", [64, 1]))
 manifest("wg_zero", setk("workgroup_size", [0, 1, 1]))
@@ -171,8 +182,8 @@ manifest("grid_two", setk("dispatch", {"grid": ["M", "1"]}))
 manifest("constraint_not_condition", setk("constraints", ["M + 1"]))
 manifest("feature_unknown", setk("features", ["warp_drive"]))
 manifest("vulkan_version", setk("vulkan_version", "one"))
-manifest("hash_wrong", setk("spv_sha256", "0" * 64))
-manifest("hash_short", setk("spv_sha256", "abc"))
+manifest("hash_wrong", setm("spv_sha256", "0" * 64))
+manifest("hash_short", setm("spv_sha256", "abc"))
 manifest("spv_odd_size", lambda m, k: None, spv=SPV[:6])
 manifest("spv_not_spirv", lambda m, k: None, spv=b"\0" * 20)
 

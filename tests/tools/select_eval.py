@@ -8,6 +8,8 @@ Asks a grid of shapes at, between and beyond the tuned ones for every
 (op, format) the table names; fails on any disagreement."""
 import json, os, re, subprocess, sys
 
+import manifest_view
+
 
 def constraint_ok(expr, env):
     m = re.match(r'^(.*?)(==|!=|<=|>=|<|>)(.*)$', expr)
@@ -35,7 +37,7 @@ def select(man, device, op, fmt, shape):
                 dev = d
                 break
             dev = dev or d
-    kernels = {k['name']: k for k in man['kernels']}
+    kernels = {k['name']: k for k in manifest_view.kernels(man)}
     env = dict(shape, ne11=1, max_per_expert=shape['T'])
     for rules in ([dev['rules']] if dev else []) + [t['default']]:
         for r in rules:

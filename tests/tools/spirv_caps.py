@@ -8,6 +8,8 @@ import json
 import struct
 import sys
 
+import manifest_view
+
 # capability -> the manifest feature it needs (None: core in Vulkan 1.2)
 CAPABILITIES = {
     1: ("Shader", None),
@@ -75,7 +77,7 @@ def check(bundle):
     with open(f"{bundle}/manifest.json") as f:
         manifest = json.load(f)
     problems, seen_caps = [], set()
-    for k in manifest["kernels"]:
+    for k in manifest_view.kernels(manifest):
         caps, exts = module_needs(f"{bundle}/{k['spv']}")
         features, listed = set(k["features"]), set(k["extensions"])
         used = set()

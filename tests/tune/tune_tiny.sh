@@ -72,7 +72,9 @@ kernels = {r["kernel"] for d in m["select"]["devices"] for r in d["rules"]} | {r
 assert not missing and ops == {"matvec", "matmul", "matvec_id", "matmul_id"}, (missing, ops)
 assert kernels <= names, kernels - names
 # a MoE model's layer: its other operations too (qkgen bench --layer)
-fams = {k["family"] for k in m["kernels"]}
+ks = [{**{f: v for f, v in mods[k["module"]].items() if f not in ("name", "specialization_constants")}, **k}
+      for mods in [{x["name"]: x for x in m["modules"]}] for k in m["kernels"]]  # docs/manifest.md: a kernel and its module
+fams = {k["family"] for k in ks}
 assert {"router_topk", "moe_route", "moe_combine"} <= fams, fams
 print(len(cases), "cases tuned,", len(ops), "fallbacks,", len(names), "kernels in the bundle")
 PY

@@ -52,11 +52,12 @@ static void find_schema(qkrt_context *ctx) {
 static qkrt_result load_kernel(qkrt_context *ctx, const char *binding, const char *weights) {
     char text[2048];
     snprintf(text, sizeof text,
-             "{\"schema\": \"%s\", \"kernels\": [{\"name\": \"k\", \"spv\": \"k.spv\",\n"
-             "  \"spv_sha256\": \"00\", \"workgroup_size\": [64, 1, 1],\n"
+             "{\"schema\": \"%s\", \"kernels\": [{\"name\": \"k\", \"module\": \"k\",\n"
+             "  \"workgroup_size\": [64, 1, 1],\n"
              "  \"weights\": %s,\n"
              "  \"bindings\": [{\"binding\": 0, \"name\": \"x\"%s}],\n"
-             "  \"dispatch\": {\"grid\": [\"1\", \"1\", \"1\"]}}]}\n",
+             "  \"dispatch\": {\"grid\": [\"1\", \"1\", \"1\"]}}],\n"
+             " \"modules\": [{\"name\": \"k\", \"spv\": \"k.spv\", \"spv_sha256\": \"00\"}]}\n",
              schema, weights, binding);
     write_text("manifest.json", text);
     qkrt_bundle *b = NULL;
@@ -104,7 +105,8 @@ static void test_many_keys(qkrt_context *ctx) {
     enum { KEYS = 300000 };
     size_t cap = (size_t)KEYS * 24 + 256, n = 0;
     char *text = malloc(cap);
-    n += (size_t)snprintf(text + n, cap - n, "{\"schema\": \"%s\", \"kernels\": []", schema);
+    n += (size_t)snprintf(text + n, cap - n,
+                          "{\"schema\": \"%s\", \"kernels\": [], \"modules\": []", schema);
     for (int i = 0; i < KEYS; i++)
         n += (size_t)snprintf(text + n, cap - n, ",\n\"key%d\": %d", i, i);
     snprintf(text + n, cap - n, "}\n");
@@ -142,12 +144,15 @@ static void test_many_kernels(qkrt_context *ctx) {
     qk_str_addf(&t, "{\"schema\": \"%s\", \"kernels\": [", schema);
     for (int i = 0; i < KERNELS; i++)
         qk_str_addf(&t,
-                    "%s\n{\"name\": \"k%d\", \"spv\": \"k.spv\", \"spv_sha256\": \"%s\", "
-                    "\"workgroup_size\": [64, 1, 1], \"bindings\": [], \"dispatch\": {\"grid\": "
-                    "[\"1\", \"1\", \"1\"]}, \"specialization_constants\": [{\"id\": 1, "
-                    "\"name\": \"NR0\", \"type\": \"u32\", \"value\": %d}]}",
-                    i ? "," : "", i, hex, i % (KERNELS / 2));
-    qk_str_add(&t, "]}\n");
+                    "%s\n{\"name\": \"k%d\", \"module\": \"k\", \"specialization_constants\": "
+                    "[{\"id\": 1, \"name\": \"NR0\", \"type\": \"u32\", \"value\": %d}]}",
+                    i ? "," : "", i, i % (KERNELS / 2));
+    /* the fields they have alike in their module's entry */
+    qk_str_addf(&t,
+                "],\n\"modules\": [{\"name\": \"k\", \"spv\": \"k.spv\", \"spv_sha256\": \"%s\", "
+                "\"workgroup_size\": [64, 1, 1], \"bindings\": [], \"dispatch\": {\"grid\": "
+                "[\"1\", \"1\", \"1\"]}}]}\n",
+                hex);
     write_text("manifest.json", t.s);
     qk_str_free(&t);
     double t0 = now();

@@ -132,17 +132,17 @@ static const uint32_t SPV_ADDARR[] = {
 #define SCALE_SHA  "d804e141ad17e78bdeb45cf359a7ec6e6045085ae8a86e6b969d0e668ec88817"
 #define ADDARR_SHA "a697e98737ba7ac6f98e11a8b9030177de4dddb4a717d9857c6108e6d08a1a7c"
 
-/* kernels 0 and 1 run; 2 asks for a tensor-core feature; 3 has a broken grid */
+/* kernels 0 and 1 run; 2 asks for a tensor-core feature; 3 has a broken grid;
+ * 0, 2 and 3 share module "scale", whose entry gives them its workgroup size */
 static const char *MANIFEST =
     "{\n"
-    "  \"schema\": \"qkgen-bundle/2\",\n"
+    "  \"schema\": \"qkgen-bundle/3\",\n"
     "  \"generator\": { \"name\": \"smoke\", \"version\": \"0\", \"hash\": \"\" },\n"
     "  \"kernels\": [\n"
     "    { \"name\": \"scale\", \"family\": \"test\", \"format\": \"f32\", \"activation\": "
     "\"f32\",\n"
-    "      \"tile\": { \"NR0\": 1, \"NR1\": 1, \"NK\": 1 },\n"
-    "      \"spv\": \"scale.spv\", \"spv_sha256\": \"" SCALE_SHA "\",\n"
-    "      \"entry_point\": \"main\", \"workgroup_size\": [64, 1, 1],\n"
+    "      \"tile\": { \"NR0\": 1, \"NR1\": 1, \"NK\": 1 }, \"module\": \"scale\",\n"
+    "      \"entry_point\": \"main\",\n"
     "      \"required_subgroup_size\": 0, \"min_subgroup_size\": 0, \"shared_memory_bytes\": 0,\n"
     "      \"vulkan_version\": \"1.2\", \"extensions\": [], \"features\": [],\n"
     "      \"bindings\": [\n"
@@ -156,7 +156,7 @@ static const char *MANIFEST =
     "      \"push_constant_size\": 8, \"specialization_constants\": [],\n"
     "      \"dispatch\": { \"grid\": [\"(N + 63) / 64\", \"1\", \"1\"] }, \"constraints\": [\"M >= "
     "0\"] },\n"
-    "    { \"name\": \"addarr\", \"spv\": \"addarr.spv\", \"spv_sha256\": \"" ADDARR_SHA "\",\n"
+    "    { \"name\": \"addarr\", \"module\": \"addarr\",\n"
     "      \"workgroup_size\": [32, 1, 1],\n"
     "      \"bindings\": [\n"
     "        { \"binding\": 0, \"count\": 2, \"name\": \"a\", \"type\": \"f32\", \"access\": "
@@ -165,21 +165,25 @@ static const char *MANIFEST =
     "      \"push_constants\": [ { \"name\": \"N\", \"offset\": 0, \"type\": \"u32\" } ],\n"
     "      \"push_constant_size\": 4,\n"
     "      \"dispatch\": { \"grid\": [\"(N + 31) / 32\", \"1\", \"1\"] } },\n"
-    "    { \"name\": \"tensor\", \"spv\": \"scale.spv\", \"spv_sha256\": \"" SCALE_SHA "\",\n"
-    "      \"workgroup_size\": [64, 1, 1], \"features\": [\"cooperative_matrix_nv\"],\n"
+    "    { \"name\": \"tensor\", \"module\": \"scale\",\n"
+    "      \"features\": [\"cooperative_matrix_nv\"],\n"
     "      \"bindings\": [ { \"binding\": 0, \"name\": \"x\" }, { \"binding\": 1, \"name\": "
     "\"y\" } ],\n"
     "      \"push_constants\": [ { \"name\": \"N\", \"offset\": 0, \"type\": \"u32\" },\n"
     "                          { \"name\": \"M\", \"offset\": 4, \"type\": \"f32\" } ],\n"
     "      \"push_constant_size\": 8, \"dispatch\": { \"grid\": [\"1\", \"1\", \"1\"] } },\n"
-    "    { \"name\": \"badgrid\", \"spv\": \"scale.spv\", \"spv_sha256\": \"" SCALE_SHA "\",\n"
-    "      \"workgroup_size\": [64, 1, 1],\n"
+    "    { \"name\": \"badgrid\", \"module\": \"scale\",\n"
     "      \"bindings\": [\n"
     "        { \"binding\": 0, \"name\": \"x\" }, { \"binding\": 1, \"name\": \"y\" } ],\n"
     "      \"push_constants\": [ { \"name\": \"N\", \"offset\": 0, \"type\": \"u32\" },\n"
     "                          { \"name\": \"M\", \"offset\": 4, \"type\": \"f32\" } ],\n"
     "      \"push_constant_size\": 8,\n"
     "      \"dispatch\": { \"grid\": [\"(Q+1)/2\", \"1\", \"1\"] } }\n"
+    "  ],\n"
+    "  \"modules\": [\n"
+    "    { \"name\": \"scale\", \"spv\": \"scale.spv\", \"spv_sha256\": \"" SCALE_SHA "\",\n"
+    "      \"workgroup_size\": [64, 1, 1], \"specialization_constants\": [] },\n"
+    "    { \"name\": \"addarr\", \"spv\": \"addarr.spv\", \"spv_sha256\": \"" ADDARR_SHA "\" }\n"
     "  ]\n"
     "}\n";
 
@@ -318,7 +322,7 @@ static void test_eval(void) {
 static void test_bad_bundles(qkrt_context *ctx, const char *dir) {
     qkrt_bundle *bundle = NULL;
     char *text = strdup(MANIFEST);
-    char *schema = strstr(text, "qkgen-bundle/2");
+    char *schema = strstr(text, "qkgen-bundle/3");
     schema[strlen("qkgen-bundle/")] = '9';
     CHECK(write_file(dir, "manifest.json", text, strlen(text)), "write");
     CHECK(qkrt_bundle_load(ctx, dir, &bundle) == QKRT_ERROR_MANIFEST &&
@@ -332,7 +336,25 @@ static void test_bad_bundles(qkrt_context *ctx, const char *dir) {
     CHECK(qkrt_bundle_load(ctx, dir, &bundle) == QKRT_ERROR_MANIFEST &&
               strstr(qkrt_last_error(ctx), "stale bundle"),
           "%s", qkrt_last_error(ctx));
-    const char *broken = "{\n  \"schema\": \"qkgen-bundle/2\",\n  \"kernels\": [ 1, ]\n}\n";
+    /* a field both in a kernel and in its module; a module not in "modules" */
+    strcpy(text, MANIFEST);
+    char *field = strstr(text, "\"entry_point\": \"main\",\n");
+    memcpy(field, "\"workgroup_size\":[64],", 22); /* as long as the field it replaces */
+    CHECK(write_file(dir, "manifest.json", text, strlen(text)), "write");
+    CHECK(qkrt_bundle_load(ctx, dir, &bundle) == QKRT_ERROR_MANIFEST &&
+              strstr(qkrt_last_error(ctx), "\"workgroup_size\" is also a field of its module "
+                                           "'scale' (modules[0])"),
+          "%s", qkrt_last_error(ctx));
+    printf("a field twice: %s\n", qkrt_last_error(ctx));
+    strcpy(text, MANIFEST);
+    char *mod = strstr(text, "\"module\": \"addarr\"");
+    memcpy(mod, "\"module\": \"adder!\"", strlen("\"module\": \"adder!\""));
+    CHECK(write_file(dir, "manifest.json", text, strlen(text)), "write");
+    CHECK(qkrt_bundle_load(ctx, dir, &bundle) == QKRT_ERROR_MANIFEST &&
+              strstr(qkrt_last_error(ctx), "\"module\": 'adder!' is not in \"modules\""),
+          "%s", qkrt_last_error(ctx));
+    printf("no such module: %s\n", qkrt_last_error(ctx));
+    const char *broken = "{\n  \"schema\": \"qkgen-bundle/3\",\n  \"kernels\": [ 1, ]\n}\n";
     CHECK(write_file(dir, "manifest.json", broken, strlen(broken)), "write");
     CHECK(qkrt_bundle_load(ctx, dir, &bundle) == QKRT_ERROR_MANIFEST &&
               strstr(qkrt_last_error(ctx), "manifest.json:3:"),
