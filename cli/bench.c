@@ -405,10 +405,14 @@ static qkrt_result keep_busy(qkrt_context *ctx, const qkrt_dispatch *d, uint32_t
 /* Keeps the GPU busy for `seconds` with kernel ki, so the clock is up: one
  * run, then batches sized from the time a run took to what is left (at most
  * 64 runs), so that a slow kernel's warm-up does not overshoot by a whole
- * batch (64 runs of a 7 ms fallback were 0.45 s of a 10 ms screen warm-up). */
+ * batch (64 runs of a 7 ms fallback were 0.45 s of a 10 ms screen warm-up).
+ * With steady_s > 0 it ends sooner, once steady_s has passed and the time a
+ * run takes has stopped falling: over the last 50 ms no more than 1% below
+ * the 50 ms before (a clock still rising shortens every window). */
 static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, case_buffers *cb,
-                        double seconds) {
+                        double seconds, double steady_s) {
     enum { BATCH = 64 };
+    const double window = 0.05;
     qkrt_dispatch *d = malloc(sizeof *d * 2 * BATCH);
     uint32_t n = 0;
     for (uint32_t i = 0; i < BATCH; i++)
@@ -416,11 +420,18 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, ca
     const uint32_t per_run = n / BATCH; /* 1, or 2 with a quantizer */
     qkrt_result r = own_scratch(ctx, b, ki, cb);
     uint32_t runs = 1;
+    double win_s = 0, win_runs = 0, last_each = 0; /* the window so far, and the one before's */
     for (double t0 = qk_now_s(); r == QKRT_OK;) {
         double t = qk_now_s();
         r = qkrt_run(ctx, d, runs * per_run);
         double now = qk_now_s(), left = seconds - (now - t0), each = (now - t) / runs;
         if (left <= 0) break;
+        win_s += now - t, win_runs += runs;
+        if (steady_s > 0 && win_s >= window) {
+            double mean = win_s / win_runs;
+            if (now - t0 >= steady_s && last_each > 0 && mean >= 0.99 * last_each) break;
+            last_each = mean, win_s = win_runs = 0;
+        }
         double want = each > 0 ? ceil(left / each) : BATCH;
         runs = want < 1 ? 1 : want > BATCH ? BATCH : (uint32_t)want;
     }
@@ -497,7 +508,7 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
                                 case_buffers *cb, uint32_t runs, double warm_s, double copy_gbps,
                                 qkrt_dispatch *d, double *ns, double *per, qk_bench_result *out) {
     uint32_t nd = 0;
-    qkrt_result r = warm(ctx, b, ki, cb, warm_s);
+    qkrt_result r = warm(ctx, b, ki, cb, warm_s, 0);
     if (r == QKRT_OK) r = time_runs(ctx, b, ki, cb, runs, d, ns, per, &nd);
     if (r != QKRT_OK) return r;
     double *pre = NULL;
@@ -530,7 +541,7 @@ static qkrt_result time_finalists(qkrt_context *ctx, const qkrt_bundle *b, const
     const uint32_t n = runs;
     double *all = malloc(sizeof *all * 2 * n * nf), *pre = all + n * nf;
     bool *quantized = calloc(nf, sizeof *quantized); /* two dispatches a run */
-    qkrt_result r = warm(ctx, b, ki[0], cb, warm_s);
+    qkrt_result r = warm(ctx, b, ki[0], cb, warm_s, 0);
     for (uint32_t round = 0; round < rounds && r == QKRT_OK; round++)
         for (uint32_t j = 0; j < nf && r == QKRT_OK; j++) {
             const uint32_t f = round % 2 ? nf - 1 - j : j;
@@ -800,7 +811,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             /* the screen: a few dispatches, every weight copy once, after a
              * short warm-up (the case's whole one before its first) */
             uint32_t nd;
-            r = warm(ctx, b, idx[v], &cb, warmed ? screen_warm : o->warmup_s);
+            r = warm(ctx, b, idx[v], &cb, warmed ? screen_warm : o->warmup_s,
+                     warmed ? 0 : o->warmup_steady_s);
             if (r == QKRT_OK) r = time_runs(ctx, b, idx[v], &cb, screen_runs, d, ns, per, &nd);
             if (r != QKRT_OK) break;
             out->us_screen = median(per, screen_runs) / 1e3;
@@ -859,7 +871,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             snprintf(step, sizeof step, "halving: %u at %u runs", field, rung);
             progress(o, c, step, q->kernel);
             /* the GPU has been busy since the screen: a third of its warm-up */
-            r = warm(ctx, b, ki, &cb, screen_warm / 3);
+            r = warm(ctx, b, ki, &cb, screen_warm / 3, 0);
             if (r == QKRT_OK) r = time_runs(ctx, b, ki, &cb, rung, d, ns, per, &nd);
             if (r == QKRT_OK) q->us_screen = median(per, rung) / 1e3, q->screen_runs = rung;
         }

@@ -62,6 +62,8 @@ typedef struct qk_bench_opts {
     bool halving;           /* after the screen, halve the field at doubling runs down to finalists
                                (the GPU busy throughout: the first finalist re-warms as the others) */
     double screen_warmup_s; /* before each screened variant but the first; 0: 30 ms */
+    double warmup_steady_s; /* > 0: the screen's whole warm-up ends once this has passed and
+                               the run time has stopped falling (the clock is up) */
     double deadline;        /* qk_now_s() after which no more variants are screened (0: none) */
     /* a result measured before (a resumed tune): fills ok, wrong, error, nmse
      * and us_screen, or us, us_min, us_max and timed, and returns true; the

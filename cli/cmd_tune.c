@@ -25,8 +25,9 @@ typedef struct tune_run {
     char **names, **hashes; /* the work bundle's content hashes */
     uint32_t nh;
     bool exhaustive;
-    double warm_ms, screen_warm_ms; /* --warmup-ms, --screen-warmup-ms: the records' notes */
-    uint32_t done, total;           /* candidates measured, of all cases */
+    double warm_ms, screen_warm_ms, steady_ms; /* --warmup-ms, --screen-warmup-ms, --steady-ms:
+                                                  the records' notes */
+    uint32_t done, total;                      /* candidates measured, of all cases */
     double t0;
     uint32_t case_i, case_n, case_done, case_total;
     bool tty, failed_write;
@@ -101,8 +102,8 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
     else if (!strcmp(stage, "screen"))
         snprintf(rec.note, sizeof rec.note,
                  "screen: median of %u dispatches after a %.0f ms "
-                 "warm-up (the case's first: %.0f ms)",
-                 r->screen_runs, t->screen_warm_ms, t->warm_ms);
+                 "warm-up (the case's first: %.0f ms, or from %.0f ms once steady)",
+                 r->screen_runs, t->screen_warm_ms, t->warm_ms, t->steady_ms);
     else if (t->exhaustive)
         snprintf(rec.note, sizeof rec.note,
                  "full: median of %u dispatches between barriers "
@@ -293,7 +294,8 @@ static const char *usage =
     "                  [--budget SECONDS] [--strategy halving|exhaustive]\n"
     "                  [--precision f32|f16|q8|any] [--filter A,B] [--out DIR]\n"
     "                  [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--finalists N] [--seed N]\n"
-    "                  [--screen-warmup-ms MS] [--specs DIR] [--set FILE] [--dry-run] [--wait]\n"
+    "                  [--screen-warmup-ms MS] [--steady-ms MS] [--specs DIR] [--set FILE]\n"
+    "                  [--dry-run] [--wait]\n"
     "       qkgen tune --merge A [B ...] --db C [--wait]\n"
     "       qkgen tune --report DB [--svg FILE] [--precision P]\n\n"
     "Times the candidate kernels of each case on the device and appends every\n"
@@ -311,10 +313,12 @@ static const char *usage =
     "wrong one is recorded as wrong and never wins), then timed by qkgen bench's\n"
     "method: halving (default) screens every correct candidate over 10\n"
     "dispatches after --screen-warmup-ms (default 10; the case's first after the\n"
-    "whole warm-up), halves the field at twice the runs until --finalists\n"
-    "(default 3) are left, and times those in full, in alternating slices of\n"
-    "their runs (A B C, C B A, ...); exhaustive times every\n"
-    "candidate in full.\n"
+    "whole warm-up: --warmup-ms, default 1000, or less once --steady-ms, default\n"
+    "250, has passed and the time a run takes has stopped falling over 50 ms\n"
+    "windows; 0: the whole --warmup-ms), halves the field at twice the runs until\n"
+    "--finalists (default 3) are left, and times those in full, in alternating\n"
+    "slices of their runs (A B C, C B A, ...); exhaustive times every candidate\n"
+    "in full.\n"
     "--budget spreads SECONDS over the cases left: past a case's share no more\n"
     "candidates are screened, and past the budget no case is started (a resumed\n"
     "tune measures what is left: run it again). A tune resumes from\n"
@@ -341,7 +345,7 @@ int cmd_tune(qk_args *a) {
     uint64_t m = UNSET, k = UNSET, t = UNSET, experts = 0, topk = 0, budget = 0, runs = 50,
              warm_ms = 1000;
     uint64_t rotate_mb = 200, finalists = 3, seed = (uint64_t)time(NULL);
-    uint64_t screen_warm_ms = 10;
+    uint64_t screen_warm_ms = 10, steady_ms = 250;
     bool dry_run = false, wait = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
@@ -374,7 +378,8 @@ int cmd_tune(qk_args *a) {
             qk_opt_u64(a, "--budget", &budget) || qk_opt_u64(a, "--runs", &runs) ||
             qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
             qk_opt_u64(a, "--finalists", &finalists) || qk_opt_u64(a, "--seed", &seed) ||
-            qk_opt_u64(a, "--screen-warmup-ms", &screen_warm_ms))
+            qk_opt_u64(a, "--screen-warmup-ms", &screen_warm_ms) ||
+            qk_opt_u64(a, "--steady-ms", &steady_ms))
             continue;
         return qk_bad_arg(a);
     }
@@ -514,6 +519,7 @@ int cmd_tune(qk_args *a) {
                    .total = total};
     device_of(ctx, &tr.dev);
     tr.warm_ms = (double)warm_ms, tr.screen_warm_ms = (double)screen_warm_ms;
+    tr.steady_ms = (double)steady_ms;
     printf("device %u: %s (vendor 0x%x, device 0x%x, driver %u), %u cases, seed %llu\n", dev->index,
            dev->name, tr.dev.vendor_id, tr.dev.device_id, tr.dev.driver_version, nc,
            (unsigned long long)seed);
@@ -547,6 +553,7 @@ int cmd_tune(qk_args *a) {
                        .finalists = tr.exhaustive ? 0 : (uint32_t)finalists,
                        .halving = !tr.exhaustive,
                        .screen_warmup_s = screen_warm_ms / 1e3,
+                       .warmup_steady_s = steady_ms / 1e3,
                        .seed = seed,
                        .prior = prior,
                        .record = record,
