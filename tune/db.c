@@ -325,7 +325,9 @@ int qk_tune_db_lock(const char *path, bool wait, FILE *log, bool *busy, qk_error
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     qk_str lock = {0};
     qk_str_addf(&lock, "%s/.%s.lock", dir, base);
-    int fd = qk_lock_file(lock.s, wait, log, busy, e);
+    *busy = false;
+    /* the database's folder, made where it is missing (as --out's) */
+    int fd = qk_mkdirs(dir, e) ? qk_lock_file(lock.s, wait, log, busy, e) : -1;
     qk_str_free(&lock);
     free(dir);
     return fd;

@@ -60,7 +60,8 @@ bool qk_tune_db_open_append(qk_tune_db *db, qk_error *e);
  * is also added to db->recs. */
 bool qk_tune_db_append(qk_tune_db *db, const qk_tune_record *r, qk_error *e);
 void qk_tune_db_free(qk_tune_db *db);
-/* Takes the database's lock, .NAME.lock beside it, for a writer's whole run
+/* Takes the database's lock, .NAME.lock beside it (the folder made where
+ * missing), for a writer's whole run
  * (qk_lock_file: wait or fail at once with *busy set). Loading after it is
  * taken sees every record of an earlier writer. Returns the descriptor to
  * close when done, or -1 with why in e. */

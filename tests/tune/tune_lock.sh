@@ -4,7 +4,8 @@
 # neither interleave nor repeat.
 . "$(dirname "$0")/../cli/lib.sh"
 qkgen=$1
-db="$scratch/tune.jsonl" lock="$scratch/.tune.jsonl.lock"
+# (in a folder that the first tune makes)
+db="$scratch/dbs/tune.jsonl" lock="$scratch/dbs/.tune.jsonl.lock"
 opts="--out $scratch/out --db $db --runs 20 --warmup-ms 20 --rotate-mb 0 --family matvec --m 64 --k 256 --tokens 1"
 filter="--filter matvec_q4_0_f32_nr1x1x,matvec_q4_0_f32_nr2x1x,matvec_q8_0_f32_nr1x1x,matvec_q8_0_f32_nr2x1x"
 # (a long warm-up keeps the first one running while the others try)
