@@ -8,8 +8,9 @@ qkgen=$1
 db="$scratch/dbs/tune.jsonl" lock="$scratch/dbs/.tune.jsonl.lock"
 opts="--out $scratch/out --db $db --runs 20 --warmup-ms 20 --rotate-mb 0 --family matvec --m 64 --k 256 --tokens 1"
 filter="--filter matvec_q4_0_f32_nr1x1x,matvec_q4_0_f32_nr2x1x,matvec_q8_0_f32_nr1x1x,matvec_q8_0_f32_nr2x1x"
-# (a long warm-up keeps the first one running while the others try)
-"$qkgen" tune $opts --formats q4_0 $filter --warmup-ms 8000 > "$scratch/a" 2>&1 &
+# (a long warm-up, waited out whole, keeps the first one running while the
+# others try)
+"$qkgen" tune $opts --formats q4_0 $filter --warmup-ms 8000 --steady-ms 0 > "$scratch/a" 2>&1 &
 a=$!
 for _ in $(seq 600); do
   grep -q "^pid $a since" "$lock" 2>/dev/null && break
