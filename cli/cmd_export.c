@@ -499,11 +499,7 @@ static bool kernel_view(exporter *x, const qkrt_json *modules, const qkrt_json *
         return qk_export_bad(x, k, "kernels[%u]: expected an object", i);
     const char *name = qk_export_str(x, k, "module", true);
     if (!name) return false;
-    const qkrt_json *mod = NULL;
-    for (uint32_t m = 0; !mod && m < modules->count; m++) {
-        const qkrt_json *n = qkrt_json_get(&modules->items[m], "name");
-        if (n && n->type == QKRT_JSON_STRING && !strcmp(n->string, name)) mod = &modules->items[m];
-    }
+    const qkrt_json *mod = qkrt_json_named(modules, name);
     if (!mod)
         return qk_export_bad(x, qkrt_json_get(k, "module"),
                              "kernels[%u]: module '%s' is not in \"modules\"", i, name);

@@ -97,13 +97,16 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
         rec.us = rec.us_min = rec.us_max = r->us_screen, rec.runs = r->screen_runs;
     else if (!check)
         rec.us = r->us, rec.us_min = r->us_min, rec.us_max = r->us_max, rec.runs = r->runs;
+    char steady[48] = ""; /* the case's first warm-up may end sooner (--steady-ms) */
+    if (t->steady_ms > 0)
+        snprintf(steady, sizeof steady, ", or from %.0f ms once steady", t->steady_ms);
     if (check)
         snprintf(rec.note, sizeof rec.note, "%s", r->error);
     else if (!strcmp(stage, "screen"))
         snprintf(rec.note, sizeof rec.note,
                  "screen: median of %u dispatches after a %.0f ms "
-                 "warm-up (the case's first: %.0f ms, or from %.0f ms once steady)",
-                 r->screen_runs, t->screen_warm_ms, t->warm_ms, t->steady_ms);
+                 "warm-up (the case's first: %.0f ms%s)",
+                 r->screen_runs, t->screen_warm_ms, t->warm_ms, steady);
     else if (t->exhaustive)
         snprintf(rec.note, sizeof rec.note,
                  "full: median of %u dispatches between barriers "

@@ -566,10 +566,11 @@ static qkrt_result kernel_view(loader *ld, const qkrt_json *modules, const qkrt_
     const char *name = NULL;
     qkrt_result r = get_string(ld, k, "module", true, &name);
     if (r != QKRT_OK) return r;
+    /* the set's lookup is its add: a name not there is added, and the load fails */
     uint32_t m = 0;
     int added = qk_strset_add(&ld->mods, name, UINT32_MAX, &m);
     if (added < 0) return qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
-    if (added > 0 || m >= modules->count)
+    if (added > 0)
         return bad(ld, qkrt_json_get(k, "module"), "\"module\": '%s' is not in \"modules\"", name);
     const char *twice = NULL;
     if (qkrt_json_kernel_view(k, &modules->items[m], view, &twice)) return QKRT_OK;

@@ -429,6 +429,14 @@ const qkrt_json *qkrt_json_get(const qkrt_json *object, const char *key) {
     return NULL;
 }
 
+const qkrt_json *qkrt_json_named(const qkrt_json *array, const char *name) {
+    for (uint32_t i = 0; array && array->type == QKRT_JSON_ARRAY && i < array->count; i++) {
+        const qkrt_json *n = qkrt_json_get(&array->items[i], "name");
+        if (n && n->type == QKRT_JSON_STRING && !strcmp(n->string, name)) return &array->items[i];
+    }
+    return NULL;
+}
+
 bool qkrt_json_kernel_view(const qkrt_json *kernel, const qkrt_json *module, qkrt_json *view,
                            const char **twice) {
     *view = *kernel;

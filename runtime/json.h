@@ -35,6 +35,9 @@ void qkrt_json_free(qkrt_json *root);
 /* The member called key of an object, or NULL (also when v is not an object). */
 const qkrt_json *qkrt_json_get(const qkrt_json *object, const char *key);
 const char *qkrt_json_type_name(qkrt_json_type type);
+/* The first object of array whose "name" is the string name, or NULL (a
+ * linear search: libqkrt's loader indexes a manifest's modules instead). */
+const qkrt_json *qkrt_json_named(const qkrt_json *array, const char *name);
 /* A kernel entry of a manifest with its module's fields (docs/manifest.md,
  * "Kernels and modules"): *view becomes kernel's members followed by those of
  * module (an object of "modules") but its "name" and

@@ -316,14 +316,10 @@ bool qk_tune_manifest_hashes(const char *bundle_dir, char ***names, char ***hash
     const qkrt_json *mods = doc ? qkrt_json_get(doc, "modules") : NULL;
     for (uint32_t i = 0; ks && ks->type == QKRT_JSON_ARRAY && i < ks->count; i++) {
         const qkrt_json *name = qkrt_json_get(&ks->items[i], "name");
-        const qkrt_json *mod = qkrt_json_get(&ks->items[i], "module"), *h = NULL;
-        for (uint32_t m = 0; mod && mod->type == QKRT_JSON_STRING && mods &&
-                             mods->type == QKRT_JSON_ARRAY && !h && m < mods->count;
-             m++) {
-            const qkrt_json *mn = qkrt_json_get(&mods->items[m], "name");
-            if (mn && mn->type == QKRT_JSON_STRING && !strcmp(mn->string, mod->string))
-                h = qkrt_json_get(&mods->items[m], "spv_sha256");
-        }
+        const qkrt_json *mod = qkrt_json_get(&ks->items[i], "module");
+        const qkrt_json *h = mod && mod->type == QKRT_JSON_STRING
+                                 ? qkrt_json_get(qkrt_json_named(mods, mod->string), "spv_sha256")
+                                 : NULL;
         if (!name || !h || name->type != QKRT_JSON_STRING || h->type != QKRT_JSON_STRING) continue;
         *names = qk_xrealloc(*names, sizeof **names * (*n + 1));
         *hashes = qk_xrealloc(*hashes, sizeof **hashes * (*n + 1));

@@ -135,14 +135,14 @@ static void kernel_entry(const qk_variant *v, entry *out) {
     j[n++] = json_string(k->name);
     j[n++] = json_string(k->template_name);
     j[n++] = json_string(qk_variant_precision(v));
-    j[n++] = fmt("%s", prepass(v) ? "\"quantize\"" : "null");
+    j[n++] = qk_xstrdup(prepass(v) ? "\"quantize\"" : "null");
     j[n++] = json_string(k->description);
     j[n++] = fmt("{ \"NR0\": %u, \"NR1\": %u, \"NK\": %u }", v->nr0, v->nr1, v->nk);
     j[n++] = json_string(v->mma[0] ? v->mma : "scalar");
     j[n++] = json_string(v->fusion ? v->fusion->name : "none");
-    j[n++] = fmt("\"main\"");
+    j[n++] = qk_xstrdup("\"main\"");
     j[n++] = fmt("[%u, 1, 1]", v->wg);
-    j[n++] = fmt("0");
+    j[n++] = qk_xstrdup("0");
     j[n++] = fmt("%u", k->min_subgroup_size);
     j[n++] = fmt("%u", v->shared_memory);
     const char *features[16];
@@ -150,7 +150,7 @@ static void kernel_entry(const qk_variant *v, entry *out) {
     bool v13 = false; /* NV cooperative matrix 2 modules are SPIR-V 1.6 */
     for (uint32_t i = 0; i < nf; i++)
         v13 |= !strcmp(features[i], "cooperative_matrix2_nv");
-    j[n++] = fmt("\"%s\"", v13 ? "1.3" : "1.2");
+    j[n++] = qk_xstrdup(v13 ? "\"1.3\"" : "\"1.2\"");
     qk_str s = {0};
     qk_str_add(&s, "[");
     for (uint32_t i = 0, ne = 0; i < nf; i++) {

@@ -24,9 +24,9 @@ total=$(echo "$msg" | sed -n 's/.* in \([0-9]*\) modules.*/\1/p')
 compiled=$(echo "$msg" | sed -n 's/.*(\([0-9]*\) compiled.*/\1/p')
 # the modules of q8_0's kernels (variants that differ only in tile sizes share one)
 q8=$(python3 -c 'import json, sys
+import manifest_view
 m = json.load(open(sys.argv[1]))
-ks = [{**{f: v for f, v in mods[k["module"]].items() if f not in ("name", "specialization_constants")}, **k}
-      for mods in [{x["name"]: x for x in m["modules"]}] for k in m["kernels"]]  # docs/manifest.md: a kernel and its module
+ks = manifest_view.kernels(m)  # each kernel with the fields of its module
 print(len({k["module"] for k in ks if k["format"] == "q8_0"}))' "$scratch/out/default/manifest.json")
 [ "$compiled" = "$q8" ] || fail "compiled $compiled modules, expected the $q8 of q8_0"
 [ "$compiled" -lt "$total" ] || fail "everything was recompiled"

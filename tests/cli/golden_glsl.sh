@@ -11,9 +11,9 @@ for check in tests/golden/*.check; do
            # the variant's module (variants that differ only in specialization
            # constants share one), as the manifest names it
            spv=$(python3 -c 'import json, sys
+import manifest_view
 m = json.load(open(sys.argv[1] + "/manifest.json"))
-ks = [{**{f: v for f, v in mods[k["module"]].items() if f not in ("name", "specialization_constants")}, **k}
-      for mods in [{x["name"]: x for x in m["modules"]}] for k in m["kernels"]]  # docs/manifest.md: a kernel and its module
+ks = manifest_view.kernels(m)  # each kernel with the fields of its module
 print(next(k["spv"] for k in ks if k["name"] == sys.argv[2]))' "$out/default" "${name%.spv}") ||
              fail "${name%.spv}: not in $out/default/manifest.json"
            spirv-dis "$out/default/$spv" | "$FILECHECK" "$check" || fail "$check" ;;

@@ -3,6 +3,8 @@ set -u
 fail() { echo "FAIL: $*"; exit 1; }
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# tests/tools on the Python path: the tests' inline scripts import manifest_view
+export PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
 # A bundle's manifest.json against docs/manifest.schema.json (python3-jsonschema).
 check_schema() {
   local here

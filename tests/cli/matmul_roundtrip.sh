@@ -37,9 +37,9 @@ grep -q "^qkgen matmul: [a-z].* (the default choice\|^qkgen matmul: [a-z].* (the
   fail "no kernel line: $(cat "$scratch/default.err")"
 pick() { python3 - "$bundle/manifest.json" "$1" <<'PY'
 import json, sys
+import manifest_view
 m = json.load(open(sys.argv[1]))
-ks = [{**{f: v for f, v in mods[k["module"]].items() if f not in ("name", "specialization_constants")}, **k}
-      for mods in [{x["name"]: x for x in m["modules"]}] for k in m["kernels"]]  # docs/manifest.md: a kernel and its module
+ks = manifest_view.kernels(m)  # each kernel with the fields of its module
 print(next(k["name"] for k in ks if k["family"] == sys.argv[2] and k["format"] == "q4_0" and k["fusion"] == "none"))
 PY
 }

@@ -12,6 +12,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import manifest_view  # noqa: E402
+
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 corpus = os.path.join(here, "corpus")
@@ -71,17 +74,10 @@ def pick_kernels(manifest):
     return chosen
 
 
-def whole(manifest):
-    """Each kernel entry with its module's fields (docs/manifest.md, "Kernels and modules")."""
-    mods = {m["name"]: m for m in manifest["modules"]}
-    return [{**{f: v for f, v in mods[k["module"]].items() if f not in ("name", "specialization_constants")},
-             **k} for k in manifest["kernels"]]
-
-
 def manifests(bundle):
     with open(os.path.join(bundle, "manifest.json")) as f:
         manifest = json.load(f)
-    names = [k["name"] for k in pick_kernels({"kernels": whole(manifest)})]
+    names = [k["name"] for k in pick_kernels({"kernels": manifest_view.kernels(manifest)})]
     sha = hashlib.sha256(module).hexdigest()
     m, j = fresh("manifest"), fresh("json")
     head = {k: v for k, v in manifest.items() if k not in ("kernels", "modules")}
@@ -110,7 +106,7 @@ def manifests(bundle):
 def expressions(manifest):
     d = fresh("expr")
     seen = []
-    for k in whole(manifest):
+    for k in manifest_view.kernels(manifest):
         for e in k["dispatch"]["grid"] + k.get("constraints", []) + \
                 [b["size"] for b in k["bindings"] if b.get("size")]:
             if e not in seen:

@@ -10,6 +10,8 @@ import sys
 
 import jsonschema
 
+import manifest_view
+
 
 def errors(validator, kernel_validator, doc):
     """(where, message) of each problem: the document's, then each joined kernel's."""
@@ -23,10 +25,10 @@ def errors(validator, kernel_validator, doc):
         if m is None:
             found.append((f"kernels/{i}/module", f"{k.get('module')!r} is not in modules"))
             continue
-        inherited = {f: v for f, v in m.items() if f not in ("name", "specialization_constants")}
-        for f in sorted(set(inherited) & set(k)):
+        joined, both = manifest_view.join(k, m)
+        for f in both:
             found.append((f"kernels/{i}/{f}", f"also a field of its module {m['name']!r}"))
-        for e in kernel_validator.iter_errors({**k, **inherited}):
+        for e in kernel_validator.iter_errors(joined):
             path = "/".join(str(p) for p in e.absolute_path)
             found.append((f"kernels/{i} (with its module)/{path}", e.message))
     return found

@@ -5,12 +5,18 @@ its module's entry, but the module's name and specialization constants
 MODULE_OWN = ("name", "specialization_constants")
 
 
+def join(kernel, module):
+    """The kernel with its module's fields, and the fields both entries have
+    (which a valid manifest never has)."""
+    inherited = {f: v for f, v in module.items() if f not in MODULE_OWN}
+    return {**kernel, **inherited}, sorted(set(inherited) & set(kernel))
+
+
 def kernels(manifest):
     modules = {m["name"]: m for m in manifest["modules"]}
     out = []
     for k in manifest["kernels"]:
-        inherited = {f: v for f, v in modules[k["module"]].items() if f not in MODULE_OWN}
-        both = set(inherited) & set(k)
-        assert not both, f"{k['name']}: {sorted(both)} both in the kernel and its module"
-        out.append({**k, **inherited})
+        joined, both = join(k, modules[k["module"]])
+        assert not both, f"{k['name']}: {both} both in the kernel and its module"
+        out.append(joined)
     return out

@@ -61,6 +61,7 @@ grep -q "^select table: [0-9]* shapes asked" "$scratch/verify" || fail "verify d
 # complete for its model: a rule tuned at each case, a fallback for each operation
 python3 - "$out/tuned/manifest.json" <<'PY' || fail "the tuned bundle is not complete for the model"
 import json, sys
+import manifest_view
 m = json.load(open(sys.argv[1]))
 at = {(r["op"], tuple(r["at"])) for d in m["select"]["devices"] for r in d["rules"]}
 cases = [(op, (mm, 256, t)) for op, mm, ts in (("matvec", 64, (1, 4)), ("matmul", 64, (16,)),
@@ -72,8 +73,7 @@ kernels = {r["kernel"] for d in m["select"]["devices"] for r in d["rules"]} | {r
 assert not missing and ops == {"matvec", "matmul", "matvec_id", "matmul_id"}, (missing, ops)
 assert kernels <= names, kernels - names
 # a MoE model's layer: its other operations too (qkgen bench --layer)
-ks = [{**{f: v for f, v in mods[k["module"]].items() if f not in ("name", "specialization_constants")}, **k}
-      for mods in [{x["name"]: x for x in m["modules"]}] for k in m["kernels"]]  # docs/manifest.md: a kernel and its module
+ks = manifest_view.kernels(m)  # each kernel with the fields of its module
 fams = {k["family"] for k in ks}
 assert {"router_topk", "moe_route", "moe_combine"} <= fams, fams
 print(len(cases), "cases tuned,", len(ops), "fallbacks,", len(names), "kernels in the bundle")
