@@ -15,12 +15,13 @@ import glob
 import json
 import os
 
+import benchjson
+
 
 def best_by_case(paths):
     cases = {}
     for path in paths:
-        with open(path) as f:
-            d = json.load(f)
+        d = benchjson.load(path)
         for r in d["results"]:
             if not r["best"]:
                 continue
@@ -31,8 +32,8 @@ def best_by_case(paths):
 
 def files(where, suffix):
     if os.path.isdir(where):
-        return sorted(glob.glob(os.path.join(where, "*.json")))
-    return sorted(glob.glob(where + "*" + suffix))
+        return benchjson.find(os.path.join(where, "*.json"))
+    return benchjson.find(where + "*" + suffix)
 
 
 def main():

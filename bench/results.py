@@ -5,7 +5,7 @@
 
 RUN_DIR (default: the newest folder of bench/results/ with JSON files at its
 top) holds what a device call of bench/standard.sh returned: `qkgen bench --json` files named
-FAMILY-FORMAT[-BUNDLE].json, commit.txt (the commit the package was built
+FAMILY-FORMAT[-BUNDLE].json (or .json.gz: bench/benchjson.py), commit.txt (the commit the package was built
 from) and gpu.txt (nvidia-smi's name and driver), and optionally notes.md, a
 few lines on what the run was. The page is generated, never edited by hand:
 the current table per family (bench/table.py), the comparison of two bundles
@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 
+import benchjson
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -27,7 +29,7 @@ def run(*args):
 
 def main():
     folders = sorted(glob.glob(os.path.join(HERE, "results", "*", "")))
-    runs = [f for f in folders if glob.glob(os.path.join(f, "*.json"))]
+    runs = [f for f in folders if benchjson.find(os.path.join(f, "*.json"))]
     # the side-by-side folders, oldest first by the commit that added them
     # (a folder not yet committed: its files' time)
     def added(f):
@@ -48,10 +50,10 @@ def main():
     if not where or not os.path.isdir(where):
         sys.exit("usage: results.py [RUN_DIR] (no folder under bench/results/)")
     name = os.path.basename(os.path.normpath(where))
-    jsons = sorted(glob.glob(os.path.join(where, "*.json")))
-    bundles = sorted({os.path.basename(p).rsplit("-", 1)[1][:-5] for p in jsons
-                      if os.path.basename(p).count("-") >= 2})
-    current = [p for p in jsons if p.endswith("-bundle.json")] or jsons
+    jsons = benchjson.find(os.path.join(where, "*.json"))
+    bundles = sorted({benchjson.name(p).rsplit("-", 1)[1][:-5] for p in jsons
+                      if benchjson.name(p).count("-") >= 2})
+    current = [p for p in jsons if benchjson.name(p).endswith("-bundle.json")] or jsons
     rel = os.path.relpath(where, os.path.dirname(HERE))
 
     def read(f):
@@ -103,7 +105,7 @@ def main():
     out += ["## Current table", "", run(os.path.join(HERE, "table.py"), *current), ""]
     if len(bundles) == 2 and "bundle" in bundles:
         other = [b for b in bundles if b != "bundle"][0]
-        before = [p for p in jsons if p.endswith(f"-{other}.json")]
+        before = [p for p in jsons if benchjson.name(p).endswith(f"-{other}.json")]
         if before:
             tmp = os.path.join(where, ".compare")
             os.makedirs(os.path.join(tmp, "a"), exist_ok=True)

@@ -20,6 +20,8 @@ import os
 import re
 import sys
 
+import benchjson
+
 
 def results(path):
     """RESULT lines of a peer log as dicts."""
@@ -43,8 +45,8 @@ def gpu_name(d):
 def prefill(d):
     best = {}
     device = ""
-    for p in sorted(glob.glob(os.path.join(d, "*.json"))):
-        j = json.load(open(p))
+    for p in benchjson.find(os.path.join(d, "*.json")):
+        j = benchjson.load(p)
         device = j.get("device", device)
         for r in j.get("results", []):
             if not r.get("ok") or not r.get("timed") or r.get("us", 0) <= 0:
@@ -78,10 +80,10 @@ def prefill(d):
 
 
 def layer(d, intro=True):
-    p = os.path.join(d, "layer.json")
-    if not os.path.exists(p):
+    p = benchjson.path(os.path.join(d, "layer.json"))
+    if not p:
         return []
-    j = json.load(open(p))
+    j = benchjson.load(p)
     on = {(r["type"], int(r["tokens"])): r for r in results(os.path.join(d, "layer-on.txt"))}
     off = {(r["type"], int(r["tokens"])): r for r in results(os.path.join(d, "layer-off.txt"))}
     lay = j.get("layer", {})

@@ -17,6 +17,8 @@ the copy's time is one that not even a copy of the case's bytes meets."""
 import json
 import sys
 
+import benchjson
+
 FAMILIES = ["matvec", "matmul", "matvec_id", "matmul_id"]
 FORMATS = ["q4_0", "q8_0", "q4_K", "q5_K", "q6_K", "iq4_nl", "mlx4_g64"]
 
@@ -60,8 +62,7 @@ def main():
         sys.exit("usage: table.py BENCH.json ...")
     runs, cases = [], {}
     for path in sys.argv[1:]:
-        with open(path) as f:
-            d = json.load(f)
+        d = benchjson.load(path)
         runs.append((path, d))
         for r in d["results"]:
             key = (r["family"], r["format"], r["E"], r["top_k"], r["M"], r["K"], r["T"])

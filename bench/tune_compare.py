@@ -6,6 +6,8 @@ exhaustive bench over the same candidates, and both commands' times.
 usage: python3 bench/tune_compare.py OUT"""
 import glob, gzip, json, os, re, sys
 
+import benchjson
+
 
 def main(out):
     times = {}
@@ -34,11 +36,11 @@ def main(out):
         m = re.match(r'(\w+?)-(.+)-m(\d+)-k(\d+)-t(\d+)(?:-e(\d+))?$', name)
         f, fmt, M, K, T, E = m.groups()
         key = (fam[f], fmt, int(M), int(K), int(T), int(E or 0))
-        path = os.path.join(out, 'bench-%s.json' % name)
-        if not os.path.exists(path) or key not in tune:
+        path = benchjson.path(os.path.join(out, 'bench-%s.json' % name))
+        if not path or key not in tune:
             print('%-44s missing (%s)' % (name, 'bench' if key in tune else 'tune'))
             continue
-        res = [r for r in json.load(open(path))['results'] if r['ok'] and r['timed']]
+        res = [r for r in benchjson.load(path)['results'] if r['ok'] and r['timed']]
         best = min(res, key=lambda r: r['us'])
         # the pick's time in the exhaustive run: the same clocks as the best's
         pick = [r for r in res if r['kernel'] == tune[key][0]]

@@ -17,6 +17,8 @@ import re
 import statistics
 import sys
 
+import benchjson
+
 
 def main():
     if len(sys.argv) < 4:
@@ -24,19 +26,18 @@ def main():
     where, bundles = sys.argv[1], sys.argv[2:]
     times, stats = {}, {}
     for b in bundles:
-        paths = glob.glob(os.path.join(where, "**", f"*-{b}.json"), recursive=True)
+        paths = benchjson.find(os.path.join(where, "**", f"*-{b}.json"), recursive=True)
         if not paths:
             raise SystemExit(f"no *-{b}.json under {where}")
         for path in paths:
-            with open(path) as f:
-                for r in json.load(f)["results"]:
-                    if not r.get("timed") or not r.get("ok"):
-                        continue
-                    key = (r["family"], r["format"], r["M"], r["K"], r["T"], r["E"], r["kernel"])
-                    times.setdefault((key, b), []).append(r["us"])
-                    m = re.search(r"Register Count=(\d+); Binary Size=(\d+)", r.get("pipeline", ""))
-                    if m:
-                        stats[(key, b)] = "%s/%s" % m.groups()
+            for r in benchjson.load(path)["results"]:
+                if not r.get("timed") or not r.get("ok"):
+                    continue
+                key = (r["family"], r["format"], r["M"], r["K"], r["T"], r["E"], r["kernel"])
+                times.setdefault((key, b), []).append(r["us"])
+                m = re.search(r"Register Count=(\d+); Binary Size=(\d+)", r.get("pipeline", ""))
+                if m:
+                    stats[(key, b)] = "%s/%s" % m.groups()
     base = bundles[0]
     keys = sorted({k for k, b in times if b == base})
     print("| case | kernel | %s us | %s |" % (base, " | ".join(bundles)))
