@@ -17,6 +17,9 @@
 # OUT (default tune-out), SEED (default 88); CASES (family,m,k,tokens[,experts,
 # top_k] separated by spaces) replaces the part's cases, TUNE_OPTS and
 # BENCH_OPTS add options (a smoke test on lavapipe: small shapes, short runs).
+# PACK=FILE.tgz packs $OUT (less the candidates' build folder) into that file
+# after each case: the GPU machine returns at most 8 files of a call, and a
+# part writes 4 a case (2026-11-27b's call A lost its logs so).
 set -uo pipefail
 fmt=${1:-} part=${2:-}
 qkgen=${QKGEN:-build-gpu/pkg/qkgen}
@@ -36,6 +39,13 @@ esac
 [ -n "$fmt" ] || { echo "usage: $0 FORMAT decode|moe|prefill" >&2; exit 2; }
 cases=${CASES:-$cases}
 mkdir -p "$out"
+# the pack, less itself where PACK lies inside $OUT
+# (tar's status 1: a file changed while read, the clock log that goes on)
+pack() {
+  tar czf "$PACK.tmp" --warning=no-file-changed --exclude=./work --exclude="./$(basename "$PACK")*" \
+    -C "$out" .
+  [ $? -gt 1 ] || mv "$PACK.tmp" "$PACK"
+}
 # a database of its own per format and part, and a fresh one: a tune that
 # found its case's records there would resume, measure nothing and report a
 # time that says nothing of the search (calls G and H of 2026-11-26d)
@@ -72,5 +82,7 @@ for c in $cases; do
   awk -v n="$name" -v a="$t0" -v b="$t1" -v c="$t2" -v rt=$rc_t -v rb=$rc_b \
     'BEGIN { printf "%s tune_s %.2f rc %d bench_s %.2f rc %d\n", n, b - a, rt, c - b, rb }' |
     tee -a "$out/times.txt"
+  [ -z "${PACK:-}" ] || pack
 done
 kill $logger 2>/dev/null
+[ -z "${PACK:-}" ] || pack
