@@ -11,13 +11,16 @@ few lines on what the run was. The page is generated, never edited by hand:
 the current table per family (bench/table.py), the comparison of two bundles
 where the run timed two (bench/compare.py), the side-by-side tables against
 the peer of the newest two folders with prefill/ and of the newest with
-layer/ (bench/side_by_side.py; the others listed), the method, the device and how to reproduce. The story of each experiment is in git history and the issues."""
+layer/ (bench/side_by_side.py; the others listed), the autotuner against
+the exhaustive search per format and part (the folders of bench/tune-gpu.sh,
+bench/tune_compare.py), the method, the device and how to reproduce. The story of each experiment is in git history and the issues."""
 import glob
 import os
 import subprocess
 import sys
 
 import benchjson
+import tune_compare
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -25,6 +28,60 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def run(*args):
     p = subprocess.run([sys.executable, *args], capture_output=True, text=True)
     return p.stdout.rstrip()
+
+
+def tuner(added):
+    """The section on issue 26's target: per device, format and part of the
+    standard set, each case's newest measurement by bench/tune-gpu.sh (a
+    folder with its times.txt) and their sums."""
+    latest = {}  # (device, format, case) -> (row, folder)
+    folders = sorted({os.path.dirname(p) for p in glob.glob(os.path.join(HERE, "results", "**", "times.txt"),
+                                                           recursive=True)})
+    for f in sorted(folders, key=lambda f: (added(f), f)):
+        gpus = sorted(glob.glob(os.path.join(f, "gpu*.txt")))
+        names = [l.split(",")[0].strip() for g in gpus for l in open(g) if l.strip() and not l.startswith("name")]
+        try:
+            rows = tune_compare.compare(f)
+        except (ValueError, KeyError, AttributeError, IndexError):
+            continue  # not a folder of tune-gpu.sh's
+        if not names:
+            continue
+        for r in rows:
+            if "missing" not in r:
+                latest[(names[-1], r["format"], r["name"])] = (r, os.path.relpath(f, os.path.dirname(HERE)))
+    if not latest:
+        return []
+    parts = {}
+    for (dev, fmt, _), (r, f) in latest.items():
+        parts.setdefault((dev, fmt, r["part"]), []).append((r, f))
+    out = ["## The autotuner against an exhaustive search", "",
+           "`bench/tune-gpu.sh FORMAT PART` tunes each case of a part of the standard set "
+           "(`qkgen tune`, candidates built on demand) and then times the same candidates "
+           "exhaustively (`qkgen bench --finalists 0`), in the same device call. The target: "
+           "in every case the tune's pick within 3% of the exhaustive best (both timed in the "
+           "exhaustive run), the tune taking at most a quarter of the exhaustive device time. "
+           "Each case's newest measurement per device; `python3 bench/tune_compare.py FOLDER` "
+           "gives a folder's cases.", "",
+           "| device | format | part | within 3% | largest ratio | tune s | exhaustive s | share | folders |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    order = {"decode": 0, "moe": 1, "prefill": 2}
+    for (dev, fmt, part) in sorted(parts, key=lambda k: (k[0], k[1], order.get(k[2], 9))):
+        rows = parts[(dev, fmt, part)]
+        ok = sum(r["ratio"] <= 1.03 for r, _ in rows)
+        ts = sum(r["tune_s"] for r, _ in rows)
+        bs = sum(r["bench_s"] for r, _ in rows)
+        where = sorted({f for _, f in rows})
+        worst = max(rows, key=lambda rf: rf[0]["ratio"])[0]
+        mark = " †" if worst["ratio"] > 1.03 and "splitk" in worst["pick"] else ""
+        out.append(f"| {dev} | {fmt} | {part} | {ok} of {len(rows)} | "
+                   f"{worst['ratio']:.3f}{mark} | {ts:.0f} | {bs:.0f} | "
+                   f"{100 * ts / bs:.0f}% | {', '.join('`' + w + '`' for w in where)} |")
+    if any("†" in l for l in out):
+        out += ["", "†: the case missed is a split-K pick. Until 90e9c27 the tune's finalists "
+                "timed split-K kernels too fast where two of them shared a scratch buffer "
+                "(bench/results/2026-11-26f-h100/notes.md); such a case stands until it is "
+                "measured again."]
+    return out + [""]
 
 
 def main():
@@ -90,6 +147,7 @@ def main():
     out += [f"## The standard set (`{rel}/`)", ""]
     if notes:
         out += [notes, ""]
+    out += tuner(added)
     out += ["## Device and method", "",
             f"- Device: {gpu.splitlines()[-1] if gpu else 'see gpu.txt'} (lent as nvidia-h100-x1).",
             "- Kernels (the commits the packages were built from): "
@@ -132,6 +190,8 @@ def main():
             "    bash bench/build-gpu.sh                 # static qkgen + the bundle of specs/sets/standard.yaml, build-gpu/pkg", "",
             "On the GPU machine, carrying `.gpu` and `build-gpu/pkg`, a part per call:", "",
             "    . .gpu/enter.sh && OUT=$OUT/run bash build-gpu/pkg/standard.sh decode   # or moe, prefill", "",
+            "and the autotuner against the exhaustive search, a format's part per call:", "",
+            "    . .gpu/enter.sh && OUT=/tmp/t PACK=$OUT/t.tgz bash bench/tune-gpu.sh q4_0 prefill", "",
             f"Then copy the returned JSON, commit.txt and gpu.txt into a new folder of "
             f"bench/results/ and run `python3 bench/results.py > bench/RESULTS.md`. "
             f"The page before this generator (runs 1-100, one section each) is "

@@ -9,7 +9,16 @@ import glob, gzip, json, os, re, sys
 import benchjson
 
 
-def main(out):
+FAMILY = {'matvec': 'matvec', 'moe': 'matvec_id', 'matmul': 'matmul', 'moe_matmul': 'matmul_id'}
+# the part of the standard set each of tune-gpu.sh's case families is in
+PART = {'matvec': 'decode', 'moe': 'moe', 'matmul': 'prefill', 'moe_matmul': 'prefill'}
+
+
+def compare(out):
+    """Per case of OUT (in times.txt's order, sorted): a dict with name, part,
+    format, the tune's pick, its time in the exhaustive run (pick_us), the
+    exhaustive best (best_us), their ratio and both commands' seconds; or,
+    for a case without its bench or tune, name and missing."""
     times = {}
     for line in open(os.path.join(out, 'times.txt')):
         f = line.split()
@@ -27,31 +36,41 @@ def main(out):
             if r['status'] == 'ok' and r['stage'] == 'full' and r['us'] > 0:
                 if key not in tune or r['us'] < tune[key][1]:
                     tune[key] = (r['variant'], r['us'])
-    fam = {'matvec': 'matvec', 'moe': 'matvec_id', 'matmul': 'matmul', 'moe_matmul': 'matmul_id'}
-    print('%-44s %-46s %9s %9s %7s %8s %8s %6s' % ('case', 'tune pick', 'tune us', 'best us', 'ratio',
-                                                 'tune s', 'bench s', 'share'))
-    ok = n = 0
-    tt = tb = 0.0
+    rows = []
     for name in sorted(times):
         m = re.match(r'(\w+?)-(.+)-m(\d+)-k(\d+)-t(\d+)(?:-e(\d+))?$', name)
         f, fmt, M, K, T, E = m.groups()
-        key = (fam[f], fmt, int(M), int(K), int(T), int(E or 0))
+        key = (FAMILY[f], fmt, int(M), int(K), int(T), int(E or 0))
         path = benchjson.path(os.path.join(out, 'bench-%s.json' % name))
         if not path or key not in tune:
-            print('%-44s missing (%s)' % (name, 'bench' if key in tune else 'tune'))
+            rows.append({'name': name, 'missing': 'bench' if key in tune else 'tune'})
             continue
         res = [r for r in benchjson.load(path)['results'] if r['ok'] and r['timed']]
         best = min(res, key=lambda r: r['us'])
         # the pick's time in the exhaustive run: the same clocks as the best's
         pick = [r for r in res if r['kernel'] == tune[key][0]]
         pick_us = pick[0]['us'] if pick else tune[key][1]
-        ratio = pick_us / best['us']
-        ts, bs = times[name]
+        rows.append({'name': name, 'part': PART[f], 'format': fmt, 'pick': tune[key][0],
+                     'pick_us': pick_us, 'best_us': best['us'], 'ratio': pick_us / best['us'],
+                     'tune_s': times[name][0], 'bench_s': times[name][1]})
+    return rows
+
+
+def main(out):
+    print('%-44s %-46s %9s %9s %7s %8s %8s %6s' % ('case', 'tune pick', 'tune us', 'best us', 'ratio',
+                                                 'tune s', 'bench s', 'share'))
+    ok = n = 0
+    tt = tb = 0.0
+    for r in compare(out):
+        if 'missing' in r:
+            print('%-44s missing (%s)' % (r['name'], r['missing']))
+            continue
+        ts, bs = r['tune_s'], r['bench_s']
         tt, tb = tt + ts, tb + bs
         n += 1
-        ok += ratio <= 1.03
-        print('%-44s %-46s %9.2f %9.2f %7.3f %8.1f %8.1f %5.0f%%' % (name, tune[key][0][:46], pick_us,
-              best['us'], ratio, ts, bs, 100 * ts / bs if bs else 0))
+        ok += r['ratio'] <= 1.03
+        print('%-44s %-46s %9.2f %9.2f %7.3f %8.1f %8.1f %5.0f%%' % (r['name'], r['pick'][:46], r['pick_us'],
+              r['best_us'], r['ratio'], ts, bs, 100 * ts / bs if bs else 0))
     if n:
         print('%d of %d cases within 3%% of the exhaustive best; tune %.0f s, exhaustive bench %.0f s '
               '(%.0f%%; target at most 25%%)' % (ok, n, tt, tb, 100 * tt / tb if tb else 0))
