@@ -264,11 +264,16 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
     if (cb->copies < 2) cb->copies = 2;
     cb->w = calloc((size_t)cb->copies * cb->planes, sizeof *cb->w);
     qkrt_result r = QKRT_OK;
+    /* the first copy uploaded, the others copied from it on the device: a
+     * 128-expert case makes tens of copies of 100 MB, which through the
+     * host took most of a tune's case */
     for (uint32_t i = 0; i < cb->copies && r == QKRT_OK; i++)
         for (uint32_t p = 0; p < cb->planes && r == QKRT_OK; p++) {
-            r = qkrt_buffer_create(ctx, w->bytes[p], &cb->w[i * cb->planes + p]);
+            qkrt_buffer **dst = &cb->w[i * cb->planes + p];
+            r = qkrt_buffer_create(ctx, w->bytes[p], dst);
             if (r == QKRT_OK)
-                r = qkrt_buffer_upload(ctx, cb->w[i * cb->planes + p], 0, w->plane[p], w->bytes[p]);
+                r = i ? qkrt_copy(ctx, *dst, cb->w[p], w->bytes[p], 1, NULL)
+                      : qkrt_buffer_upload(ctx, *dst, 0, w->plane[p], w->bytes[p]);
         }
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->T * c->K * 4, &cb->x);
     if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->x, 0, x, (size_t)c->T * c->K * 4);
