@@ -130,10 +130,10 @@ static bool block_find(qkrt_context *ctx, const qkrt_bundle *b, const char *form
     memset(bk, 0, sizeof *bk);
     bk->route = bk->gate = bk->glu = -1;
     bk->router = find_kernel(ctx, b, "matvec", format, variant, "none");
-    bk->topk = find_kernel(ctx, b, "router_topk", NULL, NULL, "renorm");
+    bk->topk = find_kernel(ctx, b, "router_topk", "none", NULL, "renorm");
     bk->gate_up = find_kernel(ctx, b, "matvec_id", format, variant, "swiglu");
     bk->down = find_kernel(ctx, b, "matvec_id", format, variant, "none");
-    bk->combine = find_kernel(ctx, b, "moe_combine", NULL, NULL, "residual_rmsnorm");
+    bk->combine = find_kernel(ctx, b, "moe_combine", "none", NULL, "residual_rmsnorm");
     return bk->router >= 0 && bk->topk >= 0 && bk->gate_up >= 0 && bk->down >= 0 &&
            bk->combine >= 0;
 }

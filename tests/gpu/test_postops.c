@@ -1,7 +1,8 @@
 /* The post-op kernels on the device against float64 CPU references: router
  * softmax/top-k (with and without renormalisation; reading the logits, or
  * computing them from x and the router's weights), the MoE combine with each of
- * its fusions, elementwise SwiGLU and the quantized embedding gather of every format. */
+ * its fusions (reading the slots, or computing them: the down projection inside), elementwise
+ * SwiGLU and the quantized embedding gather of every format. */
 #include "gpu_common.h"
 
 /* Runs kernel ki once on host arrays: ins are uploaded, outs poisoned with
@@ -143,6 +144,70 @@ static void test_combine(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, u
     free(sd), free(wd), free(rd), free(nwd), free(yref), free(nref);
 }
 
+/* The combine with the down projection inside (slots computed): E experts of
+ * N rows of K in the kernel's format, top_k distinct experts a token, x the
+ * pairs' inputs [T, top_k, K]; y and the RMSNorm against the float64 MoE
+ * mat-vec reference followed by qk_ref_combine. */
+static void test_combine_computed(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
+                                  uint32_t N, uint32_t K, uint32_t E, uint32_t TK) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    qk_weights w;
+    if (!qk_random_weights(k->format, k->format_variant, E * N, K, &g_rng, &w)) {
+        printf("FAIL %s: no reference for format %s\n", k->name, k->format);
+        g_fail++;
+        return;
+    }
+    const size_t np = (size_t)T * TK, nx = np * K, ny = (size_t)T * N;
+    qk_weights *experts = malloc(sizeof *experts * E);
+    for (uint32_t e = 0; e < E; e++)
+        experts[e] = qk_weights_expert(&w, e, E);
+    int32_t *ids = malloc(4 * np);
+    for (uint32_t t = 0; t < T; t++) /* top_k distinct experts a token */
+        for (uint32_t s = 0; s < TK; s++) {
+            bool dup;
+            do {
+                ids[t * TK + s] = (int32_t)rnd_below(E);
+                dup = false;
+                for (uint32_t j = 0; j < s; j++)
+                    dup |= ids[t * TK + j] == ids[t * TK + s];
+            } while (dup);
+        }
+    ids[0] = (int32_t)(E - 1); /* the last expert's rows */
+    for (uint32_t s = 1; s < TK; s++)
+        if (ids[s] == (int32_t)(E - 1)) ids[s] = 0;
+    float *x = malloc(4 * nx), *rw = malloc(4 * np), *resid = malloc(4 * ny), *nw = malloc(4 * N);
+    float *y = malloc(4 * ny), *normed = malloc(4 * ny);
+    double *xd = malloc(8 * nx), *rwd = malloc(8 * np), *rd = malloc(8 * ny), *nwd = malloc(8 * N);
+    double *sd = malloc(8 * np * N), *yref = malloc(8 * ny), *nref = malloc(8 * ny);
+    uint32_t *scratch = calloc(T + ny, 4); /* the counters zero, as the kernel needs */
+    rnd_fill(x, xd, nx, 1.0), rnd_fill(rw, rwd, np, 1.0);
+    rnd_fill(resid, rd, ny, 1.0), rnd_fill(nw, nwd, N, 1.0);
+    const float eps = 1e-6f;
+    uint32_t eps_bits;
+    memcpy(&eps_bits, &eps, 4);
+    host_buf hb[] = {{"x", x, 4 * nx, false},
+                     {"ids", ids, 4 * np, false},
+                     {"scratch", scratch, 4 * (T + ny), false},
+                     {"route_w", rw, 4 * np, false},
+                     {"y", y, 4 * ny, true},
+                     {"residual", resid, 4 * ny, false},
+                     {"norm_w", nw, 4 * N, false},
+                     {"normed", normed, 4 * ny, true}};
+    const char *names[] = {"N", "T", "top_k", "eps_bits", "K", "E"};
+    int64_t vals[] = {N, T, TK, eps_bits, K, E};
+    if (run_host(ctx, b, ki, &w, hb, 8, names, vals, 6) &&
+        qk_ref_matvec_id(experts, NULL, ids, xd, N, K, T, TK, TK, sd)) {
+        qk_ref_combine(sd, rwd, rd, nwd, eps, T, TK, N, yref, nref);
+        char what[256];
+        snprintf(what, sizeof what, "%s T=%u N=%u K=%u E=%u top_k=%u", k->name, T, N, K, E, TK);
+        check_nmse(what, y, yref, ny, 1e-6);
+        check_nmse(what, normed, nref, ny, 1e-6);
+    }
+    qk_free_weights(&w);
+    free(experts), free(ids), free(x), free(rw), free(resid), free(nw), free(y), free(normed);
+    free(xd), free(rwd), free(rd), free(nwd), free(sd), free(yref), free(nref), free(scratch);
+}
+
 static void test_swiglu(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t N) {
     float *g = malloc(4 * N), *u = malloc(4 * N), *y = malloc(4 * N);
     double *gd = malloc(8 * N), *ud = malloc(8 * N), *ref = malloc(8 * N);
@@ -233,6 +298,14 @@ int main(int argc, char **argv) {
             test_router(ctx, b, ki, 8, 128, 8); /* Qwen3-30B-A3B's router */
             break;
         case 1:
+            if (k->weights_layout[0]) { /* slots computed: the down projection inside */
+                const uint32_t qk = k->block_elements;
+                /* Qwen3-30B-A3B's down, of 16 experts: 128 pass lavapipe's storage range */
+                test_combine_computed(ctx, b, ki, 1, 2048, 768 / qk * qk, 16, 8);
+                test_combine_computed(ctx, b, ki, 3, 37, 5 * qk, 6, 2);
+                test_combine_computed(ctx, b, ki, 2, 301, 4 * qk, 9, 3);
+                break;
+            }
             test_combine(ctx, b, ki, 1, 257, 4);
             test_combine(ctx, b, ki, 37, 1000, 3);
             test_combine(ctx, b, ki, 2, 3, 1);

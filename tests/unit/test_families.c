@@ -32,7 +32,7 @@ static const struct old_kernel {
 } old_kernels[] = {
     {"copy", "", "", "copy.comp", "src,dst"},
     {"embed", "", "", "embed.comp", "ids,y"},
-    {"moe_combine", "", "", "moe_combine.comp", "slots,route_w,y"},
+    {"moe_combine", "moe_combine", "slots=given", "moe_combine.comp", "slots,route_w,y"},
     {"moe_route", "", "", "moe_route.comp", "topk,tpe,ids,disp"},
     {"quantize_q8", "", "", "quantize_q8.comp", "x,xq"},
     {"router_topk", "router_topk", "logits=given", "router_topk.comp", "logits,ids,route_w"},
