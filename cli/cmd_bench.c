@@ -219,7 +219,7 @@ static int bench_finish(qkrt_context *ctx, qkrt_bundle *b, const char *json, qk_
     return rc;
 }
 
-/* --gate-up and --router: auto (also when not given), fused or split; -1
+/* --gate-up, --router and --down: auto (also when not given), fused or split; -1
  * for anything else. */
 static int fusion_mode(const char *s) {
     return !s || !strcmp(s, "auto") ? QK_FUSE_AUTO
@@ -230,7 +230,8 @@ static int fusion_mode(const char *s) {
 
 int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
-    const char *filter = NULL, *family = "all", *tokens_s = NULL, *gate_up = NULL, *router = NULL;
+    const char *filter = NULL, *family = "all", *tokens_s = NULL, *gate_up = NULL, *router = NULL,
+               *down = NULL;
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
     uint64_t warm_ms = 1000, rotate_mb = 200, experts = 0, topk = 0;
     uint64_t finalists = 3, decode_max = 0; /* 0: QK_MOE_DECODE_TOKENS */
@@ -246,7 +247,7 @@ int cmd_bench(qk_args *a) {
                  "       qkgen bench --layer [--formats A,B] [--tokens T1,T2,...] [--m F --k H]\n"
                  "                   [--experts E --top-k N] [--runs N] [--warmup-ms MS]\n"
                  "                   [--decode-tokens N] [--gate-up auto|fused|split]\n"
-                 "                   [--router auto|fused|split]\n"
+                 "                   [--router auto|fused|split] [--down auto|fused|split]\n"
                  "                   [--rotate-mb MB] [--json FILE] [--seed N]\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
@@ -312,7 +313,11 @@ int cmd_bench(qk_args *a) {
                  "--router fused runs the router's mat-vec inside router_topk (axis\n"
                  "logits=computed: one dispatch instead of two), split as the router product\n"
                  "and router_topk; auto (the default) fuses them on the decode path where the\n"
-                 "bundle has the fused kernel for the format.");
+                 "bundle has the fused kernel for the format.\n"
+                 "--down fused runs the down projection inside moe_combine on the decode path\n"
+                 "(axis slots=computed: one dispatch instead of two, the slots never in\n"
+                 "memory), split as the down product and moe_combine; auto (the default)\n"
+                 "keeps them apart.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
@@ -325,7 +330,7 @@ int cmd_bench(qk_args *a) {
             qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
             qk_opt_u64(a, "--finalists", &finalists) ||
             qk_opt_u64(a, "--decode-tokens", &decode_max) || qk_opt(a, "--gate-up", &gate_up) ||
-            qk_opt(a, "--router", &router))
+            qk_opt(a, "--router", &router) || qk_opt(a, "--down", &down))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -361,9 +366,11 @@ int cmd_bench(qk_args *a) {
     if (ntokens > 1 && !layer)
         return qk_usage_error(a->cmd, "--tokens: a list of counts is for --layer; one count else");
     t = ntokens ? tokens[0] : 0;
-    if ((decode_max || gate_up || router) && !layer)
-        return qk_usage_error(a->cmd, "--decode-tokens, --gate-up and --router are for --layer");
-    const int rt = fusion_mode(router), gu = fusion_mode(gate_up);
+    if ((decode_max || gate_up || router || down) && !layer)
+        return qk_usage_error(a->cmd,
+                              "--decode-tokens, --gate-up, --router and --down are for --layer");
+    const int rt = fusion_mode(router), gu = fusion_mode(gate_up), dn = fusion_mode(down);
+    if (dn < 0) return qk_usage_error(a->cmd, "--down: '%s' is not auto, fused or split", down);
     if (rt < 0) return qk_usage_error(a->cmd, "--router: '%s' is not auto, fused or split", router);
     if (gu < 0)
         return qk_usage_error(a->cmd, "--gate-up: '%s' is not auto, fused or split", gate_up);
@@ -439,7 +446,8 @@ int cmd_bench(qk_args *a) {
                                    .max_bytes = dev->device_local_bytes / 4,
                                    .decode_max = (uint32_t)decode_max,
                                    .gate_up = (qk_fuse)gu,
-                                   .router = (qk_fuse)rt};
+                                   .router = (qk_fuse)rt,
+                                   .down = (qk_fuse)dn};
         qk_str j = {0};
         qk_str_addf(&j,
                     "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "

@@ -129,6 +129,24 @@ static int find_topk(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer
     return -1;
 }
 
+/* The moe_combine residual_rmsnorm kernel that this device runs: with the
+ * down projection inside (slots computed: weights of the layer's format, the
+ * expert ffn whole blocks), or reading the slots (given). */
+static int find_combine(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                        bool computed) {
+    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        if (strcmp(k->family, "moe_combine") || strcmp(k->fusion, "residual_rmsnorm") ||
+            (k->weights_layout[0] != 0) != computed)
+            continue;
+        if (computed && (strcmp(k->format, d->format) || strcmp(k->format_variant, d->variant) ||
+                         !k->block_elements || d->F % k->block_elements))
+            continue;
+        if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
+    }
+    return -1;
+}
+
 qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
                               qk_moe_kernels *k, char *err, size_t err_size) {
     memset(k, 0, sizeof *k);
@@ -146,7 +164,7 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         return QKRT_ERROR_ARGUMENT;
     }
     k->topk = fused >= 0 ? fused : find_topk(ctx, b, d, false);
-    k->combine = find_op(ctx, b, "moe_combine", "residual_rmsnorm");
+    k->combine = find_combine(ctx, b, d, false);
     if (k->topk < 0 || k->combine < 0) {
         snprintf(err, err_size, "the bundle has no %s kernel that this device runs",
                  k->topk < 0 ? "router_topk renorm" : "moe_combine residual_rmsnorm");
@@ -168,6 +186,18 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     if (r != QKRT_OK && k->routed) {
         k->routed = false, k->route = -1;
         r = pick_experts(ctx, b, d, k, err, err_size);
+    }
+    /* down inside the combine (on the decode path, where asked) */
+    if (r == QKRT_OK && d->down == QK_FUSE_ALWAYS && !k->routed) {
+        const int fc = find_combine(ctx, b, d, true);
+        if (fc < 0) {
+            snprintf(err, err_size,
+                     "down: no moe_combine kernel computing its slots for %s%s%s that this "
+                     "device runs",
+                     d->format, d->variant[0] ? " " : "", d->variant);
+            return QKRT_ERROR_ARGUMENT;
+        }
+        k->combine = fc, k->down = -1, k->selected[2] = false;
     }
     if (r == QKRT_OK && err_size) err[0] = 0; /* a path given up for another is no error */
     return r;
@@ -391,6 +421,7 @@ static qkrt_result record_experts(qkrt_context *ctx, const qkrt_bundle *b, qk_mo
         const qk_bind bg[] = {{"g", B[B_G]}, {"u", B[B_U]}, {"y", B[B_ACT]}};
         if (r == QKRT_OK) r = add_op(ctx, b, L, c, k->glu, bg, 3, names, vals, 1, err, err_size);
     }
+    if (k->down < 0) return r; /* the combine computes the slots */
     if (r == QKRT_OK && takes_q8(b, k->down)) {
         const qk_bind bq[] = {{"x", B[B_ACT]}, {"xq", B[B_ACTQ]}};
         const int64_t vq[] = {d->F, P};
@@ -414,7 +445,16 @@ static qkrt_result record_combine(qkrt_context *ctx, const qkrt_bundle *b, qk_mo
     const int64_t vals[] = {d->H, d->T, d->top_k, eps_bits};
     const qk_bind bc[] = {{"slots", B[B_SLOTS]},  {"route_w", B[B_RW]},    {"y", B[B_Y]},
                           {"residual", B[B_RES]}, {"norm_w", B[B_NORM_W]}, {"normed", B[B_NORMED]}};
-    return add_op(ctx, b, L, c, L->k.combine, bc, 6, names, vals, 4, err, err_size);
+    if (L->k.down >= 0)
+        return add_op(ctx, b, L, c, L->k.combine, bc, 6, names, vals, 4, err, err_size);
+    /* the down projection inside: its weights, the activations and the ids */
+    static const char *const cnames[] = {"N", "T", "top_k", "eps_bits", "K", "E"};
+    const int64_t cvals[] = {d->H, d->T, d->top_k, eps_bits, d->F, d->E};
+    const qk_bind cb[] = {{"x", B[B_ACT]},        {"ids", B[B_IDS]},      {"route_w", B[B_RW]},
+                          {"y", B[B_Y]},          {"residual", B[B_RES]}, {"norm_w", B[B_NORM_W]},
+                          {"normed", B[B_NORMED]}};
+    step s = {L->k.combine, &L->wb[c][W_DOWN], 1, cb, 7, cnames, cvals, 6, true, NULL, 0};
+    return add(ctx, b, L, c, &s, err, err_size);
 }
 
 /* Copy c's chain: [quantize x,] router, top-k, the experts, combine. */
@@ -550,7 +590,9 @@ qkrt_result qk_moe_layer_create(qkrt_context *ctx, const qkrt_bundle *b, const q
                                 size_t err_size) {
     *out = NULL;
     const int gk = k->gate_up >= 0 ? k->gate_up : k->gate;
-    if (k->router < 0 || k->topk < 0 || k->down < 0 || k->combine < 0 || gk < 0 ||
+    const bool down_inside =
+        k->combine >= 0 && qkrt_bundle_kernel(b, (uint32_t)k->combine)->weights_layout[0];
+    if (k->router < 0 || k->topk < 0 || (k->down < 0) != down_inside || k->combine < 0 || gk < 0 ||
         (k->gate_up < 0 && k->glu < 0) || (k->routed && k->route < 0)) {
         snprintf(err, err_size, "a layer needs every kernel of its path");
         return QKRT_ERROR_ARGUMENT;
@@ -561,7 +603,8 @@ qkrt_result qk_moe_layer_create(qkrt_context *ctx, const qkrt_bundle *b, const q
                  d->F, d->E, d->top_k);
         return QKRT_ERROR_ARGUMENT;
     }
-    const qkrt_kernel_info *kd = qkrt_bundle_kernel(b, (uint32_t)k->down);
+    const qkrt_kernel_info *kd =
+        qkrt_bundle_kernel(b, (uint32_t)(down_inside ? k->combine : k->down));
     if (kd->block_elements && (d->H % kd->block_elements || d->F % kd->block_elements)) {
         snprintf(err, err_size,
                  "hidden %u and expert ffn %u must be multiples of the %s block (%u)", d->H, d->F,
@@ -745,7 +788,7 @@ qkrt_result qk_moe_layer_check(qkrt_context *ctx, qk_moe_layer *L, qk_moe_check 
     memset(c, 0, sizeof *c);
     const int gk = L->k.gate_up >= 0 ? L->k.gate_up : L->k.gate;
     c->bound_logits = bound_of(b, L->k.router);
-    c->bound = bound_of(b, gk) + bound_of(b, L->k.down);
+    c->bound = bound_of(b, gk) + bound_of(b, L->k.down >= 0 ? L->k.down : L->k.combine);
     outputs o = {malloc(4 * T * d->E), malloc(4 * P),        malloc(4 * P * d->F),
                  malloc(4 * P * d->H), malloc(4 * T * d->H), malloc(4 * T * d->H),
                  malloc(4 * P)};
@@ -760,10 +803,11 @@ qkrt_result qk_moe_layer_check(qkrt_context *ctx, qk_moe_layer *L, qk_moe_check 
         /* every copy holds the same weights: one reference for all */
         if (copy == 0) reference_of(L, &o, &ref);
         c->ids_match &= !memcmp(o.ids, ref.ids, 4 * P);
-        const double e[] = {
-            qk_nmse(o.logits, ref.logits, T * d->E), qk_nmse(o.rw, ref.rw, P),
-            qk_nmse(o.act, ref.act, P * d->F),       qk_nmse(o.slots, ref.slots, P * d->H),
-            qk_nmse(o.y, ref.y, T * d->H),           qk_nmse(o.normed, ref.normed, T * d->H)};
+        const double e[] = {qk_nmse(o.logits, ref.logits, T * d->E), qk_nmse(o.rw, ref.rw, P),
+                            qk_nmse(o.act, ref.act, P * d->F),
+                            /* down inside the combine: no slots in memory */
+                            L->k.down >= 0 ? qk_nmse(o.slots, ref.slots, P * d->H) : 0,
+                            qk_nmse(o.y, ref.y, T * d->H), qk_nmse(o.normed, ref.normed, T * d->H)};
         double *worst[] = {&c->logits, &c->route_w, &c->act, &c->slots, &c->y, &c->normed};
         for (int i = 0; i < 6; i++)
             *worst[i] = fmax(*worst[i], e[i]);

@@ -25,7 +25,8 @@ typedef struct qk_moe_kernels {
     int gate;         /* without a fused kernel: this plain one for gate and for up, */
     int glu;          /* and then the elementwise swiglu kernel */
     int down;         /* matvec_id / matmul_id: slots [T, top_k, H] = act Wd^T */
-    int combine;      /* moe_combine residual_rmsnorm */
+    int combine;      /* moe_combine residual_rmsnorm; with the down projection inside
+                         (slots computed) where down is -1 */
     bool routed;      /* the prefill path (route set; gate_up, gate and down are matmul_id) */
     bool selected[3]; /* router, gate/up, down came from the bundle's select table */
 } qk_moe_kernels;
@@ -38,7 +39,11 @@ typedef struct qk_moe_kernels {
  *   fused ones), apart the plain product twice and the swiglu kernel;
  * - the router: router_topk computing its logits (axis logits=computed;
  *   auto: on the decode path where the bundle has one for the format and
- *   shape), apart the router product and router_topk. */
+ *   shape), apart the router product and router_topk;
+ * - down and the combine: moe_combine computing its slots (axis
+ *   slots=computed, the down projection inside; always: on the decode path
+ *   where the bundle has one for the format), apart the down product and
+ *   moe_combine; auto keeps them apart. */
 typedef enum qk_fuse { QK_FUSE_AUTO, QK_FUSE_ALWAYS, QK_FUSE_NEVER } qk_fuse;
 
 /* A layer's problem: T tokens of hidden size H, E experts of F rows each, top_k per token. */
@@ -53,6 +58,7 @@ typedef struct qk_moe_layer_desc {
     uint32_t decode_max; /* the decode path up to this many tokens; 0: QK_MOE_DECODE_TOKENS */
     qk_fuse gate_up;     /* gate and up as one kernel (qk_moe_layer_pick) */
     qk_fuse router;      /* the router and top-k as one kernel (qk_moe_layer_pick) */
+    qk_fuse down;        /* down and the combine as one kernel (qk_moe_layer_pick) */
 } qk_moe_layer_desc;
 
 /* The kernels an engine would run for the layer: the bundle's select table

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Checks a `qkgen bench --layer --json` file against what the test asked.
 
-Arguments: the file, then FORMAT:T:PATH:GATE_UP[:ROUTER] entries, one per
-layer expected (PATH decode or prefill; GATE_UP fused or split; ROUTER fused,
-one router_topk kernel computing the logits, or split). Each layer must be
+Arguments: the file, then FORMAT:T:PATH:GATE_UP[:ROUTER[:DOWN]] entries, one
+per layer expected (PATH decode or prefill; GATE_UP fused or split; ROUTER
+fused, one router_topk kernel computing the logits, or split; DOWN fused, one
+moe_combine kernel computing the slots and no down product, or split). Each layer must be
 there once, correct, timed (us > 0, runs >= copies >= 1), on that path with
 its kernels (moe_route only on the prefill path; a gate_up kernel, or gate
 and swiglu), each dispatch timed in its stages. Exit 1 with the first violation."""
@@ -19,7 +20,8 @@ def main():
     if len(results) != len(wanted):
         sys.exit(f"{path}: {len(results)} layers, expected {len(wanted)}")
     for want in wanted:
-        fmt, tokens, route, gate_up, *router = want.split(":")
+        fmt, tokens, route, gate_up, *rest = want.split(":")
+        router, down = rest[:1], rest[1:2]
         found = [r for r in results if r["format"] == fmt and r["T"] == int(tokens)]
         if len(found) != 1:
             sys.exit(f"{want}: {len(found)} results")
@@ -45,7 +47,11 @@ def main():
             sys.exit(f"{want}: router {router[0]} but kernels {k}")
         if k["router"] == k["topk"] and "router_topk-computed" not in k["router"]:
             sys.exit(f"{want}: router and top-k one kernel that does not compute the logits")
-        expect = {"router", "topk", "down", "combine"}
+        if down and ("down" not in k) != (down[0] == "fused"):
+            sys.exit(f"{want}: down {down[0]} but kernels {k}")
+        if ("down" in k) == ("moe_combine-computed" in k["combine"]):
+            sys.exit(f"{want}: a down product and a combine computing the slots, or neither: {k}")
+        expect = {"router", "topk", "combine"} | ({"down"} if "down" in k else set())
         if not expect <= set(k):
             sys.exit(f"{want}: kernels {k} lack one of {sorted(expect)}")
     print(f"{len(results)} layers as expected")
