@@ -750,6 +750,23 @@ static bool moe_aux(const char *op) {
            !strcmp(op, "swiglu") || !strcmp(op, "quantize");
 }
 
+/* Whether v takes no weights, or weights of a format (and MLX scale type)
+ * that one of the model's operations runs: its winner's or its fallback's.
+ * The aux kernels that compute from weights (router_topk and moe_combine
+ * computing their inputs) are kept for those formats only. */
+static bool runs_format(const qk_variant *v, const qk_tune_outcome *oc, uint32_t n,
+                        const qk_tune_default *defs, uint32_t nd) {
+    if (v->format == &qk_format_none) return true;
+    for (uint32_t j = 0; j < n; j++)
+        if (oc[j].best && !strcmp(oc[j].c.format, v->format->name) &&
+            !strcmp(oc[j].c.format_variant, v->format->variant))
+            return true;
+    for (uint32_t d = 0; d < nd; d++)
+        if (!strcmp(defs[d].format, v->format->name) && !strcmp(defs[d].option, v->format->variant))
+            return true;
+    return false;
+}
+
 /* Whether v is winner's swiglu-fused form (the name + "_swiglu"). */
 static bool is_fused_sibling(const qk_variant *v, const char *winner) {
     size_t n = strlen(winner);
@@ -978,14 +995,15 @@ int cmd_build_tuned(qk_args *a) {
     /* A model with experts also gets what an engine runs around the tuned
      * products of its MoE layer (qkgen bench --layer records it so): the
      * router's top-k, the routing, the weighted sum and SwiGLU (a handful of
-     * small kernels), and each expert winner's swiglu-fused sibling, which
-     * computes gate and up at once. */
+     * small kernels; those with weights in the model's formats only), and
+     * each expert winner's swiglu-fused sibling, which computes gate and up
+     * at once. */
     bool moe = false;
     for (uint32_t i = 0; i < nmc; i++)
         moe |= !strcmp(mc[i].family, "matvec_id") || !strcmp(mc[i].family, "matmul_id");
     for (uint32_t i = 0; moe && rc == QK_EXIT_OK && i < plan.variant_count; i++) {
         const qk_variant *v = &plan.variants[i];
-        if (moe_aux(v->kernel->family)) want[i] = true;
+        if (moe_aux(v->kernel->family) && runs_format(v, oc, n, defs, nd)) want[i] = true;
         for (uint32_t j = 0; j < n && !want[i]; j++)
             want[i] = oc[j].best && is_fused_sibling(v, oc[j].best->variant);
     }

@@ -76,6 +76,11 @@ assert kernels <= names, kernels - names
 ks = manifest_view.kernels(m)  # each kernel with the fields of its module
 fams = {k["family"] for k in ks}
 assert {"router_topk", "moe_route", "moe_combine"} <= fams, fams
+# those with weights in the model's one format only (router_topk and moe_combine computing
+# their inputs): no aux kernel of another format
+others = sorted(k["name"] for k in ks if k.get("format", "none") not in ("none", "q4_0"))
+assert not others, others
+assert any(k["name"].startswith("moe_combine-computed_q4_0") for k in ks), "no computed combine"
 print(len(cases), "cases tuned,", len(ops), "fallbacks,", len(names), "kernels in the bundle")
 PY
 # the layer of the tiny model from the tuned bundle alone, its products selected
