@@ -17,8 +17,8 @@ static bool parse_format(const char *format, uint32_t *bits, uint32_t *group) {
 
 bool qk_kernel_fits(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t T, uint32_t E,
                     uint32_t top_k, uint32_t ne11, uint32_t max_per_expert) {
-    static const char *const names[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
-    const int64_t values[] = {M, K, T, E, top_k, ne11, max_per_expert};
+    static const char *const names[] = {"M", "N", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
+    const int64_t values[] = {M, M, K, T, E, top_k, ne11, max_per_expert};
     qkrt_shape s = QK_SHAPE(names, values);
     for (uint32_t i = 0; i < k->constraint_count; i++) {
         bool ok = false;

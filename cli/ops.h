@@ -42,7 +42,8 @@ static inline void qk_slots_use(qkrt_dispatch *d, qk_slots *s, uint32_t nbuf, ui
     ((qkrt_shape){sizeof(names) / sizeof((names)[0]), (names), (values)})
 
 /* Whether a shape (M, K, T and, for MoE kernels, E, top_k, ne11 and
- * max_per_expert) meets every constraint of kernel k. */
+ * max_per_expert) meets every constraint of kernel k; M is also N, the row
+ * length of the kernels that name their output's width so (moe_combine). */
 bool qk_kernel_fits(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t T, uint32_t E,
                     uint32_t top_k, uint32_t ne11, uint32_t max_per_expert);
 

@@ -111,40 +111,34 @@ static qkrt_result pick_experts(qkrt_context *ctx, const qkrt_bundle *b, const q
     return QKRT_ERROR_ARGUMENT;
 }
 
-/* The renormalising router_topk kernel that this device runs: with the
- * router's mat-vec inside (logits computed: weights of the layer's format,
- * the shape within its constraints), or reading the logits (given). */
-static int find_topk(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
-                     bool computed) {
+/* The layer's kernel of family (router_topk renorm, moe_combine
+ * residual_rmsnorm) that this device runs: computing its input from weights
+ * of the layer's format (the router's logits, M x K = E x H; the combine's
+ * slots, H x F), the layer's shape within its constraints; or reading that
+ * input (given). */
+static int find_aux(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                    const char *family, const char *fusion, bool computed, uint32_t M, uint32_t K) {
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if (strcmp(k->family, "router_topk") || strcmp(k->fusion, "renorm") ||
+        if (strcmp(k->family, family) || strcmp(k->fusion, fusion) ||
             (k->weights_layout[0] != 0) != computed)
             continue;
         if (computed && (strcmp(k->format, d->format) || strcmp(k->format_variant, d->variant) ||
-                         !qk_kernel_fits(k, 0, d->H, d->T, d->E, d->top_k, 1, 0)))
+                         !qk_kernel_fits(k, M, K, d->T, d->E, d->top_k, 1, 0)))
             continue;
         if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
     }
     return -1;
 }
 
-/* The moe_combine residual_rmsnorm kernel that this device runs: with the
- * down projection inside (slots computed: weights of the layer's format, the
- * expert ffn whole blocks), or reading the slots (given). */
+static int find_topk(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                     bool computed) {
+    return find_aux(ctx, b, d, "router_topk", "renorm", computed, d->E, d->H);
+}
+
 static int find_combine(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
                         bool computed) {
-    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
-        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if (strcmp(k->family, "moe_combine") || strcmp(k->fusion, "residual_rmsnorm") ||
-            (k->weights_layout[0] != 0) != computed)
-            continue;
-        if (computed && (strcmp(k->format, d->format) || strcmp(k->format_variant, d->variant) ||
-                         !k->block_elements || d->F % k->block_elements))
-            continue;
-        if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
-    }
-    return -1;
+    return find_aux(ctx, b, d, "moe_combine", "residual_rmsnorm", computed, d->H, d->F);
 }
 
 qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,

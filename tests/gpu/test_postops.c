@@ -172,9 +172,9 @@ static void test_combine_computed(qkrt_context *ctx, const qkrt_bundle *b, uint3
                     dup |= ids[t * TK + j] == ids[t * TK + s];
             } while (dup);
         }
-    ids[0] = (int32_t)(E - 1); /* the last expert's rows */
-    for (uint32_t s = 1; s < TK; s++)
-        if (ids[s] == (int32_t)(E - 1)) ids[s] = 0;
+    for (uint32_t s = 1; s < TK; s++) /* the last expert's rows, in slot 0 */
+        if (ids[s] == (int32_t)(E - 1)) ids[s] = ids[0];
+    ids[0] = (int32_t)(E - 1);
     float *x = malloc(4 * nx), *rw = malloc(4 * np), *resid = malloc(4 * ny), *nw = malloc(4 * N);
     float *y = malloc(4 * ny), *normed = malloc(4 * ny);
     double *xd = malloc(8 * nx), *rwd = malloc(8 * np), *rd = malloc(8 * ny), *nwd = malloc(8 * N);
