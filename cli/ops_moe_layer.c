@@ -115,9 +115,12 @@ static qkrt_result pick_experts(qkrt_context *ctx, const qkrt_bundle *b, const q
  * residual_rmsnorm) that this device runs: computing its input from weights
  * of the layer's format (the router's logits, M x K = E x H; the combine's
  * slots, H x F), the layer's shape within its constraints; or reading that
- * input (given). */
+ * input (given). Of several computing ones, the first of precision class
+ * prefer (the class of the product it replaces; NULL: any). */
 static int find_aux(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
-                    const char *family, const char *fusion, bool computed, uint32_t M, uint32_t K) {
+                    const char *family, const char *fusion, bool computed, uint32_t M, uint32_t K,
+                    const char *prefer) {
+    int first = -1;
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (strcmp(k->family, family) || strcmp(k->fusion, fusion) ||
@@ -126,19 +129,24 @@ static int find_aux(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_
         if (computed && (strcmp(k->format, d->format) || strcmp(k->format_variant, d->variant) ||
                          !qk_kernel_fits(k, M, K, d->T, d->E, d->top_k, 1, 0)))
             continue;
-        if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
+        if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) continue;
+        if (!prefer || !strcmp(k->precision, prefer)) return (int)i;
+        if (first < 0) first = (int)i;
     }
-    return -1;
+    return first;
 }
 
 static int find_topk(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
                      bool computed) {
-    return find_aux(ctx, b, d, "router_topk", "renorm", computed, d->E, d->H);
+    return find_aux(ctx, b, d, "router_topk", "renorm", computed, d->E, d->H, NULL);
 }
 
+/* computed: the down projection inside, of the precision class of down (the
+ * down product's kernel) where the bundle has one */
 static int find_combine(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
-                        bool computed) {
-    return find_aux(ctx, b, d, "moe_combine", "residual_rmsnorm", computed, d->H, d->F);
+                        bool computed, int down) {
+    const char *prefer = down >= 0 ? qkrt_bundle_kernel(b, (uint32_t)down)->precision : NULL;
+    return find_aux(ctx, b, d, "moe_combine", "residual_rmsnorm", computed, d->H, d->F, prefer);
 }
 
 qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
@@ -158,7 +166,7 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         return QKRT_ERROR_ARGUMENT;
     }
     k->topk = fused >= 0 ? fused : find_topk(ctx, b, d, false);
-    k->combine = find_combine(ctx, b, d, false);
+    k->combine = find_combine(ctx, b, d, false, -1);
     if (k->topk < 0 || k->combine < 0) {
         snprintf(err, err_size, "the bundle has no %s kernel that this device runs",
                  k->topk < 0 ? "router_topk renorm" : "moe_combine residual_rmsnorm");
@@ -183,7 +191,7 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     }
     /* down inside the combine (on the decode path, where asked) */
     if (r == QKRT_OK && d->down == QK_FUSE_ALWAYS && !k->routed) {
-        const int fc = find_combine(ctx, b, d, true);
+        const int fc = find_combine(ctx, b, d, true, k->down);
         if (fc < 0) {
             snprintf(err, err_size,
                      "down: no moe_combine kernel computing its slots for %s%s%s that this "

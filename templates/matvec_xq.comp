@@ -56,6 +56,15 @@
 // matvec_xq_split: grid z is one of SK runs of K, and the splits' sums meet
 // in qk_lanes_store).
 
+// moe_combine's lanes form (slots: lanes in specs/kernels/moe_combine.yaml):
+// the MoE form's down projection, its N rows weighted and summed over each
+// token's top_k pairs, the residual added and the row normalised, all in the
+// store (include/combine_lanes.glsl).
+#ifdef AXIS_slots_lanes
+#define QK_MV_M pc.N
+#define QK_MV_NE11 pc.top_k
+#endif
+
 #include "include/dot8.glsl"
 #include "include/q8.glsl"
 #include "include/matvec_lanes.glsl"
@@ -164,7 +173,7 @@ void main() {
     uint xrow[NR1]; // each column's q8 row
     [[unroll]] for (uint t = 0; t < NR1; t++) xrow[t] = qk_q8_row(toks[t]);
 #endif
-#if defined(BINDING_scratch)
+#if defined(BINDING_scratch) && !defined(AXIS_slots_lanes)
     // split K: split z of SK takes an equal run of the chunks
     const uint per = (nchunks + SK - 1u) / SK, kbeg = min(gl_WorkGroupID.z * per, nchunks);
     const uint kend = min(kbeg + per, nchunks);

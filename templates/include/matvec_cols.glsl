@@ -7,6 +7,14 @@
 
 #include "include/act.glsl"
 
+// The product's rows and the activation rows per token: M and ne11, but in a
+// template that names them otherwise (moe_combine's lanes form: N rows, each
+// pair its own activations).
+#ifndef QK_MV_M
+#define QK_MV_M pc.M
+#define QK_MV_NE11 pc.ne11
+#endif
+
 // Column setup for the workgroup whose first column is tok0: toks[t] is the
 // element offset of column t's activation row, ncols the number of columns
 // that exist; returns the first block of the weights to read. Rows of tokens
@@ -30,14 +38,14 @@ uint qk_mv_columns(uint tok0, out uint toks[NR1], out uint ncols) {
     [[unroll]] for (uint t = 0; t < NR1; t++) {
         const uint c = min(tok0 + t, max(ncols, 1u) - 1u);
         const uint p = min(ids[e * pc.max_per_expert + c], npairs - 1u);
-        toks[t] = (p / pc.top_k * pc.ne11 + p % pc.top_k % pc.ne11) * K;
+        toks[t] = (p / pc.top_k * QK_MV_NE11 + p % pc.top_k % QK_MV_NE11) * K;
     }
-    return e * pc.M * (K / QK);
+    return e * QK_MV_M * (K / QK);
 #elif defined(BINDING_ids)
     const uint tok = tok0 / pc.top_k, slot = tok0 % pc.top_k;
     ncols = pc.T * pc.top_k;
-    toks[0] = (tok * pc.ne11 + slot % pc.ne11) * K;
-    return uint(clamp(ids[tok0], 0, int(pc.E) - 1)) * pc.M * (K / QK);
+    toks[0] = (tok * QK_MV_NE11 + slot % QK_MV_NE11) * K;
+    return uint(clamp(ids[tok0], 0, int(pc.E) - 1)) * QK_MV_M * (K / QK);
 #else
     ncols = pc.T;
     [[unroll]] for (uint t = 0; t < NR1; t++) toks[t] = min(tok0 + t, pc.T - 1u) * K;

@@ -33,11 +33,13 @@ bool qk_lanes_setup(uint lid, out uint rowblk[NR0], out uint toks[NR1], out uint
     const uint row0 = (gl_WorkGroupID.x * RG + lid / TPR) * NR0, tok0 = gl_WorkGroupID.y * NR1;
     const uint expert_blk = qk_mv_columns(tok0, toks, ncols);
     [[unroll]] for (uint r = 0; r < NR0; r++)
-        rowblk[r] = expert_blk + min(row0 + r, pc.M - 1u) * (pc.K / QK);
+        rowblk[r] = expert_blk + min(row0 + r, QK_MV_M - 1u) * (pc.K / QK);
     return tok0 < ncols;
 }
 
-#if defined(BINDING_scratch)
+#if defined(AXIS_slots_lanes)
+#include "include/combine_lanes.glsl"
+#elif defined(BINDING_scratch)
 #include "include/split_k.glsl"
 #endif
 
@@ -51,7 +53,7 @@ bool qk_lanes_setup(uint lid, out uint rowblk[NR0], out uint toks[NR1], out uint
 // result does not depend on the order of arrival, writes y and sets the
 // counter back to zero for the next dispatch.
 void qk_lanes_store(uint lid, float acc[QK_LANES_ROWS][NR1], uint ncols) {
-    const uint M = pc.M, tok0 = gl_WorkGroupID.y * NR1;
+    const uint M = QK_MV_M, tok0 = gl_WorkGroupID.y * NR1;
     [[unroll]] for (uint s = 0; s < QK_LANES_ROWS; s++)
         [[unroll]] for (uint t = 0; t < NR1; t++) qk_red[s * NR1 + t][lid] = acc[s][t];
     barrier();
@@ -65,13 +67,17 @@ void qk_lanes_store(uint lid, float acc[QK_LANES_ROWS][NR1], uint ncols) {
         sum = qk_fuse_swiglu(sum, up);
 #endif
         const uint r = (gl_WorkGroupID.x * RG + g) * NR0 + rt / NR1, t = tok0 + rt % NR1;
-#if defined(BINDING_scratch)
+#if defined(AXIS_slots_lanes)
+        if (r < M) qk_combine_put(t, r, sum);
+#elif defined(BINDING_scratch)
         if (r < M && t < ncols) scratch[(gl_WorkGroupID.z * ncols + t) * M + r] = floatBitsToUint(sum);
 #else
         if (r < M && t < ncols) y[qk_mv_out(t) * M + r] = sum;
 #endif
     }
-#if defined(BINDING_scratch)
+#if defined(AXIS_slots_lanes)
+    qk_combine_finish(lid, tok0);
+#elif defined(BINDING_scratch)
     const uint counter = SK * ncols * M + gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (!qk_split_last(counter)) return;
     for (uint o = lid; o < RG * NR0 * NR1; o += WG) {

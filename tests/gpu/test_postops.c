@@ -144,13 +144,34 @@ static void test_combine(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, u
     free(sd), free(wd), free(rd), free(nwd), free(yref), free(nref);
 }
 
-/* The combine with the down projection inside (slots computed): E experts of
- * N rows of K in the kernel's format, top_k distinct experts a token, x the
- * pairs' inputs [T, top_k, K]; y and the RMSNorm against the float64 MoE
- * mat-vec reference followed by qk_ref_combine. */
+/* The combine with the down projection inside (slots computed, or on the
+ * int8-dot lanes): E experts of N rows of K in the kernel's format, top_k
+ * distinct experts a token, x the pairs' inputs [T, top_k, K]; y and the
+ * RMSNorm against the float64 MoE mat-vec reference (on x rounded to 8 bits
+ * where the kernel so rounds it) followed by qk_ref_combine, within the
+ * kernel's precision class's bound. A shape outside the kernel's
+ * constraints is skipped, said so. */
 static void test_combine_computed(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
                                   uint32_t N, uint32_t K, uint32_t E, uint32_t TK) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    if (!qk_kernel_fits(k, N, K, T, E, TK, 1, 0)) {
+        printf("skip %s T=%u N=%u K=%u E=%u top_k=%u: outside its constraints\n", k->name, T, N, K,
+               E, TK);
+        return;
+    }
+    const float eps = 1e-6f;
+    uint32_t eps_bits;
+    memcpy(&eps_bits, &eps, 4);
+    const char *names[] = {"N", "T", "top_k", "eps_bits", "K", "E"};
+    int64_t vals[] = {N, T, TK, eps_bits, K, E};
+    qkrt_shape shape = {6, names, vals};
+    size_t scratch_bytes = 0;
+    char why[256];
+    if (!qk_scratch_bytes(k, &shape, &scratch_bytes, why, sizeof why)) {
+        printf("FAIL %s: %s\n", k->name, why);
+        g_fail++;
+        return;
+    }
     qk_weights w;
     if (!qk_random_weights(k->format, k->format_variant, E * N, K, &g_rng, &w)) {
         printf("FAIL %s: no reference for format %s\n", k->name, k->format);
@@ -179,29 +200,25 @@ static void test_combine_computed(qkrt_context *ctx, const qkrt_bundle *b, uint3
     float *y = malloc(4 * ny), *normed = malloc(4 * ny);
     double *xd = malloc(8 * nx), *rwd = malloc(8 * np), *rd = malloc(8 * ny), *nwd = malloc(8 * N);
     double *sd = malloc(8 * np * N), *yref = malloc(8 * ny), *nref = malloc(8 * ny);
-    uint32_t *scratch = calloc(T + ny, 4); /* the counters zero, as the kernel needs */
+    uint32_t *scratch = calloc(scratch_bytes / 4, 4); /* the counters zero, as the kernel needs */
     rnd_fill(x, xd, nx, 1.0), rnd_fill(rw, rwd, np, 1.0);
     rnd_fill(resid, rd, ny, 1.0), rnd_fill(nw, nwd, N, 1.0);
-    const float eps = 1e-6f;
-    uint32_t eps_bits;
-    memcpy(&eps_bits, &eps, 4);
+    if (qk_rounds_x8(k)) qk_round_x8(xd, x, nx);
     host_buf hb[] = {{"x", x, 4 * nx, false},
                      {"ids", ids, 4 * np, false},
-                     {"scratch", scratch, 4 * (T + ny), false},
+                     {"scratch", scratch, scratch_bytes, false},
                      {"route_w", rw, 4 * np, false},
                      {"y", y, 4 * ny, true},
                      {"residual", resid, 4 * ny, false},
                      {"norm_w", nw, 4 * N, false},
                      {"normed", normed, 4 * ny, true}};
-    const char *names[] = {"N", "T", "top_k", "eps_bits", "K", "E"};
-    int64_t vals[] = {N, T, TK, eps_bits, K, E};
     if (run_host(ctx, b, ki, &w, hb, 8, names, vals, 6) &&
         qk_ref_matvec_id(experts, NULL, ids, xd, N, K, T, TK, TK, sd)) {
         qk_ref_combine(sd, rwd, rd, nwd, eps, T, TK, N, yref, nref);
         char what[256];
         snprintf(what, sizeof what, "%s T=%u N=%u K=%u E=%u top_k=%u", k->name, T, N, K, E, TK);
-        check_nmse(what, y, yref, ny, 1e-6);
-        check_nmse(what, normed, nref, ny, 1e-6);
+        check_nmse(what, y, yref, ny, qk_nmse_bound(k));
+        check_nmse(what, normed, nref, ny, qk_nmse_bound(k));
     }
     qk_free_weights(&w);
     free(experts), free(ids), free(x), free(rw), free(resid), free(nw), free(y), free(normed);
@@ -304,6 +321,8 @@ int main(int argc, char **argv) {
                 test_combine_computed(ctx, b, ki, 1, 2048, 768 / qk * qk, 16, 8);
                 test_combine_computed(ctx, b, ki, 3, 37, 5 * qk, 6, 2);
                 test_combine_computed(ctx, b, ki, 2, 301, 4 * qk, 9, 3);
+                /* the lanes form's chunks (64 or 128) need K = 6 blocks of 32 */
+                test_combine_computed(ctx, b, ki, 5, 130, 6 * qk, 12, 4);
                 break;
             }
             test_combine(ctx, b, ki, 1, 257, 4);

@@ -4,7 +4,8 @@
 Arguments: the file, then FORMAT:T:PATH:GATE_UP[:ROUTER[:DOWN]] entries, one
 per layer expected (PATH decode or prefill; GATE_UP fused or split; ROUTER
 fused, one router_topk kernel computing the logits, or split; DOWN fused, one
-moe_combine kernel computing the slots and no down product, or split). Each layer must be
+moe_combine kernel computing the slots and no down product, lanes, that kernel
+on the int8-dot lanes, or split). Each layer must be
 there once, correct, timed (us > 0, runs >= copies >= 1), on that path with
 its kernels (moe_route only on the prefill path; a gate_up kernel, or gate
 and swiglu), each dispatch timed in its stages. Exit 1 with the first violation."""
@@ -47,9 +48,11 @@ def main():
             sys.exit(f"{want}: router {router[0]} but kernels {k}")
         if k["router"] == k["topk"] and "router_topk-computed" not in k["router"]:
             sys.exit(f"{want}: router and top-k one kernel that does not compute the logits")
-        if down and ("down" not in k) != (down[0] == "fused"):
+        if down and ("down" not in k) != (down[0] in ("fused", "lanes")):
             sys.exit(f"{want}: down {down[0]} but kernels {k}")
-        if ("down" in k) == ("moe_combine-computed" in k["combine"]):
+        if down and (down[0] == "lanes") != ("moe_combine-lanes" in k["combine"]):
+            sys.exit(f"{want}: down {down[0]} but combine {k['combine']}")
+        if ("down" in k) == k["combine"].startswith("moe_combine-"):
             sys.exit(f"{want}: a down product and a combine computing the slots, or neither: {k}")
         expect = {"router", "topk", "combine"} | ({"down"} if "down" in k else set())
         if not expect <= set(k):
