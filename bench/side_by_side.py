@@ -122,13 +122,15 @@ def main():
     t = layer(os.path.join(d, "layer"))
     if t:
         out += ["### The MoE layer", ""] + t + [""]
-    # further layer calls of the same day beside it: layer-NAME/, each with
-    # its own peer run (a folder of call logs without layer.json is skipped)
+    # further layers of the same day beside it: layer-NAME/, another call or
+    # another path of the same call (the folder's notes.md says which), each
+    # with the peer's run of its call (a folder of call logs without
+    # layer.json is skipped)
     for sub in sorted(glob.glob(os.path.join(d, "layer-*", ""))):
         t = layer(sub, intro=False)
         if t:
             name = os.path.basename(os.path.normpath(sub))
-            out += [f"### The MoE layer, another call (`{name}/`)", ""] + t + [""]
+            out += [f"### The MoE layer (`{name}/`)", ""] + t + [""]
     print("\n".join(out).rstrip())
 
 
