@@ -219,13 +219,14 @@ static int bench_finish(qkrt_context *ctx, qkrt_bundle *b, const char *json, qk_
     return rc;
 }
 
-/* --gate-up, --router and --down: auto (also when not given), fused or split; -1
- * for anything else. */
-static int fusion_mode(const char *s) {
-    return !s || !strcmp(s, "auto") ? QK_FUSE_AUTO
-           : !strcmp(s, "fused")    ? QK_FUSE_ALWAYS
-           : !strcmp(s, "split")    ? QK_FUSE_NEVER
-                                    : -1;
+/* --gate-up, --router and --down: auto (also when not given), fused or split,
+ * and for --router ranked; -1 for anything else. */
+static int fusion_mode(const char *s, bool router) {
+    return !s || !strcmp(s, "auto")         ? QK_FUSE_AUTO
+           : !strcmp(s, "fused")            ? QK_FUSE_ALWAYS
+           : !strcmp(s, "split")            ? QK_FUSE_NEVER
+           : router && !strcmp(s, "ranked") ? QK_FUSE_RANKED
+                                            : -1;
 }
 
 int cmd_bench(qk_args *a) {
@@ -247,7 +248,7 @@ int cmd_bench(qk_args *a) {
                  "       qkgen bench --layer [--formats A,B] [--tokens T1,T2,...] [--m F --k H]\n"
                  "                   [--experts E --top-k N] [--runs N] [--warmup-ms MS]\n"
                  "                   [--decode-tokens N] [--gate-up auto|fused|split]\n"
-                 "                   [--router auto|fused|split] [--down auto|fused|split]\n"
+                 "                   [--router auto|fused|split|ranked] [--down auto|fused|split]\n"
                  "                   [--rotate-mb MB] [--json FILE] [--seed N]\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
@@ -286,9 +287,9 @@ int cmd_bench(qk_args *a) {
                  "--layer times a whole MoE feed-forward layer as an engine records it, in one\n"
                  "command buffer a run: the router product (mat-vec; matmul past 8 tokens;\n"
                  "its weights in the layer's format, qkgen having no float weight format),\n"
-                 "router_topk (softmax, top-k, renormalised; up to 8 tokens one kernel with\n"
-                 "the router's mat-vec inside where the bundle has it), past 8 tokens\n"
-                 "moe_route and the\n"
+                 "router_topk (softmax, top-k, renormalised; up to 8 tokens inside gate/up\n"
+                 "or with the router's mat-vec inside, where the bundle has them: --router),\n"
+                 "past 8 tokens moe_route and the\n"
                  "expert products as matmul_id through indirect dispatch (else mat-vecs with\n"
                  "ids), gate/up with SwiGLU (one fused kernel where the bundle has it, else\n"
                  "gate, up and the swiglu kernel), down, and moe_combine with the residual\n"
@@ -312,8 +313,11 @@ int cmd_bench(qk_args *a) {
                  "product twice and the swiglu kernel; auto (the default) as said above.\n"
                  "--router fused runs the router's mat-vec inside router_topk (axis\n"
                  "logits=computed: one dispatch instead of two), split as the router product\n"
-                 "and router_topk; auto (the default) fuses them on the decode path where the\n"
-                 "bundle has the fused kernel for the format.\n"
+                 "and router_topk; ranked runs the router product and then the gate/up\n"
+                 "kernel's ranked form (routing=ranked), which ranks the logits itself and\n"
+                 "writes the ids and routing weights: no top-k dispatch; auto (the default),\n"
+                 "on the decode path, ranked where the bundle has the ranked form, else fused\n"
+                 "where it has the fused kernel for the format.\n"
                  "--down fused runs the down projection inside moe_combine on the decode path\n"
                  "(axis slots=computed: one dispatch instead of two, the slots never in\n"
                  "memory), split as the down product and moe_combine; auto (the default)\n"
@@ -369,9 +373,11 @@ int cmd_bench(qk_args *a) {
     if ((decode_max || gate_up || router || down) && !layer)
         return qk_usage_error(a->cmd,
                               "--decode-tokens, --gate-up, --router and --down are for --layer");
-    const int rt = fusion_mode(router), gu = fusion_mode(gate_up), dn = fusion_mode(down);
+    const int rt = fusion_mode(router, true), gu = fusion_mode(gate_up, false);
+    const int dn = fusion_mode(down, false);
     if (dn < 0) return qk_usage_error(a->cmd, "--down: '%s' is not auto, fused or split", down);
-    if (rt < 0) return qk_usage_error(a->cmd, "--router: '%s' is not auto, fused or split", router);
+    if (rt < 0)
+        return qk_usage_error(a->cmd, "--router: '%s' is not auto, fused, split or ranked", router);
     if (gu < 0)
         return qk_usage_error(a->cmd, "--gate-up: '%s' is not auto, fused or split", gate_up);
     if (layer && (strcmp(family, "all") || filter || all || best_only || time_wrong))

@@ -774,6 +774,14 @@ static bool is_fused_sibling(const qk_variant *v, const char *winner) {
            !strcmp(v->name + n, "_swiglu");
 }
 
+/* Whether v is the ranked form of winner's swiglu-fused sibling (the
+ * router's top-k inside, qk_ranked_name: `qkgen bench --layer --router
+ * ranked` runs it). */
+static bool is_ranked_sibling(const qk_variant *v, const char *winner) {
+    char name[300];
+    return v->fusion && qk_ranked_name(winner, name, sizeof name) && !strcmp(v->name, name);
+}
+
 static bool model_has(const qk_model_case *mc, uint32_t n, const qk_tune_case *c) {
     for (uint32_t i = 0; i < n; i++)
         if (!strcmp(mc[i].family, c->op) && !strcmp(mc[i].format, c->format) && mc[i].m == c->M &&
@@ -997,7 +1005,8 @@ int cmd_build_tuned(qk_args *a) {
      * router's top-k, the routing, the weighted sum and SwiGLU (a handful of
      * small kernels; those with weights in the model's formats only), and
      * each expert winner's swiglu-fused sibling, which computes gate and up
-     * at once. */
+     * at once, and that sibling's ranked form, which ranks the router's
+     * logits itself. */
     bool moe = false;
     for (uint32_t i = 0; i < nmc; i++)
         moe |= !strcmp(mc[i].family, "matvec_id") || !strcmp(mc[i].family, "matmul_id");
@@ -1005,7 +1014,8 @@ int cmd_build_tuned(qk_args *a) {
         const qk_variant *v = &plan.variants[i];
         if (moe_aux(v->kernel->family) && runs_format(v, oc, n, defs, nd)) want[i] = true;
         for (uint32_t j = 0; j < n && !want[i]; j++)
-            want[i] = oc[j].best && is_fused_sibling(v, oc[j].best->variant);
+            want[i] = oc[j].best && (is_fused_sibling(v, oc[j].best->variant) ||
+                                     is_ranked_sibling(v, oc[j].best->variant));
     }
     if (rc == QK_EXIT_OK && !build_chosen(&specs, &plan, want, specialize, spec_dir, set_path,
                                           templates, out, name, quiet, &st, &e)) {

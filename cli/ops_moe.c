@@ -165,6 +165,17 @@ bool qk_ref_matvec_id(const qk_weights *experts, const qk_weights *up, const int
     return ok;
 }
 
+bool qk_ranked_name(const char *name, char *out, size_t out_size) {
+    const char *at = strstr(name, "-ids_");
+    if (!at) at = strstr(name, "-ids-");
+    if (!at) return false;
+    const size_t n = strlen(name), tail = strlen("_swiglu");
+    const bool fused = n >= tail && !strcmp(name + n - tail, "_swiglu");
+    int w = snprintf(out, out_size, "%.*s-ranked%s%s", (int)(at - name), name, at + 4,
+                     fused ? "" : "_swiglu");
+    return w > 0 && (size_t)w < out_size;
+}
+
 void qk_ref_router(const double *logits, uint32_t T, uint32_t E, uint32_t top_k, bool renorm,
                    int32_t *ids, double *w) {
     bool *taken = malloc(E);

@@ -58,6 +58,12 @@ bool qk_ref_matvec_id(const qk_weights *experts, const qk_weights *up, const int
                       const double *x, uint32_t M, uint32_t K, uint32_t T, uint32_t top_k,
                       uint32_t ne11, double *y);
 
+/* The name of the ranked form (routing ranked, family matvec_id_ranked: the
+ * router's top-k inside) of matvec_id kernel `name` with the swiglu fusion:
+ * its routing value "-ids" read "-ranked", and "_swiglu" at the end where
+ * name lacks it. False when name has no "-ids" value or out is too small. */
+bool qk_ranked_name(const char *name, char *out, size_t out_size);
+
 /* silu(g) * u in float64. */
 double qk_ref_swiglu(double g, double u);
 

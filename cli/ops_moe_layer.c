@@ -189,6 +189,34 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         k->routed = false, k->route = -1;
         r = pick_experts(ctx, b, d, k, err, err_size);
     }
+    /* the top-k inside gate/up (on the decode path; where asked, or by
+     * default where the bundle has it): the gate/up kernel's ranked form,
+     * after the router's plain product */
+    if (r == QKRT_OK && (d->router == QK_FUSE_RANKED || d->router == QK_FUSE_AUTO) && !k->routed) {
+        char name[300] = "";
+        int rk = -1;
+        if (k->gate_up >= 0 &&
+            qk_ranked_name(qkrt_bundle_kernel(b, (uint32_t)k->gate_up)->name, name, sizeof name))
+            rk = qkrt_bundle_find(b, name);
+        if (rk >= 0 && (qkrt_kernel_check(ctx, b, (uint32_t)rk) != QKRT_OK ||
+                        !qk_kernel_fits(qkrt_bundle_kernel(b, (uint32_t)rk), d->F, d->H, d->T, d->E,
+                                        d->top_k, 1, d->T)))
+            rk = -1;
+        if (rk < 0 && d->router == QK_FUSE_RANKED) {
+            snprintf(err, err_size,
+                     "router: the gate/up kernel %s has no ranked form (%s) that this device "
+                     "runs at the layer's shape",
+                     k->gate_up >= 0 ? qkrt_bundle_kernel(b, (uint32_t)k->gate_up)->name
+                                     : "(gate and up apart)",
+                     name[0] ? name : "none");
+            return QKRT_ERROR_ARGUMENT;
+        }
+        if (rk >= 0 && k->router == k->topk) /* the router's plain product instead */
+            k->router = pick_product(ctx, b, d, "matvec", "none", d->E, d->H, 1, d->T,
+                                     &k->selected[0], err, err_size);
+        if (rk >= 0 && k->router < 0) return QKRT_ERROR_ARGUMENT;
+        if (rk >= 0) k->gate_up = rk, k->topk = -1, k->ranked = true;
+    }
     /* down inside the combine (on the decode path, where asked) */
     if (r == QKRT_OK && d->down == QK_FUSE_ALWAYS && !k->routed) {
         const int fc = find_combine(ctx, b, d, true, k->down);
@@ -312,12 +340,12 @@ static qkrt_result add_product(qkrt_context *ctx, const qkrt_bundle *b, qk_moe_l
                                size_t err_size) {
     qkrt_buffer **B = L->buf;
     const bool routed = L->k.routed && ki != L->k.router;
-    const qk_bind binds[] = {{"x", B[x]},
-                             {"xq", B[xq]},
-                             {"ids", B[routed ? B_RIDS : B_IDS]},
-                             {"tpe", B[B_TPE]},
-                             {"y", B[y]}};
-    step s = {ki,         mats, nmats,     binds,   5,
+    /* (logits and route_w: the ranked form's, which writes ids and route_w) */
+    const qk_bind binds[] = {
+        {"x", B[x]},         {"xq", B[xq]}, {"ids", B[routed ? B_RIDS : B_IDS]},
+        {"tpe", B[B_TPE]},   {"y", B[y]},   {"logits", B[B_LOGITS]},
+        {"route_w", B[B_RW]}};
+    step s = {ki,         mats, nmats,     binds,   7,
               prod_names, vals, PROD_VARS, depends, routed ? B[B_DISP] : NULL,
               offset};
     return add(ctx, b, L, c, &s, err, err_size);
@@ -367,6 +395,7 @@ static qkrt_result record_router(qkrt_context *ctx, const qkrt_bundle *b, qk_moe
     prod_values(vr, d->E, d->H, d, 1);
     qkrt_result r = add_product(ctx, b, L, c, L->k.router, &L->wb[c][W_ROUTER], 1, B_X, B_XQ,
                                 B_LOGITS, vr, x_quantized(b, &L->k), 0, err, err_size);
+    if (L->k.ranked) return r; /* gate/up ranks the logits */
     static const char *const names[] = {"E", "T", "top_k"};
     const int64_t vals[] = {d->E, d->T, d->top_k};
     qkrt_buffer **B = L->buf;
@@ -594,7 +623,8 @@ qkrt_result qk_moe_layer_create(qkrt_context *ctx, const qkrt_bundle *b, const q
     const int gk = k->gate_up >= 0 ? k->gate_up : k->gate;
     const bool down_inside =
         k->combine >= 0 && qkrt_bundle_kernel(b, (uint32_t)k->combine)->weights_layout[0];
-    if (k->router < 0 || k->topk < 0 || (k->down < 0) != down_inside || k->combine < 0 || gk < 0 ||
+    if (k->router < 0 || (k->topk < 0) != k->ranked || (k->ranked && k->gate_up < 0) ||
+        (k->down < 0) != down_inside || k->combine < 0 || gk < 0 ||
         (k->gate_up < 0 && k->glu < 0) || (k->routed && k->route < 0)) {
         snprintf(err, err_size, "a layer needs every kernel of its path");
         return QKRT_ERROR_ARGUMENT;

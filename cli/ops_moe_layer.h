@@ -28,6 +28,8 @@ typedef struct qk_moe_kernels {
     int combine;      /* moe_combine residual_rmsnorm; with the down projection inside
                          (slots computed) where down is -1 */
     bool routed;      /* the prefill path (route set; gate_up, gate and down are matmul_id) */
+    bool ranked;      /* gate_up ranks the router's logits itself (matvec_id_ranked): no
+                         topk kernel; it writes the ids and routing weights */
     bool selected[3]; /* router, gate/up, down came from the bundle's select table */
 } qk_moe_kernels;
 
@@ -43,8 +45,15 @@ typedef struct qk_moe_kernels {
  * - down and the combine: moe_combine computing its slots (axis
  *   slots=computed, the down projection inside; always: on the decode path
  *   where the bundle has one for the format), apart the down product and
- *   moe_combine; auto keeps them apart. */
-typedef enum qk_fuse { QK_FUSE_AUTO, QK_FUSE_ALWAYS, QK_FUSE_NEVER } qk_fuse;
+ *   moe_combine; auto keeps them apart.
+ * QK_FUSE_RANKED (the router only): the top-k inside gate/up instead, on the
+ * decode path: the router's mat-vec, then the gate/up kernel's ranked form
+ * (its name's routing "-ids" read "-ranked", qk_ranked_name) ranking the
+ * logits itself; one dispatch fewer than split, no last-arrival meeting.
+ * The router's auto takes it where the bundle has the ranked form, else the
+ * computing router_topk. The prefill path keeps router_topk (moe_route reads
+ * its ids). */
+typedef enum qk_fuse { QK_FUSE_AUTO, QK_FUSE_ALWAYS, QK_FUSE_NEVER, QK_FUSE_RANKED } qk_fuse;
 
 /* A layer's problem: T tokens of hidden size H, E experts of F rows each, top_k per token. */
 typedef struct qk_moe_layer_desc {

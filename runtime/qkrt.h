@@ -252,6 +252,7 @@ typedef enum qkrt_family {
     QKRT_FAMILY_MOE_ROUTE,
     QKRT_FAMILY_MOE_COMBINE,
     QKRT_FAMILY_ROUTER_TOPK,
+    QKRT_FAMILY_MATVEC_ID_RANKED,
 } qkrt_family;
 
 typedef struct qkrt_binding_info {

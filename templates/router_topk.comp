@@ -3,21 +3,13 @@
 // workgroup a token (logits given), or with the mat-vec inside, over several
 // workgroups a token of which the last to finish ranks (logits computed).
 //
-// One pass, no rounds: the logits go to shared memory, and each invocation
-// ranks the ones it owns against all E, rank(e) = #{j : lg[j] > lg[e], or
-// lg[j] == lg[e] and j < e}. That is the order in which k rounds of argmax,
-// ties to the lower index, would pick them (softmax keeps the order), so the
-// result is deterministic and matches a sequential reference; the logit of
-// rank r < k is the r-th selected. k rounds of workgroup argmax would cost
-// two reductions each, a chain of barriers. The ranking reads four logits a
-// step (independent loads, padded with -inf past E) and counts without a
-// branch: short-circuit && and || compile to branches in SPIR-V.
+// The ranking (include/rank.glsl): the logits go to shared memory and each
+// invocation ranks the ones it owns against all E in one pass.
 #include "include/wg_reduce.glsl"
+#include "include/rank.glsl"
 
-#define RT_MAX_E 512u
 #define RT_MAX_K 16u
 
-shared float rt_lg[RT_MAX_E];
 shared float rt_w[RT_MAX_K];
 shared int rt_id[RT_MAX_K];
 
@@ -65,7 +57,7 @@ bool router_logits(uint t, uint E, uint E4) {
     if (rt_seen != gl_NumWorkGroups.x - 1u) return false;
     memoryBarrierBuffer();
     for (uint e = gl_LocalInvocationID.x; e < E4; e += WG)
-        rt_lg[e] = e < E ? uintBitsToFloat(scratch[pc.T + t * E + e]) : -1.0 / 0.0;
+        qk_rank_lg[e] = e < E ? uintBitsToFloat(scratch[pc.T + t * E + e]) : -1.0 / 0.0;
     if (gl_LocalInvocationIndex == 0u) scratch[t] = 0u;
     barrier();
     return true;
@@ -86,29 +78,21 @@ void main() {
     qk_format_init(); // the format's shared table (include/lut.glsl)
 #endif
     if (!router_logits(t, E, E4)) return;
-    for (uint e = lid; e < E; e += WG) lmax = max(lmax, rt_lg[e]);
+    for (uint e = lid; e < E; e += WG) lmax = max(lmax, qk_rank_lg[e]);
 #else
     for (uint e = lid; e < E4; e += WG) {
         const float l = e < E ? logits[t * E + e] : -1.0 / 0.0;
-        rt_lg[e] = l;
+        qk_rank_lg[e] = l;
         lmax = max(lmax, l);
     }
 #endif
-    const float gmax = qk_wg_max(lmax); // its barriers also publish rt_lg
+    const float gmax = qk_wg_max(lmax); // its barriers also publish the logits
     float lsum = 0.0;
-    for (uint e = lid; e < E; e += WG) lsum += exp(rt_lg[e] - gmax);
+    for (uint e = lid; e < E; e += WG) lsum += exp(qk_rank_lg[e] - gmax);
     const float total = qk_wg_sum(lsum);
     for (uint e = lid; e < E; e += WG) {
-        const float v = rt_lg[e];
-        uint rank = 0u;
-        for (uint j = 0; j < E4; j += 4u) {
-            const vec4 u = vec4(rt_lg[j], rt_lg[j + 1u], rt_lg[j + 2u], rt_lg[j + 3u]);
-            const uvec4 before = uvec4(lessThan(uvec4(j, j + 1u, j + 2u, j + 3u), uvec4(e)));
-            const uvec4 greater = uvec4(greaterThan(u, vec4(v)));
-            const uvec4 tie = uvec4(equal(u, vec4(v))) & before;
-            const uvec4 c = greater | tie;
-            rank += c.x + c.y + c.z + c.w;
-        }
+        const float v = qk_rank_lg[e];
+        const uint rank = qk_rank_of(e, E4);
         if (rank < TK) {
             rt_id[rank] = int(e);
             rt_w[rank] = exp(v - gmax) / total;

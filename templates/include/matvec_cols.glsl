@@ -15,6 +15,42 @@
 #define QK_MV_NE11 pc.ne11
 #endif
 
+#if defined(BINDING_logits)
+// The ranked MoE form (routing ranked: the router's top-k inside): the
+// expert of pair p = token * top_k + slot is the one of rank `slot` among
+// the token's E logits (include/rank.glsl: router_topk's order), so no
+// top-k dispatch runs between the router's mat-vec and this one. Every
+// workgroup ranks its token's logits; the first row tile's (grid x 0) also
+// writes the pair's id and routing weight for the products and the combine
+// after it: the softmax probability renormalised over the top k,
+// exp(lg[slot] - lg[0]) / sum_r<k exp(lg[r] - lg[0]) (router_topk's renorm).
+#include "include/rank.glsl"
+
+shared uint qk_ranked_pick;            // the pair's expert
+shared float qk_ranked_sel[16];        // the top k logits by rank
+
+uint qk_ranked_expert(uint pair) {
+    const uint E = pc.E, TK = pc.top_k, tok = pair / TK, slot = pair % TK;
+    const uint lid = gl_LocalInvocationIndex, E4 = (E + 3u) & ~3u;
+    for (uint e = lid; e < E4; e += WG) qk_rank_lg[e] = e < E ? logits[tok * E + e] : -1.0 / 0.0;
+    barrier();
+    for (uint e = lid; e < E; e += WG) {
+        const uint rank = qk_rank_of(e, E4);
+        if (rank == slot) qk_ranked_pick = e;
+        if (rank < TK) qk_ranked_sel[rank] = qk_rank_lg[e];
+    }
+    barrier();
+    if (gl_WorkGroupID.x == 0u && lid == 0u) {
+        const float top = qk_ranked_sel[0];
+        float sum = 0.0; // in rank order
+        for (uint r = 0; r < TK; r++) sum += exp(qk_ranked_sel[r] - top);
+        ids[pair] = int(qk_ranked_pick);
+        route_w[pair] = exp(qk_ranked_sel[slot] - top) / sum;
+    }
+    return qk_ranked_pick;
+}
+#endif
+
 // Column setup for the workgroup whose first column is tok0: toks[t] is the
 // element offset of column t's activation row, ncols the number of columns
 // that exist; returns the first block of the weights to read. Rows of tokens
@@ -23,7 +59,8 @@
 // MoE form (an ids binding, NR1 = 1): column p is the pair p = token * top_k +
 // slot against expert ids[p] of E stacked experts (clamped, so a bad id
 // cannot read out of bounds), reading the token's activations (ne11 = 1) or
-// the pair's own (ne11 = top_k).
+// the pair's own (ne11 = top_k); in the ranked form (a logits binding too)
+// the expert is ranked here and ids written.
 //
 // Routed MoE form (ids and tpe bindings: family matmul_id, as matmul.comp):
 // grid z is the expert e, and column c is the pair ids[e][c] for c < tpe[e],
@@ -45,7 +82,11 @@ uint qk_mv_columns(uint tok0, out uint toks[NR1], out uint ncols) {
     const uint tok = tok0 / pc.top_k, slot = tok0 % pc.top_k;
     ncols = pc.T * pc.top_k;
     toks[0] = (tok * QK_MV_NE11 + slot % QK_MV_NE11) * K;
+#if defined(BINDING_logits)
+    return qk_ranked_expert(tok0) * QK_MV_M * (K / QK);
+#else
     return uint(clamp(ids[tok0], 0, int(pc.E) - 1)) * QK_MV_M * (K / QK);
+#endif
 #else
     ncols = pc.T;
     [[unroll]] for (uint t = 0; t < NR1; t++) toks[t] = min(tok0 + t, pc.T - 1u) * K;

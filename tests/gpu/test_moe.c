@@ -57,6 +57,85 @@ static void test_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
         qk_free_weights(&w[m]);
 }
 
+/* One ranked variant (matvec_id_ranked, the top-k inside, SwiGLU): T tokens'
+ * logits over E experts, a few of them tied (the lower index wins); ids and
+ * route_w (poisoned first) against qk_ref_router's, y against the float64
+ * gate/up of the reference's experts. */
+static void test_matvec_ranked(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
+                               uint32_t M, uint32_t E, uint32_t top_k) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    const uint32_t K = test_k(k), pairs = T * top_k;
+    qk_weights w[2];
+    qk_weights *views[2] = {malloc(sizeof(qk_weights) * E), malloc(sizeof(qk_weights) * E)};
+    bool have = stack(k, E, M, K, &w[0], views[0]);
+    if (have && !stack(k, E, M, K, &w[1], views[1])) {
+        qk_free_weights(&w[0]);
+        have = false;
+    }
+    if (!have) {
+        free(views[0]), free(views[1]);
+        return;
+    }
+    size_t nx = (size_t)T * K, ny = (size_t)pairs * M, nl = (size_t)T * E;
+    float *x = malloc(4 * nx), *y = malloc(4 * ny), *lg = malloc(4 * nl), *rw = malloc(4 * pairs);
+    int32_t *ids = malloc(4 * pairs), *ids_ref = malloc(4 * pairs);
+    double *xd = malloc(8 * nx), *ref = malloc(8 * ny), *lgd = malloc(8 * nl);
+    double *rw_ref = malloc(8 * pairs), *rwd = malloc(8 * pairs);
+    rnd_fill(x, xd, nx, 0.25);
+    rnd_fill(lg, lgd, nl, 4.0);
+    for (uint32_t t = 0; t < T; t++) /* ties: the last logit of a token equals its first */
+        lg[t * E + E - 1] = lg[t * E], lgd[t * E + E - 1] = lgd[t * E];
+    for (uint32_t p = 0; p < pairs; p++)
+        ids[p] = -7, rw[p] = NAN;
+    char err[1024] = "";
+    qk_wbufs mats[2] = {0};
+    qkrt_buffer *xb = NULL, *yb = NULL, *lb = NULL, *ib = NULL, *wb = NULL;
+    qkrt_result r = qk_wbufs_upload(ctx, &w[0], &mats[0]);
+    if (r == QKRT_OK) r = qk_wbufs_upload(ctx, &w[1], &mats[1]);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, x, nx * 4, &xb);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, NULL, ny * 4, &yb);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, lg, nl * 4, &lb);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, ids, pairs * 4, &ib);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, rw, pairs * 4, &wb);
+    if (r == QKRT_OK) {
+        qkrt_dispatch d;
+        qk_slots slots;
+        qk_bind binds[] = {{"x", xb}, {"y", yb}, {"logits", lb}, {"ids", ib}, {"route_w", wb}};
+        const char *names[] = {"M", "K", "T", "top_k", "ne11", "E"};
+        int64_t vals[] = {M, K, T, top_k, 1, E};
+        r = qk_dispatch_setup(b, ki, mats, 2, binds, 5, names, vals, 6, &d, &slots, err,
+                              sizeof err);
+        if (r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, yb, 0, y, ny * 4);
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, ib, 0, ids, pairs * 4);
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, wb, 0, rw, pairs * 4);
+    }
+    if (r != QKRT_OK && !err[0]) snprintf(err, sizeof err, "%s", qkrt_last_error(ctx));
+    qk_ref_router(lgd, T, E, top_k, true, ids_ref, rw_ref);
+    if (qk_rounds_x8(k)) qk_round_x8(xd, x, nx);
+    qk_ref_matvec_id(views[0], views[1], ids_ref, xd, M, K, T, top_k, 1, ref);
+    char what[512];
+    snprintf(what, sizeof what, "%s M=%u K=%u T=%u E=%u top_k=%u%s%s", k->name, M, K, T, E, top_k,
+             r != QKRT_OK ? ": " : "", err);
+    bool same = r == QKRT_OK;
+    for (uint32_t p = 0; same && p < pairs; p++)
+        same = ids[p] == ids_ref[p];
+    printf("%s %s: expert ids %s\n", same ? "ok" : "FAIL", what, same ? "match" : "differ");
+    same ? g_pass++ : g_fail++;
+    for (uint32_t p = 0; p < pairs; p++)
+        rwd[p] = rw_ref[p];
+    check_nmse(what, r == QKRT_OK ? rw : (float[]){NAN}, rwd, r == QKRT_OK ? pairs : 1, 1e-10);
+    check_nmse(what, r == QKRT_OK ? y : (float[]){NAN}, ref, r == QKRT_OK ? ny : 1,
+               qk_nmse_bound(k));
+    for (int i = 0; i < 2; i++)
+        qk_wbufs_destroy(ctx, &mats[i]), qk_free_weights(&w[i]), free(views[i]);
+    qkrt_buffer *bufs[] = {xb, yb, lb, ib, wb};
+    for (int i = 0; i < 5; i++)
+        if (bufs[i]) qkrt_buffer_destroy(ctx, bufs[i]);
+    free(x), free(y), free(lg), free(rw), free(ids), free(ids_ref);
+    free(xd), free(ref), free(lgd), free(rw_ref), free(rwd);
+}
+
 /* One SwiGLU mat-vec variant: y[T, M] = silu(x Wg^T) * (x Wu^T). */
 static void test_matvec_swiglu(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
                                uint32_t M) {
@@ -196,7 +275,8 @@ int main(int argc, char **argv) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
         bool id = !strcmp(k->family, "matvec_id") || !strcmp(k->family, "matvec_id_sep");
         bool glu = !strcmp(k->family, "matvec") && !strcmp(k->fusion, "swiglu");
-        if ((!id && !glu) || (filter && !strstr(k->name, filter))) continue;
+        bool ranked = !strcmp(k->family, "matvec_id_ranked");
+        if ((!id && !glu && !ranked) || (filter && !strstr(k->name, filter))) continue;
         if (gpu_skip_shared(ctx, k)) continue;
         if (qkrt_kernel_check(ctx, b, ki) != QKRT_OK) {
             printf("FAIL %s: the device cannot run it: %s\n", k->name, qkrt_last_error(ctx));
@@ -206,7 +286,12 @@ int main(int argc, char **argv) {
         kernels++, n++;
         /* odd rows, one token or a few, activations per token and per slot */
         const uint32_t M = n % 2 ? 33 : 7;
-        if (glu) {
+        if (ranked) { /* Qwen3-30B-A3B's routing; odd counts; the most experts and slots
+                         (every fourth kernel: the ranking is the same code in each) */
+            test_matvec_ranked(ctx, b, ki, 1, M, 128, 8);
+            test_matvec_ranked(ctx, b, ki, 3, M, 37, 5);
+            if (n % 4 == 0) test_matvec_ranked(ctx, b, ki, 2, M, 512, 16);
+        } else if (glu) {
             test_matvec_swiglu(ctx, b, ki, 1, M);
             test_matvec_swiglu(ctx, b, ki, k->nr1 + 1, M);
         } else {

@@ -3,7 +3,8 @@
 
 Arguments: the file, then FORMAT:T:PATH:GATE_UP[:ROUTER[:DOWN]] entries, one
 per layer expected (PATH decode or prefill; GATE_UP fused or split; ROUTER
-fused, one router_topk kernel computing the logits, or split; DOWN fused, one
+fused, one router_topk kernel computing the logits, split, or ranked, no
+router_topk kernel and gate/up's ranked form ranking the logits; DOWN fused, one
 moe_combine kernel computing the slots and no down product, lanes, that kernel
 on the int8-dot lanes, or split). Each layer must be
 there once, correct, timed (us > 0, runs >= copies >= 1), on that path with
@@ -44,9 +45,12 @@ def main():
         ran = {s["kernel"] for s in stages}
         if not set(k.values()) <= ran or any("quantize_q8" not in n for n in ran - set(k.values())):
             sys.exit(f"{want}: stages {stages} are not the kernels {k}")
-        if router and (k["router"] == k["topk"]) != (router[0] == "fused"):
+        ranked = router and router[0] == "ranked"
+        if ranked != ("topk" not in k) or ranked != ("-ranked" in k.get("gate_up", "")):
+            sys.exit(f"{want}: router {router[0] if router else '-'} but kernels {k}")
+        if router and not ranked and (k["router"] == k["topk"]) != (router[0] == "fused"):
             sys.exit(f"{want}: router {router[0]} but kernels {k}")
-        if k["router"] == k["topk"] and "router_topk-computed" not in k["router"]:
+        if not ranked and k["router"] == k["topk"] and "router_topk-computed" not in k["router"]:
             sys.exit(f"{want}: router and top-k one kernel that does not compute the logits")
         if down and ("down" not in k) != (down[0] in ("fused", "lanes")):
             sys.exit(f"{want}: down {down[0]} but kernels {k}")
@@ -54,7 +58,8 @@ def main():
             sys.exit(f"{want}: down {down[0]} but combine {k['combine']}")
         if ("down" in k) == k["combine"].startswith("moe_combine-"):
             sys.exit(f"{want}: a down product and a combine computing the slots, or neither: {k}")
-        expect = {"router", "topk", "combine"} | ({"down"} if "down" in k else set())
+        expect = {"router", "combine"} | ({"down"} if "down" in k else set()) | \
+            ({"gate_up"} if ranked else {"topk"})
         if not expect <= set(k):
             sys.exit(f"{want}: kernels {k} lack one of {sorted(expect)}")
     print(f"{len(results)} layers as expected")
