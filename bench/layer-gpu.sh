@@ -3,22 +3,24 @@
 # issue 29's MoE layer target at decode token counts, ours and the peer's in
 # one call. The layer's cases are tuned afresh (a database from another day
 # may name variants whose content hash has changed since), the tuned bundle
-# is built from them, `qkgen bench --layer` times the layer once per --down
-# mode, and the peer's layer (bench/peer/build.sh, then .peer/run-layer.sh)
-# follows in the same call:
+# is built from them, `qkgen bench --layer` times the layer once per mode
+# (--router and --down), and the peer's layer (bench/peer/build.sh, then
+# .peer/run-layer.sh) follows in the same call:
 #   bash bench/layer-gpu.sh                # q4_0 and q4_K at 1 and 8 tokens
 # MODEL (default bench/layer/qwen3-moe-decode.yaml: its formats and tokens),
-# DOWNS (default "split fused"), QKGEN (default build-gpu/pkg/qkgen), OUT
-# (default layer-out), SEED (default 88); PACK=FILE.tgz packs $OUT after each
-# step (the GPU machine returns at most 8 files of a call); LAYER_OPTS adds
-# options to `qkgen bench --layer` and PEER=0 leaves the peer out (a smoke
-# test on lavapipe: a small model file, LAYER_OPTS="--m 64 --k 256 ...").
+# MODES (default "auto-split auto-fused ranked-split ranked-fused":
+# ROUTER-DOWN, the values of --router and --down; results in layer-MODE.*),
+# QKGEN (default build-gpu/pkg/qkgen), OUT (default layer-out), SEED
+# (default 88); PACK=FILE.tgz packs $OUT after each step (the GPU machine
+# returns at most 8 files of a call); LAYER_OPTS adds options to `qkgen
+# bench --layer` and PEER=0 leaves the peer out (a smoke test on lavapipe: a
+# small model file, LAYER_OPTS="--m 64 --k 256 ...").
 set -uo pipefail
 qkgen=${QKGEN:-build-gpu/pkg/qkgen}
 model=${MODEL:-bench/layer/qwen3-moe-decode.yaml}
 out=${OUT:-layer-out}
 seed=${SEED:-88}
-downs=${DOWNS:-split fused}
+modes=${MODES:-auto-split auto-fused ranked-split ranked-fused}
 # formats and tokens from the model file's flow lists (one line each)
 list() { sed -n "s/^$1:.*\[\(.*\)\].*/\1/p" "$model" | tr -d ' '; }
 formats=$(list formats)
@@ -49,9 +51,10 @@ step tune "$qkgen" tune --model "$model" --db "$out/tune.jsonl" --out "$out/work
   exit 1
 step build "$qkgen" build --tuned "$out/tune.jsonl" --model "$model" --out "$out/work" --name layer ||
   exit 1
-for d in $downs; do
-  step "layer-$d" "$qkgen" bench --layer --bundle "$out/work/layer" --formats "$formats" \
-    --tokens "$tokens" --down "$d" --seed "$seed" --json "$out/layer-$d.json" ${LAYER_OPTS:-}
+for m in $modes; do
+  step "layer-$m" "$qkgen" bench --layer --bundle "$out/work/layer" --formats "$formats" \
+    --tokens "$tokens" --router "${m%%-*}" --down "${m#*-}" --seed "$seed" \
+    --json "$out/layer-$m.json" ${LAYER_OPTS:-}
 done
 export OUT="$out"
 [ "${PEER:-1}" = 0 ] || step peer bash .peer/run-layer.sh --types "$formats" --tokens "$tokens"
