@@ -5,15 +5,16 @@
 //
 // One workgroup walks the pairs in chunks of WG. Each invocation ranks its pair
 // among the chunk's earlier pairs of the same expert (a scan of the chunk in
-// shared memory), so the order is deterministic and no atomics are needed; the
-// chunk's last pair of an expert then advances that expert's count. The work
-// is T * top_k shared reads per invocation: small next to the matmuls it
-// routes, and one dispatch with no host round trip.
+// shared memory, four entries a read), so the order is deterministic; the
+// chunk's pairs of an expert then advance its count with a shared atomic,
+// whose order does not matter. The work is T * top_k / 8 shared reads per
+// invocation: small next to the matmuls it routes, and one dispatch with no
+// host round trip.
 
 #define QK_MAX_E 512u // the spec's constraint E <= 512
 
 shared uint qk_cnt[QK_MAX_E];
-shared uint qk_chunk[WG]; // the expert of each pair of the chunk, ~0u for none
+shared uvec4 qk_chunk[WG / 4u]; // the expert of each pair of the chunk, ~0u for none
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -24,18 +25,26 @@ void main() {
         // ids outside 0 .. E-1 route nowhere rather than write out of bounds
         const int id = p < npairs ? topk[p] : -1;
         const uint e = id >= 0 && uint(id) < E ? uint(id) : ~0u;
-        qk_chunk[tid] = e;
+        qk_chunk[tid / 4u][tid % 4u] = e;
         barrier(); // the chunk is in place, and the previous chunk's counts
-        uint rank = 0u;
-        bool last = true;
         if (e != ~0u) {
-            for (uint j = 0; j < tid; j++) rank += qk_chunk[j] == e ? 1u : 0u;
-            for (uint j = tid + 1u; j < WG; j++) last = last && qk_chunk[j] != e;
+            // earlier pairs of the chunk with the same expert: whole uvec4s
+            // before this one's, then this one's entries before it
+            uint rank = 0u;
+            const uvec4 me = uvec4(e);
+            for (uint j = 0; j < tid / 4u; j++) {
+                const uvec4 same = uvec4(equal(qk_chunk[j], me));
+                rank += same.x + same.y + same.z + same.w;
+            }
+            const uvec4 own = uvec4(equal(qk_chunk[tid / 4u], me));
+            const uvec4 before = uvec4(lessThan(uvec4(0u, 1u, 2u, 3u), uvec4(tid % 4u)));
+            const uvec4 c = own & before;
+            rank += c.x + c.y + c.z + c.w;
             const uint pos = qk_cnt[e] + rank;
             if (pos < mpe) ids[e * mpe + pos] = p;
         }
         barrier(); // every count is read before one changes
-        if (e != ~0u && last) qk_cnt[e] += rank + 1u;
+        if (e != ~0u) atomicAdd(qk_cnt[e], 1u);
     }
     barrier();
     for (uint e = tid; e < E; e += WG) tpe[e] = min(qk_cnt[e], mpe);
