@@ -7,6 +7,8 @@
 # (--router and --down), and the peer's layer (bench/peer/build.sh, then
 # .peer/run-layer.sh) follows in the same call:
 #   bash bench/layer-gpu.sh                # q4_0 and q4_K at 1 and 8 tokens
+#   MODEL=bench/layer/qwen3-moe.yaml MODES=auto-split bash bench/layer-gpu.sh
+#                                          # and at 32 and 512 (the prefill path)
 # MODEL (default bench/layer/qwen3-moe-decode.yaml: its formats and tokens),
 # MODES (default "auto-split auto-fused ranked-split ranked-fused":
 # ROUTER-DOWN, the values of --router and --down; results in layer-MODE.*),
@@ -24,8 +26,11 @@ modes=${MODES:-auto-split auto-fused ranked-split ranked-fused}
 # formats and tokens from the model file's flow lists (one line each)
 list() { sed -n "s/^$1:.*\[\(.*\)\].*/\1/p" "$model" | tr -d ' '; }
 formats=$(list formats)
-tokens=$(sed -n 's/^tokens:.*decode: *\[\([^]]*\)\].*/\1/p' "$model" | tr -d ' ')
-[ -n "$formats" ] && [ -n "$tokens" ] || { echo "$0: $model: no formats or decode tokens" >&2; exit 2; }
+# the decode token counts, then the prefill ones
+tokens=$(for part in decode prefill; do
+  sed -n "s/^tokens:.*$part: *\\[\\([^]]*\\)\\].*/\\1/p" "$model"
+done | tr -d ' ' | paste -sd, -)
+[ -n "$formats" ] && [ -n "$tokens" ] || { echo "$0: $model: no formats or token counts" >&2; exit 2; }
 mkdir -p "$out"
 pack() {
   [ -z "${PACK:-}" ] && return
