@@ -111,6 +111,37 @@ def layer(d, intro=True):
     return out
 
 
+def others(dirs):
+    """One table of several layer folders: per format and tokens, each
+    folder's chain us, its peer's wall over it and its dispatches."""
+    cols, keys = [], []
+    for d in dirs:
+        p = benchjson.path(os.path.join(d, "layer.json"))
+        if not p:
+            continue
+        off = {(r["type"], int(r["tokens"])): r for r in results(os.path.join(d, "layer-off.txt"))}
+        cell = {}
+        for r in benchjson.load(p).get("results", []):
+            if not r.get("ok"):
+                continue
+            key = (r["format"], r["T"])
+            a = off.get(key)
+            ratio = f", {float(a['wall_us']) / r['us_chain']:.2f}x" if a else ""
+            cell[key] = f"{r['us_chain']:.1f}{ratio}, {r['dispatches']}"
+            if key not in keys:
+                keys.append(key)
+        cols.append((os.path.basename(os.path.normpath(d)), cell))
+    if not cols:
+        return []
+    out = ["Each cell: qkgen chain us per layer, the peer's wall us over it (its own call's "
+           "peer run), dispatches.", "",
+           "| format | tokens | " + " | ".join(f"`{n}/`" for n, _ in cols) + " |",
+           "|---|---|" + "---|" * len(cols)]
+    for key in sorted(keys):
+        out.append(f"| {key[0]} | {key[1]} | " + " | ".join(c.get(key, "-") for _, c in cols) + " |")
+    return out
+
+
 def main():
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
         sys.exit("usage: side_by_side.py DIR")
@@ -125,12 +156,10 @@ def main():
     # further layers of the same day beside it: layer-NAME/, another call or
     # another path of the same call (the folder's notes.md says which), each
     # with the peer's run of its call (a folder of call logs without
-    # layer.json is skipped)
-    for sub in sorted(glob.glob(os.path.join(d, "layer-*", ""))):
-        t = layer(sub, intro=False)
-        if t:
-            name = os.path.basename(os.path.normpath(sub))
-            out += [f"### The MoE layer (`{name}/`)", ""] + t + [""]
+    # layer.json is skipped): one table, a column each
+    t = others([sub for sub in sorted(glob.glob(os.path.join(d, "layer-*", "")))])
+    if t:
+        out += ["### The MoE layer's other paths", ""] + t + [""]
     print("\n".join(out).rstrip())
 
 
