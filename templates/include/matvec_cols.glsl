@@ -26,13 +26,14 @@
 // exp(lg[slot] - lg[0]) / sum_r<k exp(lg[r] - lg[0]) (router_topk's renorm).
 #include "include/rank.glsl"
 
-shared uint qk_ranked_pick;            // the pair's expert
-shared float qk_ranked_sel[16];        // the top k logits by rank
+shared uint qk_ranked_pick;     // the pair's expert
+shared float qk_ranked_sel[16]; // the top k logits by rank
 
 uint qk_ranked_expert(uint pair) {
     const uint E = pc.E, TK = pc.top_k, tok = pair / TK, slot = pair % TK;
     const uint lid = gl_LocalInvocationIndex, E4 = (E + 3u) & ~3u;
     for (uint e = lid; e < E4; e += WG) qk_rank_lg[e] = e < E ? logits[tok * E + e] : -1.0 / 0.0;
+    if (lid == 0u) qk_ranked_pick = 0u; // NaN logits can leave a rank unpicked
     barrier();
     for (uint e = lid; e < E; e += WG) {
         const uint rank = qk_rank_of(e, E4);
@@ -40,14 +41,15 @@ uint qk_ranked_expert(uint pair) {
         if (rank < TK) qk_ranked_sel[rank] = qk_rank_lg[e];
     }
     barrier();
+    const uint pick = min(qk_ranked_pick, E - 1u); // in bounds, whatever the logits
     if (gl_WorkGroupID.x == 0u && lid == 0u) {
         const float top = qk_ranked_sel[0];
         float sum = 0.0; // in rank order
         for (uint r = 0; r < TK; r++) sum += exp(qk_ranked_sel[r] - top);
-        ids[pair] = int(qk_ranked_pick);
+        ids[pair] = int(pick);
         route_w[pair] = exp(qk_ranked_sel[slot] - top) / sum;
     }
-    return qk_ranked_pick;
+    return pick;
 }
 #endif
 
