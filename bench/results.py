@@ -192,6 +192,10 @@ def main():
             "    . .gpu/enter.sh && OUT=$OUT/run bash build-gpu/pkg/standard.sh decode   # or moe, prefill", "",
             "and the autotuner against the exhaustive search, a format's part per call:", "",
             "    . .gpu/enter.sh && OUT=/tmp/t PACK=$OUT/t.tgz bash bench/tune-gpu.sh q4_0 prefill", "",
+            "and the MoE layer beside the peer's (`bash bench/peer/build.sh` here first; carry "
+            "`.gpu`, `.peer` and `build-gpu/pkg/qkgen`):", "",
+            "    . .gpu/enter.sh && MODEL=bench/layer/qwen3-moe.yaml OUT=/tmp/l PACK=$OUT/l.tgz "
+            "bash bench/layer-gpu.sh", "",
             f"Then copy the returned JSON, commit.txt and gpu.txt into a new folder of "
             f"bench/results/ and run `python3 bench/results.py > bench/RESULTS.md`. "
             f"The page before this generator (runs 1-100, one section each) is "
