@@ -319,7 +319,8 @@ int cmd_bench(qk_args *a) {
                  "on the decode path, ranked where the bundle has the ranked form, else fused\n"
                  "where it has the fused kernel for the format.\n"
                  "--down fused runs the down projection inside moe_combine on the decode path\n"
-                 "(axis slots=computed: one dispatch instead of two, the slots never in\n"
+                 "(axis slots=computed, or lanes on the int8-dot lanes, the down product's\n"
+                 "precision class first: one dispatch instead of two, the slots never in\n"
                  "memory), split as the down product and moe_combine; auto (the default)\n"
                  "keeps them apart.");
             return QK_EXIT_OK;

@@ -149,39 +149,37 @@ static int find_combine(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_la
     return find_aux(ctx, b, d, "moe_combine", "residual_rmsnorm", computed, d->H, d->F, prefer);
 }
 
+/* The ranked form of gate/up kernel gate_up that this device runs at the
+ * layer's shape (qk_ranked_name), or -1; name gets its name. */
+static int find_ranked(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
+                       int gate_up, char *name, size_t name_size) {
+    name[0] = 0;
+    if (gate_up < 0 ||
+        !qk_ranked_name(qkrt_bundle_kernel(b, (uint32_t)gate_up)->name, name, name_size))
+        return -1;
+    const int rk = qkrt_bundle_find(b, name);
+    if (rk < 0 || qkrt_kernel_check(ctx, b, (uint32_t)rk) != QKRT_OK ||
+        !qk_kernel_fits(qkrt_bundle_kernel(b, (uint32_t)rk), d->F, d->H, d->T, d->E, d->top_k, 1,
+                        d->T))
+        return -1;
+    return rk;
+}
+
 qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
                               qk_moe_kernels *k, char *err, size_t err_size) {
     memset(k, 0, sizeof *k);
     k->router = k->topk = k->route = k->gate_up = k->gate = k->glu = k->down = k->combine = -1;
     const bool prefill = d->T > (d->decode_max ? d->decode_max : QK_MOE_DECODE_TOKENS);
-    /* the router and top-k as one kernel (on the decode path unless asked) */
-    const int fused = d->router == QK_FUSE_ALWAYS || (d->router == QK_FUSE_AUTO && !prefill)
-                          ? find_topk(ctx, b, d, true)
-                          : -1;
-    if (d->router == QK_FUSE_ALWAYS && fused < 0) {
-        snprintf(err, err_size,
-                 "router: no router_topk kernel computing its logits for %s%s%s that this "
-                 "device runs at the layer's shape",
-                 d->format, d->variant[0] ? " " : "", d->variant);
-        return QKRT_ERROR_ARGUMENT;
-    }
-    k->topk = fused >= 0 ? fused : find_topk(ctx, b, d, false);
     k->combine = find_combine(ctx, b, d, false, -1);
-    if (k->topk < 0 || k->combine < 0) {
-        snprintf(err, err_size, "the bundle has no %s kernel that this device runs",
-                 k->topk < 0 ? "router_topk renorm" : "moe_combine residual_rmsnorm");
+    if (k->combine < 0) {
+        snprintf(err, err_size,
+                 "the bundle has no moe_combine residual_rmsnorm kernel that this "
+                 "device runs");
         return QKRT_ERROR_ARGUMENT;
     }
-    if (fused >= 0) k->router = fused;
-    /* past decode_max tokens the prefill kernels, where the bundle has
-     * some that this device runs and the shape fits; else the decode ones */
-    if (prefill && fused < 0)
-        k->router = pick_product(ctx, b, d, "matmul", "none", d->E, d->H, 1, d->T, &k->selected[0],
-                                 err, err_size);
-    if (k->router < 0)
-        k->router = pick_product(ctx, b, d, "matvec", "none", d->E, d->H, 1, d->T, &k->selected[0],
-                                 err, err_size);
-    if (k->router < 0) return QKRT_ERROR_ARGUMENT;
+    /* the experts first: past decode_max tokens the prefill kernels, where
+     * the bundle has some that this device runs and the shape fits; else
+     * the decode ones */
     k->route = prefill ? find_op(ctx, b, "moe_route", "none") : -1;
     k->routed = k->route >= 0;
     qkrt_result r = pick_experts(ctx, b, d, k, err, err_size);
@@ -189,19 +187,12 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         k->routed = false, k->route = -1;
         r = pick_experts(ctx, b, d, k, err, err_size);
     }
+    if (r != QKRT_OK) return r;
     /* the top-k inside gate/up (on the decode path; where asked, or by
-     * default where the bundle has it): the gate/up kernel's ranked form,
-     * after the router's plain product */
-    if (r == QKRT_OK && (d->router == QK_FUSE_RANKED || d->router == QK_FUSE_AUTO) && !k->routed) {
-        char name[300] = "";
-        int rk = -1;
-        if (k->gate_up >= 0 &&
-            qk_ranked_name(qkrt_bundle_kernel(b, (uint32_t)k->gate_up)->name, name, sizeof name))
-            rk = qkrt_bundle_find(b, name);
-        if (rk >= 0 && (qkrt_kernel_check(ctx, b, (uint32_t)rk) != QKRT_OK ||
-                        !qk_kernel_fits(qkrt_bundle_kernel(b, (uint32_t)rk), d->F, d->H, d->T, d->E,
-                                        d->top_k, 1, d->T)))
-            rk = -1;
+     * default where the bundle has it): the gate/up kernel's ranked form */
+    if ((d->router == QK_FUSE_RANKED || d->router == QK_FUSE_AUTO) && !k->routed) {
+        char name[300];
+        const int rk = find_ranked(ctx, b, d, k->gate_up, name, sizeof name);
         if (rk < 0 && d->router == QK_FUSE_RANKED) {
             snprintf(err, err_size,
                      "router: the gate/up kernel %s has no ranked form (%s) that this device "
@@ -211,14 +202,37 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
                      name[0] ? name : "none");
             return QKRT_ERROR_ARGUMENT;
         }
-        if (rk >= 0 && k->router == k->topk) /* the router's plain product instead */
-            k->router = pick_product(ctx, b, d, "matvec", "none", d->E, d->H, 1, d->T,
-                                     &k->selected[0], err, err_size);
-        if (rk >= 0 && k->router < 0) return QKRT_ERROR_ARGUMENT;
-        if (rk >= 0) k->gate_up = rk, k->topk = -1, k->ranked = true;
+        if (rk >= 0) k->gate_up = rk, k->ranked = true;
     }
+    /* else the router and top-k as one kernel (on the decode path unless
+     * asked), or router_topk after the router's product */
+    const int fused =
+        !k->ranked && (d->router == QK_FUSE_ALWAYS || (d->router == QK_FUSE_AUTO && !prefill))
+            ? find_topk(ctx, b, d, true)
+            : -1;
+    if (d->router == QK_FUSE_ALWAYS && fused < 0) {
+        snprintf(err, err_size,
+                 "router: no router_topk kernel computing its logits for %s%s%s that this "
+                 "device runs at the layer's shape",
+                 d->format, d->variant[0] ? " " : "", d->variant);
+        return QKRT_ERROR_ARGUMENT;
+    }
+    if (!k->ranked) k->topk = fused >= 0 ? fused : find_topk(ctx, b, d, false);
+    if (!k->ranked && k->topk < 0) {
+        snprintf(err, err_size,
+                 "the bundle has no router_topk renorm kernel that this device runs");
+        return QKRT_ERROR_ARGUMENT;
+    }
+    if (fused >= 0) k->router = fused;
+    if (prefill && fused < 0)
+        k->router = pick_product(ctx, b, d, "matmul", "none", d->E, d->H, 1, d->T, &k->selected[0],
+                                 err, err_size);
+    if (k->router < 0)
+        k->router = pick_product(ctx, b, d, "matvec", "none", d->E, d->H, 1, d->T, &k->selected[0],
+                                 err, err_size);
+    if (k->router < 0) return QKRT_ERROR_ARGUMENT;
     /* down inside the combine (on the decode path, where asked) */
-    if (r == QKRT_OK && d->down == QK_FUSE_ALWAYS && !k->routed) {
+    if (d->down == QK_FUSE_ALWAYS && !k->routed) {
         const int fc = find_combine(ctx, b, d, true, k->down);
         if (fc < 0) {
             snprintf(err, err_size,
@@ -229,8 +243,8 @@ qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         }
         k->combine = fc, k->down = -1, k->selected[2] = false;
     }
-    if (r == QKRT_OK && err_size) err[0] = 0; /* a path given up for another is no error */
-    return r;
+    if (err_size) err[0] = 0; /* a path given up for another is no error */
+    return QKRT_OK;
 }
 
 /* ---------------------------------------------------------------- the layer */

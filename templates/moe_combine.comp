@@ -26,8 +26,8 @@
 // the token's counter (scratch[t], zero before the dispatch) and only the
 // last of the token's workgroups to arrive goes on: it reads the row back
 // from the (coherent) scratch, takes its RMSNorm and sets the counter back to
-// zero for the next dispatch.
-shared uint mc_seen;
+// zero for the next dispatch (include/last_arrival.glsl).
+#include "include/last_arrival.glsl"
 
 void main() {
 #ifdef QK_FORMAT_INIT
@@ -63,12 +63,7 @@ void main() {
         }
     }
 #ifdef QK_STAGE_RMSNORM
-    memoryBarrierBuffer(); // the row's elements before the count
-    barrier();
-    if (lid == 0u) mc_seen = atomicAdd(scratch[t], 1u);
-    barrier();
-    if (mc_seen != gl_NumWorkGroups.x - 1u) return;
-    memoryBarrierBuffer();
+    if (!qk_last_arrival(t, gl_NumWorkGroups.x)) return;
     float sumsq = 0.0;
     for (uint i = lid; i < N; i += WG) {
         const float v = uintBitsToFloat(scratch[pc.T + t * N + i]);
@@ -77,7 +72,7 @@ void main() {
     const float scale = qk_rmsnorm_scale(qk_wg_sum(sumsq), N);
     for (uint i = lid; i < N; i += WG)
         qk_fuse_rmsnorm(t * N + i, i, uintBitsToFloat(scratch[pc.T + t * N + i]), scale);
-    if (lid == 0u) scratch[t] = 0u;
+    qk_arrival_reset(t);
 #endif
 }
 #else

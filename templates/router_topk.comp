@@ -22,8 +22,8 @@ shared int rt_id[RT_MAX_K];
 // token's counter (scratch[t], zero before the dispatch), and only the last
 // of the token's workgroups to arrive goes on: it reads every logit back
 // from the (coherent) scratch, ranks them as below and sets the counter back
-// to zero for the next dispatch.
-shared uint rt_seen;
+// to zero for the next dispatch (include/last_arrival.glsl).
+#include "include/last_arrival.glsl"
 
 // false: this workgroup is not its token's last; the caller returns.
 bool router_logits(uint t, uint E, uint E4) {
@@ -50,15 +50,10 @@ bool router_logits(uint t, uint E, uint E4) {
             scratch[pc.T + t * E + e] = floatBitsToUint(v);
         }
     }
-    memoryBarrierBuffer(); // the logits before the count
-    barrier();
-    if (gl_LocalInvocationIndex == 0u) rt_seen = atomicAdd(scratch[t], 1u);
-    barrier();
-    if (rt_seen != gl_NumWorkGroups.x - 1u) return false;
-    memoryBarrierBuffer();
+    if (!qk_last_arrival(t, gl_NumWorkGroups.x)) return false;
     for (uint e = gl_LocalInvocationID.x; e < E4; e += WG)
         qk_rank_lg[e] = e < E ? uintBitsToFloat(scratch[pc.T + t * E + e]) : -1.0 / 0.0;
-    if (gl_LocalInvocationIndex == 0u) scratch[t] = 0u;
+    qk_arrival_reset(t);
     barrier();
     return true;
 }

@@ -3,7 +3,7 @@
 // being the combine. Grid x is the row tile, grid y the pair p = t * top_k +
 // s, so a workgroup holds the tile's rows of one slot. Two meetings follow,
 // each the last arrival of a counter in the scratch (zero before the
-// dispatch, set back to zero by the last to arrive, as split K's):
+// dispatch, set back to zero by the last to arrive: include/last_arrival.glsl):
 //   1. the last of a tile's top_k workgroups adds the tile's rows over the
 //      slots in slot order (so the sum does not depend on the order of
 //      arrival), adds the residual and writes y;
@@ -12,21 +12,7 @@
 // and tile (RT = grid x), then each pair's weighted rows [T * top_k, N],
 // then each token's finished rows [T, N].
 #include "include/wg_reduce.glsl"
-
-shared uint qk_cmb_seen; // the arrivals before this workgroup's
-
-// true, uniformly, for the last of n workgroups to count themselves in
-// scratch word counter, whose reads of the scratch then see every write
-// made before the others counted.
-bool qk_combine_last(uint counter, uint n) {
-    memoryBarrierBuffer(); // the writes before the count
-    barrier();
-    if (gl_LocalInvocationIndex == 0u) qk_cmb_seen = atomicAdd(scratch[counter], 1u);
-    barrier();
-    if (qk_cmb_seen != n - 1u) return false;
-    memoryBarrierBuffer();
-    return true;
-}
+#include "include/last_arrival.glsl"
 
 uint qk_combine_slots() { return pc.T + pc.T * gl_NumWorkGroups.x; }
 
@@ -40,7 +26,7 @@ void qk_combine_finish(uint lid, uint pair) {
     const uint N = pc.N, T = pc.T, TK = pc.top_k, t = pair / TK, tile = gl_WorkGroupID.x;
     const uint slots = qk_combine_slots(), rows = slots + T * TK * N;
     const uint tile_counter = T + t * gl_NumWorkGroups.x + tile;
-    if (!qk_combine_last(tile_counter, TK)) return;
+    if (!qk_last_arrival(tile_counter, TK)) return;
     for (uint o = lid; o < RG * NR0; o += WG) {
         const uint r = tile * RG * NR0 + o;
         if (r >= N) break;
@@ -50,8 +36,8 @@ void qk_combine_finish(uint lid, uint pair) {
         y[t * N + r] = v;
         scratch[rows + t * N + r] = floatBitsToUint(v);
     }
-    if (lid == 0u) scratch[tile_counter] = 0u;
-    if (!qk_combine_last(t, gl_NumWorkGroups.x)) return;
+    qk_arrival_reset(tile_counter);
+    if (!qk_last_arrival(t, gl_NumWorkGroups.x)) return;
     float sumsq = 0.0;
     for (uint i = lid; i < N; i += WG) {
         const float v = uintBitsToFloat(scratch[rows + t * N + i]);
@@ -60,5 +46,5 @@ void qk_combine_finish(uint lid, uint pair) {
     const float scale = qk_rmsnorm_scale(qk_wg_sum(sumsq), N);
     for (uint i = lid; i < N; i += WG)
         qk_fuse_rmsnorm(t * N + i, i, uintBitsToFloat(scratch[rows + t * N + i]), scale);
-    if (lid == 0u) scratch[t] = 0u;
+    qk_arrival_reset(t);
 }
