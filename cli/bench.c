@@ -172,9 +172,9 @@ static uint32_t eligible(const qkrt_bundle *b, const qk_bench_case *c, const qk_
         for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
             const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
             if (strcmp(k->family, c->family) || strcmp(k->format, c->format) ||
-                strcmp(k->activation, "f32") || strcmp(k->format_variant, c->variant) ||
-                strcmp(k->fusion, "none") || (o->filter && !qk_filter_match(o->filter, k->name)) ||
-                !fits(k, c))
+                strcmp(k->activation, o->activation ? o->activation : "f32") ||
+                strcmp(k->format_variant, c->variant) || strcmp(k->fusion, "none") ||
+                (o->filter && !qk_filter_match(o->filter, k->name)) || !fits(k, c))
                 continue;
             if (pass == 0) {
                 if (k->nr1 >= c->T && (!fit || k->nr1 < fit)) fit = k->nr1;
@@ -251,8 +251,9 @@ static void free_buffers(qkrt_context *ctx, case_buffers *cb) {
 }
 
 static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const float *x,
-                                const int32_t *ids, double touched_fraction, const qk_bench_case *c,
-                                uint64_t rotate, case_buffers *cb) {
+                                const qkrt_kernel_info *k0, const int32_t *ids,
+                                double touched_fraction, const qk_bench_case *c, uint64_t rotate,
+                                case_buffers *cb) {
     /* rotate on the bytes one dispatch reads: only the touched experts */
     double wbytes = 0;
     for (uint32_t p = 0; p < w->plane_count; p++)
@@ -275,8 +276,13 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
                 r = i ? qkrt_copy(ctx, *dst, cb->w[p], w->bytes[p], 1, NULL)
                       : qkrt_buffer_upload(ctx, *dst, 0, w->plane[p], w->bytes[p]);
         }
-    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, (size_t)c->T * c->K * 4, &cb->x);
-    if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->x, 0, x, (size_t)c->T * c->K * 4);
+    /* x in the kernels' activation type (k0: one of them; they share it) */
+    void *xo;
+    size_t xbytes;
+    const void *xa = qk_activations_for(k0, x, (size_t)c->T * c->K, &xo, &xbytes);
+    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, xbytes, &cb->x);
+    if (r == QKRT_OK) r = qkrt_buffer_upload(ctx, cb->x, 0, xa, xbytes);
+    free(xo);
     if (r == QKRT_OK && cb->qi >= 0) r = qkrt_buffer_create(ctx, qk_q8_bytes(c->T, c->K), &cb->xq);
     if (r == QKRT_OK && cb->qi >= 0) r = qkrt_buffer_fill(ctx, cb->xq, 0x7fc00000u);
     size_t pairs = (size_t)c->T * (c->E ? c->top_k : 1);
@@ -710,7 +716,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         any_q8 |= qk_takes_q8(qkrt_bundle_kernel(b, idx[v]));
     char qerr[512] = "";
     if (any_q8) cb.qi = qk_find_quantizer(ctx, b, qerr, sizeof qerr);
-    qkrt_result r = make_buffers(ctx, &w, x, ids, (double)touched / E, c, o->rotate_bytes, &cb);
+    qkrt_result r = make_buffers(ctx, &w, x, qkrt_bundle_kernel(b, idx[0]), ids,
+                                 (double)touched / E, c, o->rotate_bytes, &cb);
     if (r == QKRT_OK) r = make_scratch(ctx, b, idx, n, &cb, err, err_size);
     uint32_t runs = o->runs < 20 ? 20 : o->runs;
     if (runs < cb.copies) runs = cb.copies;

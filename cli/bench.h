@@ -46,15 +46,16 @@ typedef struct qk_bench_result {
 #define QK_BENCH_SCREEN_RUNS 10u
 
 typedef struct qk_bench_opts {
-    uint32_t runs;         /* timed runs per variant (median), at least 20 */
-    double warmup_s;       /* GPU busy time right before each case's timed sets */
-    double rewarm_s;       /* between variants of one case */
-    uint64_t rotate_bytes; /* weight copies until they exceed this (4 x L2) */
-    uint64_t copy_bytes;   /* copy-bandwidth buffer */
-    const char *filter;    /* only variants whose name contains one of these (A,B) */
-    bool all_variants;     /* also variants whose NR1 does not fit the tokens */
-    uint32_t finalists;    /* time only this many fastest of a short screen in full; 0: all */
-    bool time_wrong;       /* diagnostics: time a variant whose result is wrong too */
+    uint32_t runs;          /* timed runs per variant (median), at least 20 */
+    double warmup_s;        /* GPU busy time right before each case's timed sets */
+    double rewarm_s;        /* between variants of one case */
+    uint64_t rotate_bytes;  /* weight copies until they exceed this (4 x L2) */
+    uint64_t copy_bytes;    /* copy-bandwidth buffer */
+    const char *filter;     /* only variants whose name contains one of these (A,B) */
+    bool all_variants;      /* also variants whose NR1 does not fit the tokens */
+    uint32_t finalists;     /* time only this many fastest of a short screen in full; 0: all */
+    bool time_wrong;        /* diagnostics: time a variant whose result is wrong too */
+    const char *activation; /* the kernels' activation type: f32 (NULL) or f16 */
     uint64_t seed;
     FILE *progress; /* a progress line, or NULL */
     /* the autotuner's hooks, all optional (zero: qkgen bench's behaviour) */

@@ -232,7 +232,7 @@ static int fusion_mode(const char *s, bool router) {
 int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
     const char *filter = NULL, *family = "all", *tokens_s = NULL, *gate_up = NULL, *router = NULL,
-               *down = NULL;
+               *down = NULL, *activation = "f32";
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
     uint64_t warm_ms = 1000, rotate_mb = 200, experts = 0, topk = 0;
     uint64_t finalists = 3, decode_max = 0; /* 0: QK_MOE_DECODE_TOKENS */
@@ -244,7 +244,7 @@ int cmd_bench(qk_args *a) {
                  "                   [--filter A,B] [--all-variants]\n"
                  "                   [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--copy-mb MB]\n"
                  "                   [--finalists N] [--best] [--json FILE] [--seed N]\n"
-                 "                   [--time-wrong]\n"
+                 "                   [--time-wrong] [--activations f32|f16]\n"
                  "       qkgen bench --layer [--formats A,B] [--tokens T1,T2,...] [--m F --k H]\n"
                  "                   [--experts E --top-k N] [--runs N] [--warmup-ms MS]\n"
                  "                   [--decode-tokens N] [--gate-up auto|fused|split]\n"
@@ -281,6 +281,9 @@ int cmd_bench(qk_args *a) {
                  "bundle's quantizer, and both times include it (JSON: us_quantize, its own\n"
                  "part).\n"
                  "--filter A,B keeps the variants whose name contains A or B.\n"
+                 "--activations f16 times the kernels on f16 activations (an engine's f16\n"
+                 "hidden state; the staged matmuls have them) instead of f32 ones (the\n"
+                 "default): x is uploaded as f16, the reference stays the f32 one.\n"
                  "--time-wrong, for diagnostics of modified kernels (a step left out to see\n"
                  "what it costs): a variant whose result is wrong is timed as well, marked\n"
                  "WRONG (JSON: wrong: true); the exit status is still 1.\n\n"
@@ -335,7 +338,8 @@ int cmd_bench(qk_args *a) {
             qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
             qk_opt_u64(a, "--finalists", &finalists) ||
             qk_opt_u64(a, "--decode-tokens", &decode_max) || qk_opt(a, "--gate-up", &gate_up) ||
-            qk_opt(a, "--router", &router) || qk_opt(a, "--down", &down))
+            qk_opt(a, "--router", &router) || qk_opt(a, "--down", &down) ||
+            qk_opt(a, "--activations", &activation))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -381,9 +385,12 @@ int cmd_bench(qk_args *a) {
         return qk_usage_error(a->cmd, "--router: '%s' is not auto, fused, split or ranked", router);
     if (gu < 0)
         return qk_usage_error(a->cmd, "--gate-up: '%s' is not auto, fused or split", gate_up);
-    if (layer && (strcmp(family, "all") || filter || all || best_only || time_wrong))
+    if (strcmp(activation, "f32") && strcmp(activation, "f16"))
+        return qk_usage_error(a->cmd, "--activations: '%s' is not f32 or f16", activation);
+    if (layer && (strcmp(family, "all") || filter || all || best_only || time_wrong ||
+                  strcmp(activation, "f32")))
         return qk_usage_error(a->cmd, "--layer times whole layers: without --family, --filter, "
-                                      "--all-variants, --best and --time-wrong");
+                                      "--all-variants, --best, --time-wrong and --activations");
     if (layer) {
         if (!m) m = 768;
         if (!k) k = 2048;
@@ -430,6 +437,7 @@ int cmd_bench(qk_args *a) {
                        .all_variants = all,
                        .finalists = (uint32_t)finalists,
                        .time_wrong = time_wrong,
+                       .activation = activation,
                        .seed = seed,
                        .progress = isatty(2) ? stderr : NULL};
     const qkrt_device_info *dev = qkrt_device(ctx);
@@ -493,7 +501,7 @@ int cmd_bench(qk_args *a) {
                                    : !strcmp(family, "moe")        ? "matvec_id"
                                    : !strcmp(family, "moe_matmul") ? "matmul_id"
                                                                    : "matvec";
-        if (qk_pick_kernel(ctx, b, probe_family, &probe, "f32", 0, 1, err, sizeof err) < 0) {
+        if (qk_pick_kernel(ctx, b, probe_family, &probe, activation, 0, 1, err, sizeof err) < 0) {
             if (formats) {
                 fprintf(stderr, "qkgen bench: %s\n", err);
                 rc = QK_EXIT_USAGE;

@@ -17,6 +17,39 @@ bool qk_matmul_k_ok(const qkrt_kernel_info *k, uint32_t K, char *msg, size_t siz
     return false;
 }
 
+void qk_f16_from_f32(const float *x, size_t n, uint16_t *h) {
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+        if (a >= 0x7f800000u) { /* inf, NaN (kept quiet) */
+            h[i] = (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0));
+        } else if (a >= 0x477ff000u) { /* 65520 and past: rounds to inf */
+            h[i] = (uint16_t)(sign | 0x7c00u);
+        } else if (a < 0x38800000u) { /* below 2^-14: a multiple of 2^-24 */
+            float f;
+            memcpy(&f, &a, 4);
+            h[i] = (uint16_t)(sign | (uint32_t)lrintf(f * 16777216.0f));
+        } else {
+            uint32_t v = ((a >> 23) - 112u) << 10 | (a & 0x7fffffu) >> 13, rest = a & 0x1fffu;
+            v += rest > 0x1000u || (rest == 0x1000u && (v & 1u)); /* a carry moves the exponent */
+            h[i] = (uint16_t)(sign | v);
+        }
+    }
+}
+
+const void *qk_activations_for(const qkrt_kernel_info *k, const float *x, size_t n, void **owned,
+                               size_t *bytes) {
+    *owned = NULL;
+    *bytes = n * 4;
+    if (strcmp(k->activation, "f16")) return x;
+    uint16_t *h = qk_xcalloc(n ? n : 1, sizeof *h);
+    qk_f16_from_f32(x, n, h);
+    *owned = h;
+    *bytes = n * 2;
+    return h;
+}
+
 /* ---------------------------------------------------------------- buffers */
 
 /* The buffers of one run, destroyed together. */
@@ -145,7 +178,10 @@ qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
     /* a split-K kernel's scratch, zero-filled: its counters start at 0 */
     size_t scratch = 0;
     if (!qk_scratch_bytes(k, &d.shape, &scratch, err, err_size)) r = QKRT_ERROR_ARGUMENT;
-    role_buf rb[] = {{"activations", pool_buffer(&p, x, (size_t)T * K * 4, 0, &r)},
+    void *xo;
+    size_t xbytes;
+    const void *xa = qk_activations_for(k, x, (size_t)T * K, &xo, &xbytes);
+    role_buf rb[] = {{"activations", pool_buffer(&p, xa, xbytes, 0, &r)},
                      {"output", pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r)},
                      {"scratch", scratch ? pool_buffer(&p, NULL, scratch, 0, &r) : NULL}};
     if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 3, &d, &sl, err, err_size);
@@ -156,6 +192,7 @@ qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
     if (scratch && r == QKRT_OK) r = qkrt_buffer_fill(ctx, rb[1].buf, NaN32);
     if (r == QKRT_OK) r = qkrt_run_timed(ctx, &d, 1, ns);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, y, (size_t)T * M * 4);
+    free(xo);
     return finish(ctx, &p, r, err, err_size);
 }
 
@@ -182,7 +219,10 @@ qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     qkrt_buffer *wb[8] = {0};
     pool_weights(&p, w, kernel_weights(k), wb, &r);
     size_t ny = (size_t)s->T * s->top_k * s->M;
-    role_buf rb[] = {{"activations", pool_buffer(&p, x, (size_t)s->T * s->ne11 * s->K * 4, 0, &r)},
+    void *xo;
+    size_t xbytes;
+    const void *xa = qk_activations_for(k, x, (size_t)s->T * s->ne11 * s->K, &xo, &xbytes);
+    role_buf rb[] = {{"activations", pool_buffer(&p, xa, xbytes, 0, &r)},
                      {"ids", pool_buffer(&p, ids, (size_t)s->E * s->T * 4, 0, &r)},
                      {"tpe", pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r)},
                      {"output", pool_buffer(&p, NULL, ny * 4, NaN32, &r)}};
@@ -192,7 +232,7 @@ qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     moe_shape(&d.shape, &sl, s, s->T);
     if (r == QKRT_OK) r = qkrt_run_timed(ctx, &d, 1, ns);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[3].buf, 0, y, ny * 4);
-    free(tpe), free(ids);
+    free(tpe), free(ids), free(xo);
     return finish(ctx, &p, r, err, err_size);
 }
 

@@ -10,6 +10,16 @@
  * format's block, e.g. "K = 100 is not a multiple of the q4_0 block (32 elements)". */
 bool qk_matmul_k_ok(const qkrt_kernel_info *k, uint32_t K, char *msg, size_t size);
 
+/* x[0..n) as IEEE half bits, rounded to nearest even (inf past 65504): the
+ * activations of kernels on f16 activations (activations: f16). */
+void qk_f16_from_f32(const float *x, size_t n, uint16_t *h);
+
+/* The activations kernel k reads, from x[0..n): x itself (*owned NULL) or a
+ * copy in its activation type (*owned, freed by the caller); *bytes their
+ * size. */
+const void *qk_activations_for(const qkrt_kernel_info *k, const float *x, size_t n, void **owned,
+                               size_t *bytes);
+
 /* y[T, M] = x[T, K] * W[M, K]^T with matmul kernel ki. w holds one matrix per
  * weight binding slot of the kernel (2 under the swiglu fusion: gate, up).
  * y is poisoned with NaN before the run. ns (optional) gets the GPU time. */

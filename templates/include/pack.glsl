@@ -17,5 +17,9 @@ uvec4 qk_pack8_w(float y[QK_SUB_N], uint i) {
 // Activations i0 .. i0 + 8 of hook call sub (i0 a multiple of 8) for token
 // offset xb (elements), block e0.
 uvec4 qk_pack8_x(uint xb, uint e0, uint sub, uint i0) {
+#ifdef ACT_f16
+    return uvec4(load_x4h(xb, e0, sub, i0), load_x4h(xb, e0, sub, i0 + 4u)); // already halves
+#else
     return qk_pack8(load_x4(xb, e0, sub, i0), load_x4(xb, e0, sub, i0 + 4u));
+#endif
 }

@@ -66,7 +66,11 @@ uint qk_tile_word(uint w) {
 shared uint qk_raw[2u * QK_RAW_SET];
 uint qk_raw_base; // the first word of the chunk the hooks read, in matrix 0
 QK_VEC qk_wpre[QK_NW][QK_RAW_J];
-vec4 qk_xpre[QK_XJ][2];
+#ifdef ACT_f16
+uvec4 qk_xpre[QK_XJ]; // f16 activations: already the tile's halves
+#else
+vec4 qk_xpre[QK_XJ][2]; // f32: packed to halves when stored, not when loaded
+#endif
 
 uint qk_word(uint m, uint w) {
     return qk_raw[qk_raw_base + m * (NR0 * QK_RAW_STRIDE) + w];
@@ -86,8 +90,12 @@ void qk_prefetch(uint wbase, uint row0, uint M, uint nb, uint s) {
         const uint c = min(tid + j * WG, QK_XUNITS - 1u);
         const uint col = c / (NK / 8u), p = (c % (NK / 8u)) * 8u, e = s * NK + p;
         const uint sub = (e % QK) / QK_SUB_N, i0 = p % QK_SUB_N;
+#ifdef ACT_f16
+        qk_xpre[j] = qk_pack8_x(qk_xrow[col] + (e / QK) * QK, 0u, sub, i0);
+#else
         qk_xpre[j][0] = load_x4(qk_xrow[col] + (e / QK) * QK, 0u, sub, i0);
         qk_xpre[j][1] = load_x4(qk_xrow[col] + (e / QK) * QK, 0u, sub, i0 + 4u);
+#endif
     }
 }
 
@@ -111,7 +119,11 @@ void qk_x_store() {
     [[unroll]] for (uint j = 0; j < QK_XJ; j++) {
         const uint c = tid + j * WG;
         if (QK_XUNITS % WG == 0u || c < QK_XUNITS)
+#ifdef ACT_f16
+            qk_sm[QK_XT0 + (c / (NK / 8u)) * TSV + c % (NK / 8u)] = qk_xpre[j];
+#else
             qk_sm[QK_XT0 + (c / (NK / 8u)) * TSV + c % (NK / 8u)] = qk_pack8(qk_xpre[j][0], qk_xpre[j][1]);
+#endif
     }
 }
 

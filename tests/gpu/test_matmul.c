@@ -193,7 +193,8 @@ static int find(qkrt_context *ctx, const qkrt_bundle *b, const char *family, con
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (strcmp(k->family, family) || (format && strcmp(k->format, format)) ||
-            (mma && strcmp(k->mma, mma)) || (fusion && strcmp(k->fusion, fusion)))
+            (mma && strcmp(k->mma, mma)) || (fusion && strcmp(k->fusion, fusion)) ||
+            strcmp(k->activation, "f32"))
             continue;
         if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
         snprintf(why, n, "%s", qkrt_last_error(ctx));
