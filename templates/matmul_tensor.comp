@@ -90,10 +90,19 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer QkBlockRef {
 #else
 #define QK_W_BUF qk_w[0].data
 #endif
-// an activation (dense form: the layout's blocks are x's elements)
+// an activation (dense form: the layout's blocks are x's elements), f32 or
+// f16 (activations: f16)
+#ifdef ACT_f16
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer QkF16Ref {
+    float16_t v;
+};
+#define QK_X_REF QkF16Ref
+#else
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer QkF32Ref {
     float v;
 };
+#define QK_X_REF QkF32Ref
+#endif
 #endif
 
 #ifdef AXIS_weights_decode
@@ -130,12 +139,12 @@ float16_t qk_decode_w(const in QkBlockRef bl, const in uint blockCoords[2], cons
 #ifdef QK_MOE
 // activations: the layout's rows are the tile's columns, gathered through
 // their rows' offsets
-float16_t qk_decode_x(const in QkF32Ref bl, const in uint blockCoords[2], const in uint coordInBlock[2]) {
+float16_t qk_decode_x(const in QK_X_REF bl, const in uint blockCoords[2], const in uint coordInBlock[2]) {
     return float16_t(x[qk_xrow[blockCoords[0]] + blockCoords[1]]);
 }
 #else
 // activations: the element itself, which the layout over x found
-float16_t qk_decode_x(const in QkF32Ref bl, const in uint blockCoords[2], const in uint coordInBlock[2]) {
+float16_t qk_decode_x(const in QK_X_REF bl, const in uint blockCoords[2], const in uint coordInBlock[2]) {
     return float16_t(bl.v);
 }
 #endif
