@@ -135,7 +135,8 @@ static bool axes_match(const char *have, const char *want) {
  *   @added-mma PATH               a math path, of any family
  *   @added-fusion FAMILY FUSION   a fusion of a family
  *   @added-wg FAMILY WG           a workgroup size of a family (or kernel)
- *   @added-axis FAMILY AXIS=VALUE an axis value of a family */
+ *   @added-axis FAMILY AXIS=VALUE an axis value of a family
+ *   @added-activation FAMILY TYPE an activation type of a family */
 typedef struct added_point {
     char kind[16], family[64], value[64];
 } added_point;
@@ -152,7 +153,8 @@ static bool parse_added(const char *line, added_point *a) {
     }
     if (!strcmp(a->kind, "wg"))
         return a->value[0] && strspn(a->value, "0123456789") == strlen(a->value);
-    return a->value[0] && (!strcmp(a->kind, "fusion") || !strcmp(a->kind, "axis"));
+    return a->value[0] && (!strcmp(a->kind, "fusion") || !strcmp(a->kind, "axis") ||
+                           !strcmp(a->kind, "activation"));
 }
 
 /* Whether variant v is of the added point a. */
@@ -162,6 +164,7 @@ static bool is_added(const qk_variant *v, const added_point *a) {
     if (strcmp(k->origin[0] ? k->origin : k->name, a->family)) return false;
     if (!strcmp(a->kind, "fusion")) return v->fusion && !strcmp(v->fusion->name, a->value);
     if (!strcmp(a->kind, "wg")) return v->wg == strtoul(a->value, NULL, 10);
+    if (!strcmp(a->kind, "activation")) return !strcmp(v->activation, a->value);
     return axes_match(k->axes, a->value);
 }
 
@@ -422,7 +425,9 @@ int main(int argc, char **argv) {
             if (nlater < 16 && parse_added(line, &later_pts[nlater]))
                 nlater++;
             else
-                FAIL("%s: expected @added-mma PATH or @added-fusion|wg|axis FAMILY VALUE", line);
+                FAIL(
+                    "%s: expected @added-mma PATH or @added-fusion|wg|axis|activation FAMILY VALUE",
+                    line);
             continue;
         }
         old_count++;
