@@ -1,5 +1,6 @@
-// Activation loads in the hooks' element order (the f32 activations x, and
-// x4, the same buffer as vec4), shared by the mat-vec and matmul templates.
+// Activation loads in the hooks' element order (the activations x, and x4,
+// the same f32 buffer as vec4, or xh4, the same f16 buffer as four halves),
+// shared by the mat-vec and matmul templates.
 
 #if defined(BINDING_x) && defined(ACT_f16)
 // f16 activations (activations: f16): x holds halves, seen here four at a
