@@ -759,7 +759,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         memset(out, 0, sizeof *out);
         snprintf(out->kernel, sizeof out->kernel, "%s", k->name);
         out->c = *c;
-        out->bytes = wbytes + 4.0 * (double)(nx + ny) + (ids ? 4.0 * pairs : 0);
+        /* x at its kernels' width: 2 bytes an element on f16 activations */
+        const double xw = strcmp(k->activation, "f16") ? 4.0 : 2.0;
+        out->bytes = wbytes + xw * (double)nx + 4.0 * (double)ny + (ids ? 4.0 * pairs : 0);
         out->flops = 2.0 * c->M * (double)c->K * pairs;
         char step[48] = "";
         if (screen) snprintf(step, sizeof step, "check and screen %u/%u", v + 1, n);

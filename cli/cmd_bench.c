@@ -282,8 +282,9 @@ int cmd_bench(qk_args *a) {
                  "part).\n"
                  "--filter A,B keeps the variants whose name contains A or B.\n"
                  "--activations f16 times the kernels on f16 activations (an engine's f16\n"
-                 "hidden state; the staged matmuls have them) instead of f32 ones (the\n"
-                 "default): x is uploaded as f16, the reference stays the f32 one.\n"
+                 "hidden state) instead of f32 ones (the default), with --family matmul or\n"
+                 "moe_matmul (the prefill matmuls have them): x is uploaded as f16, the\n"
+                 "reference stays the f32 one; bytes and GB/s count x at 2 bytes.\n"
                  "--time-wrong, for diagnostics of modified kernels (a step left out to see\n"
                  "what it costs): a variant whose result is wrong is timed as well, marked\n"
                  "WRONG (JSON: wrong: true); the exit status is still 1.\n\n"
@@ -387,6 +388,12 @@ int cmd_bench(qk_args *a) {
         return qk_usage_error(a->cmd, "--gate-up: '%s' is not auto, fused or split", gate_up);
     if (strcmp(activation, "f32") && strcmp(activation, "f16"))
         return qk_usage_error(a->cmd, "--activations: '%s' is not f32 or f16", activation);
+    if (!layer && strcmp(activation, "f32") && strcmp(family, "matmul") &&
+        strcmp(family, "moe_matmul"))
+        return qk_usage_error(a->cmd,
+                              "--activations %s: the prefill matmuls have it (--family "
+                              "matmul or moe_matmul), the mat-vecs f32 only",
+                              activation);
     if (layer && (strcmp(family, "all") || filter || all || best_only || time_wrong ||
                   strcmp(activation, "f32")))
         return qk_usage_error(a->cmd, "--layer times whole layers: without --family, --filter, "

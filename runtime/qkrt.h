@@ -214,7 +214,7 @@ qkrt_result qkrt_buffer_fill(qkrt_context *ctx, qkrt_buffer *buf, uint32_t patte
 typedef enum qkrt_role {
     QKRT_ROLE_OTHER = 0,
     QKRT_ROLE_WEIGHTS,        /* quantized weights ("weights" of the manifest) */
-    QKRT_ROLE_ACTIVATIONS,    /* f32 rows of K */
+    QKRT_ROLE_ACTIVATIONS,    /* rows of K, f32 or f16 (the kernel's activation) */
     QKRT_ROLE_ACTIVATIONS_Q8, /* q8 rows written by the quantize kernel */
     QKRT_ROLE_OUTPUT,
     QKRT_ROLE_IDS,             /* MoE expert ids */

@@ -11,7 +11,7 @@
 //    element from the format's one-element decoder (include/dequant_elem.glsl;
 //    the layout's blocks are the format's, 1 x QK, and the decoder reads the
 //    block through the reference the driver passes: staged: reference,
-//    include/bytes.glsl), and B the same way from x (f32; dense: the layout
+//    include/bytes.glsl), and B the same way from x (f32 or f16; dense: the layout
 //    over x finds each element, MoE: gathered through the row offsets of the
 //    tile's columns): the driver schedules every load, and the loop has no
 //    barrier but the two around a format's hoisted scales (QK_ELEM_SCALES:

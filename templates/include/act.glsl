@@ -13,9 +13,9 @@ uvec2 load_x4h(uint xb, uint e0, uint sub, uint i0) {
 #if QK_SUB_RUN >= 4
     return xh4[(xb + e0 + qk_sub_elem(sub, i0)) >> 2];
 #else
-    f16vec4 v;
-    [[unroll]] for (uint l = 0; l < 4u; l++) v[l] = x[xb + e0 + qk_sub_elem(sub, i0 + l)];
-    return uvec2(packFloat2x16(v.xy), packFloat2x16(v.zw));
+    vec4 v; // through f32: 16-bit storage alone has no f16 arithmetic types
+    [[unroll]] for (uint l = 0; l < 4u; l++) v[l] = float(x[xb + e0 + qk_sub_elem(sub, i0 + l)]);
+    return uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
 #endif
 }
 

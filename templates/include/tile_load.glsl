@@ -15,8 +15,8 @@
 // the result (no silent saturation), as in other f16-staged matmuls.
 //
 // Every store is 16 bytes (8 f16): weights by hook call (QK_SUB_N is a
-// multiple of 8), activations by two vec4 loads (a format's runs are at
-// least 4 elements long).
+// multiple of 8), activations by two vec4 loads (f32) or two 8-byte loads
+// (f16 activations) (a format's runs are at least 4 elements long).
 //
 // The including template fills qk_xrow[c] (the element offset of column c's
 // activation row) before the first step.
