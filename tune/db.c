@@ -56,6 +56,17 @@ static double num_of(const qkrt_json *o, const char *key, field_check *fc) {
     return v->number;
 }
 
+/* The record's time: seconds since 1970, finite (the writer prints it as a
+ * whole number, which infinity is not). */
+static double time_of(const qkrt_json *o, const char *key, field_check *fc) {
+    const qkrt_json *v = qkrt_json_get(o, key);
+    if (!v || v->type != QKRT_JSON_NUMBER || !isfinite(v->number) || v->number < 0) {
+        bad_field(fc, key, "a finite number of seconds since 1970");
+        return 0;
+    }
+    return v->number;
+}
+
 static uint32_t u32_of(const qkrt_json *o, const char *key, field_check *fc) {
     const qkrt_json *v = qkrt_json_get(o, key);
     double d = v && v->type == QKRT_JSON_NUMBER ? v->number : -1;
@@ -110,7 +121,7 @@ static bool record_of(const qkrt_json *j, qk_tune_record *r, char *why, size_t w
         r->nmse = num_of(j, "nmse", f);
         r->us = num_of(j, "us", f), r->us_min = num_of(j, "us_min", f);
         r->us_max = num_of(j, "us_max", f), r->runs = u32_of(j, "runs", f);
-        r->time = num_of(j, "time", f);
+        r->time = time_of(j, "time", f);
         static const char *const precisions[] = {"f32", "f16", "q8", NULL};
         static const char *const statuses[] = {"ok", "wrong", "failed", NULL};
         static const char *const stages[] = {"check", "screen", "full", NULL};
