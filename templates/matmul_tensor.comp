@@ -231,8 +231,35 @@ void main() {
 #define QK_BLOCK_START(k0)
 #endif
     // The steps through layouts of the weights (the format's blocks, 1 x QK)
-    // and of x in clamp mode MODE.
-#define QK_DECODE_STEPS(MODE)                                                                      \
+    // and of x in clamp mode MODE, U steps an iteration (U divides the steps).
+    // A format that hoists its scales (q4_K, q5_K) walks whole tiles four
+    // steps an iteration: at NK 64 a block's steps, whose first fills the
+    // scales, so the block-start test is the iteration's first step's alone.
+#ifdef QK_ELEM_SCALES
+#define QK_DECODE_UNROLL 4u
+#define QK_ITER_K (QK_DECODE_UNROLL * NK) // K an iteration of a whole tile
+#define QK_DECODE_STEPS(MODE, U)                                                                   \
+    {                                                                                              \
+        tensorLayoutNV<2, MODE> lw = createTensorLayoutNV(2, MODE);                                \
+        lw = setTensorLayoutBlockSizeNV(lw, 1, QK);                                                \
+        lw = setTensorLayoutDimensionNV(lw, wrow0 + M, K);                                         \
+        tensorLayoutNV<2, MODE> lx = createTensorLayoutNV(2, MODE);                                \
+        lx = setTensorLayoutDimensionNV(lx, xrows, K);                                             \
+        for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += (U) * NK) {                                   \
+            [[unroll]] for (uint u = 0u; u < (U); u++) {                                           \
+                const uint k = k0 + u * NK;                                                        \
+                QK_BLOCK_START(k);                                                                 \
+                coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(lw, wrow0 + row0, NR0, k, NK), \
+                                    qk_decode_w);                                                  \
+                coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, xc0, NR1, k, NK), xt, qk_decode_x); \
+                acc = coopMatMulAdd(a, b, acc);                                                    \
+            }                                                                                      \
+        }                                                                                          \
+    }
+#else
+#define QK_DECODE_UNROLL 1u
+#define QK_ITER_K NK
+#define QK_DECODE_STEPS(MODE, U)                                                                   \
     {                                                                                              \
         tensorLayoutNV<2, MODE> lw = createTensorLayoutNV(2, MODE);                                \
         lw = setTensorLayoutBlockSizeNV(lw, 1, QK);                                                \
@@ -248,13 +275,14 @@ void main() {
             acc = coopMatMulAdd(a, b, acc);                                                        \
         }                                                                                          \
     }
+#endif
     // A whole tile (rows, columns and steps) loads through unclamped layouts
     // of the same dimensions: the same values without the bounds checks; the
     // edge tiles load zeros past them (constant clamp mode).
-    if (row0 + NR0 <= M && col0 + NR1 <= ntok && K % NK == 0u)
-        QK_DECODE_STEPS(gl_CooperativeMatrixClampModeUndefinedNV)
+    if (row0 + NR0 <= M && col0 + NR1 <= ntok && K % QK_ITER_K == 0u)
+        QK_DECODE_STEPS(gl_CooperativeMatrixClampModeUndefinedNV, QK_DECODE_UNROLL)
     else
-        QK_DECODE_STEPS(gl_CooperativeMatrixClampModeConstantNV)
+        QK_DECODE_STEPS(gl_CooperativeMatrixClampModeConstantNV, 1u)
 #elif defined(QK_STAGE_SHARED)
     // matmul.comp's staged loop: step s's raw weights are in raw set s % 2
     // when iteration s starts; step s + 1's loads are issued before step s's
