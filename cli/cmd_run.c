@@ -173,22 +173,25 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
 }
 
 /* A tuned bundle's select table answers every product the bundle has (each
- * family and format of its plain f32 kernels) at token counts at, between and
- * beyond what is tuned, with a kernel of that family that verified (passed,
- * when every kernel was checked here). Returns the failures. */
+ * family, format and activation type of its plain kernels) at token counts
+ * at, between and beyond what is tuned, with a kernel of that family and
+ * activation type that verified (passed, when every kernel was checked
+ * here). Returns the failures. */
 static uint32_t verify_select(qkrt_context *ctx, const qkrt_bundle *b, uint32_t M,
                               const bool *passed) {
     static const uint32_t tokens[] = {1, 2, 3, 4, 5, 8, 16, 37, 128, 512, 2048};
     uint32_t n = qkrt_bundle_kernel_count(b), asked = 0, fails = 0;
     for (uint32_t i = 0; i < n; i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if (!is_product(k) || strcmp(k->fusion, "none") || strcmp(k->activation, "f32")) continue;
-        bool seen = false; /* each (family, format) once */
+        if (!is_product(k) || strcmp(k->fusion, "none") ||
+            (strcmp(k->activation, "f32") && strcmp(k->activation, "f16")))
+            continue;
+        bool seen = false; /* each (family, format, activations) once */
         for (uint32_t j = 0; j < i && !seen; j++) {
             const qkrt_kernel_info *o = qkrt_bundle_kernel(b, j);
             seen = !strcmp(o->family, k->family) && !strcmp(o->format, k->format) &&
                    !strcmp(o->format_variant, k->format_variant) && !strcmp(o->fusion, "none") &&
-                   !strcmp(o->activation, "f32");
+                   !strcmp(o->activation, k->activation);
         }
         if (seen) continue;
         char fmt[96];
@@ -196,20 +199,31 @@ static uint32_t verify_select(qkrt_context *ctx, const qkrt_bundle *b, uint32_t 
                  k->format_variant);
         bool id = strstr(k->family, "_id") != NULL;
         uint32_t K = verify_k(k->block_elements, !strncmp(k->family, "matmul", 6));
+        /* f32: at 13 blocks, which every format's fallback takes; other
+         * activations (the f16 staged matmuls, whole steps of K only) at the
+         * next depth the kernel takes */
+        while (strcmp(k->activation, "f32") && !qk_kernel_fits(k, M, K, 37, 4, 2, 1, 37) &&
+               K < 64 * k->block_elements)
+            K += k->block_elements;
         for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
             const int64_t values[] = {M, K, tokens[t], id ? 4 : 1, id ? 2 : 1, 1, tokens[t]};
             qkrt_shape s = QK_SHAPE(SELECT_NAMES, values);
             uint32_t ki;
             asked++;
-            if (qkrt_select(ctx, b, k->family, fmt, &s, &ki) != QKRT_OK) {
-                printf("select: %s %s m=%u k=%u t=%u: %s\n", k->family, fmt, M, K, tokens[t],
-                       qkrt_last_error(ctx));
+            if (qkrt_select_activations(ctx, b, k->family, fmt, k->activation, &s, &ki) !=
+                QKRT_OK) {
+                printf("select: %s %s (%s activations) m=%u k=%u t=%u: %s\n", k->family, fmt,
+                       k->activation, M, K, tokens[t], qkrt_last_error(ctx));
                 fails++;
             } else if (strcmp(qkrt_bundle_kernel(b, ki)->family, k->family) ||
+                       strcmp(qkrt_bundle_kernel(b, ki)->activation, k->activation) ||
                        (passed && !passed[ki])) {
-                printf("select: %s %s t=%u answers %s, which %s\n", k->family, fmt, tokens[t],
-                       qkrt_bundle_kernel(b, ki)->name,
-                       passed && !passed[ki] ? "did not pass" : "is of another family");
+                printf("select: %s %s (%s activations) t=%u answers %s, which %s\n", k->family, fmt,
+                       k->activation, tokens[t], qkrt_bundle_kernel(b, ki)->name,
+                       passed && !passed[ki] ? "did not pass"
+                       : strcmp(qkrt_bundle_kernel(b, ki)->family, k->family)
+                           ? "is of another family"
+                           : "reads other activations");
                 fails++;
             }
         }

@@ -172,6 +172,11 @@ static int one_case(const char *cmd, const char *family, uint64_t m, uint64_t k,
     return 0;
 }
 
+/* Whether op is a prefill matmul, the families with f16-activation kernels. */
+static bool tiled(const char *op) {
+    return !strcmp(op, "matmul") || !strcmp(op, "matmul_id");
+}
+
 static void device_of(qkrt_context *ctx, qk_tune_device *d) {
     qkrt_device_identity id;
     qkrt_device_identify(ctx, &id);
@@ -184,7 +189,8 @@ static void device_of(qkrt_context *ctx, qk_tune_device *d) {
 }
 
 static const char *fallback_name(void *user, const qk_tune_case *c) {
-    const qk_variant *v = qk_tune_fallback(user, c->op, c->format, c->format_variant);
+    const qk_variant *v =
+        qk_tune_fallback(user, c->op, c->format, c->format_variant, qk_tune_case_activations(c));
     return v ? v->name : NULL;
 }
 
@@ -295,7 +301,8 @@ static const char *usage =
     "usage: qkgen tune (--model FILE | --family F --m M --k K --tokens T\n"
     "                  [--experts E --top-k N]) [--formats A,B] [--device N] [--db FILE]\n"
     "                  [--budget SECONDS] [--strategy halving|exhaustive]\n"
-    "                  [--precision f32|f16|q8|any] [--filter A,B] [--out DIR]\n"
+    "                  [--precision f32|f16|q8|any] [--activations f32|f16]\n"
+    "                  [--filter A,B] [--out DIR]\n"
     "                  [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--finalists N] [--seed N]\n"
     "                  [--screen-warmup-ms MS] [--steady-ms MS] [--specs DIR] [--set FILE]\n"
     "                  [--dry-run] [--wait]\n"
@@ -307,7 +314,7 @@ static const char *usage =
     "Cases come from a model's shape set (specs/models/*.yaml: each op at its\n"
     "decode token counts on the mat-vec families, at its prefill counts on the\n"
     "tiled ones) or from one shape. Candidates are the variants of the kernel\n"
-    "specs for that operation and format (f32 activations, no fusion) that the\n"
+    "specs for that operation, format and activation type (no fusion) that the\n"
     "legality rules keep, the device can run and the shape allows, plus the\n"
     "operation's portable fallback; they are built on demand through the\n"
     "generator and its content-hash cache into DIR/tune (default out/), from\n"
@@ -330,6 +337,11 @@ static const char *usage =
     "again. --precision keeps the classes that may win: q8 (activations rounded\n"
     "to 8 bits: int8-dot kernels), f16 (f16 staging: tiled matmuls, cooperative\n"
     "matrices), f32, or any (default: each within its class's error bound).\n"
+    "--activations f16 tunes the prefill matmuls (matmul, matmul_id) on f16\n"
+    "activations, for an engine whose hidden state is f16: their f16-activation\n"
+    "kernels are the candidates, the case and its records say f16 (a case of\n"
+    "its own; qkrt_select_activations picks its winner); a model's mat-vec\n"
+    "cases stay on f32, the only activations their kernels take (default f32).\n"
     "--dry-run builds the candidates into DIR/tune and lists them; nothing is timed.\n"
     "--merge writes the records of A, B, ... (and C's own) into C, each once.\n"
     "One tune or merge writes a database at a time: another finds it in use and\n"
@@ -343,7 +355,7 @@ int cmd_tune(qk_args *a) {
     const char *model = NULL, *family = NULL, *formats = NULL, *device = NULL, *dbpath = NULL;
     const char *strategy = "halving", *precision = "any", *filter = NULL, *out = "out";
     const char *report_db = NULL, *svg = NULL, *specs_dir = qk_default_specs();
-    const char *templates = qk_default_templates(), *set_path = NULL;
+    const char *templates = qk_default_templates(), *set_path = NULL, *activations = "f32";
     const char *merge[64];
     uint32_t nmerge = 0;
     uint64_t m = UNSET, k = UNSET, t = UNSET, experts = 0, topk = 0, budget = 0, runs = 50,
@@ -377,7 +389,8 @@ int cmd_tune(qk_args *a) {
             qk_opt(a, "--out", &out) || qk_opt(a, "--report", &report_db) ||
             qk_opt(a, "--svg", &svg) || qk_opt(a, "--specs", &specs_dir) ||
             qk_opt(a, "--set", &set_path) || qk_opt(a, "--templates", &templates) ||
-            qk_opt_u64(a, "--m", &m) || qk_opt_u64(a, "--k", &k) || qk_opt_u64(a, "--tokens", &t) ||
+            qk_opt(a, "--activations", &activations) || qk_opt_u64(a, "--m", &m) ||
+            qk_opt_u64(a, "--k", &k) || qk_opt_u64(a, "--tokens", &t) ||
             qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
             qk_opt_u64(a, "--budget", &budget) || qk_opt_u64(a, "--runs", &runs) ||
             qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
@@ -390,6 +403,8 @@ int cmd_tune(qk_args *a) {
     if (strcmp(precision, "f32") && strcmp(precision, "f16") && strcmp(precision, "q8") &&
         strcmp(precision, "any"))
         return qk_usage_error(a->cmd, "--precision: '%s' is not f32, f16, q8 or any", precision);
+    if (strcmp(activations, "f32") && strcmp(activations, "f16"))
+        return qk_usage_error(a->cmd, "--activations: '%s' is not f32 or f16", activations);
     if (nmerge) {
         if (!dbpath) return qk_usage_error(a->cmd, "--merge needs --db OUT");
         qk_error e = {0};
@@ -445,6 +460,11 @@ int cmd_tune(qk_args *a) {
         qk_tune_case c;
         int rc = one_case(a->cmd, family, m, k, t, experts, topk, &c);
         if (rc) return rc;
+        if (strcmp(activations, "f32") && !tiled(c.op))
+            return qk_usage_error(a->cmd,
+                                  "--activations %s: the prefill matmuls have it (--family "
+                                  "matmul or moe_matmul), the mat-vecs f32 only",
+                                  activations);
         char fl[512];
         snprintf(fl, sizeof fl, "%s", formats ? formats : "q4_0");
         cases = qk_xcalloc(32, sizeof *cases);
@@ -456,6 +476,10 @@ int cmd_tune(qk_args *a) {
             nc++;
         }
     }
+    /* the tiled cases' activations (--activations); the mat-vecs take f32 */
+    for (uint32_t i = 0; i < nc; i++)
+        snprintf(cases[i].activations, sizeof cases[i].activations, "%s",
+                 tiled(cases[i].op) ? activations : "f32");
     /* the kernels expanded on the cases' formats only: a few of the
      * search space's points, the same variants */
     const char **only = qk_xcalloc(nc ? nc : 1, sizeof *only);
@@ -510,7 +534,8 @@ int cmd_tune(qk_args *a) {
             if (qk_tune_candidate(&plan.variants[i], &cases[c], &space))
                 want[i] = true, n++, any_q8 |= takes_q8(&plan.variants[i]);
         const qk_variant *f =
-            qk_tune_fallback(&plan, cases[c].op, cases[c].format, cases[c].format_variant);
+            qk_tune_fallback(&plan, cases[c].op, cases[c].format, cases[c].format_variant,
+                             qk_tune_case_activations(&cases[c]));
         if (f) want[f - plan.variants] = true, fb[c] = f->name;
         per_case[c] = n + 1;
         total += n + 1;
@@ -566,8 +591,9 @@ int cmd_tune(qk_args *a) {
     tr.t0 = qk_now_s();
     if (dry_run && rc == QK_EXIT_OK) { /* the candidates built, nothing timed */
         for (uint32_t c = 0; c < nc; c++)
-            printf("%s %s m=%u k=%u t=%u: %u candidates (the fallback %s included)\n", cases[c].op,
-                   cases[c].format, cases[c].M, cases[c].K, cases[c].T, per_case[c],
+            printf("%s %s m=%u k=%u t=%u%s: %u candidates (the fallback %s included)\n",
+                   cases[c].op, cases[c].format, cases[c].M, cases[c].K, cases[c].T,
+                   strcmp(qk_tune_case_activations(&cases[c]), "f32") ? " x=f16" : "", per_case[c],
                    fb[c] ? fb[c] : "(none)");
         nc = 0;
     }
@@ -585,6 +611,7 @@ int cmd_tune(qk_args *a) {
                             cases[c].E,  cases[c].top_k};
         tr.c = &cases[c], tr.case_i = c, tr.case_done = 0;
         o.always = fb[c];
+        o.activation = qk_tune_case_activations(&cases[c]);
         /* the budget left, shared among the cases left */
         double left = budget ? (double)budget - (qk_now_s() - tr.t0) : 0;
         o.deadline = budget ? qk_now_s() + fmax(left, 0) / (nc - c) : 0;
@@ -620,6 +647,8 @@ int cmd_tune(qk_args *a) {
         if (bc.E)
             snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " e=%u/%u", bc.E,
                      bc.top_k);
+        if (strcmp(o.activation, "f32")) /* the f16-activation case, a case of its own */
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " x=%s", o.activation);
         double fb_us = fbr ? (fbr->timed ? fbr->us : fbr->us_screen) : 0;
         if (r != QKRT_OK) {
             fprintf(stderr, "qkgen tune: %s: %s\n", shape, err);
@@ -968,11 +997,14 @@ int cmd_build_tuned(qk_args *a) {
         bool dup = false;
         for (uint32_t d = 0; d < nd && !dup; d++)
             dup = !strcmp(defs[d].op, c.op) && !strcmp(defs[d].format, c.format) &&
-                  !strcmp(defs[d].option, c.format_variant);
+                  !strcmp(defs[d].option, c.format_variant) &&
+                  !strcmp(defs[d].activations, qk_tune_case_activations(&c));
         if (dup) continue;
-        const qk_variant *f = qk_tune_fallback(&plan, c.op, c.format, c.format_variant);
+        const char *act = qk_tune_case_activations(&c);
+        const qk_variant *f = qk_tune_fallback(&plan, c.op, c.format, c.format_variant, act);
         if (!f) {
-            fprintf(stderr, "qkgen build: no %s kernel for %s in %s\n", c.op, c.format, spec_dir);
+            fprintf(stderr, "qkgen build: no %s kernel for %s on %s activations in %s\n", c.op,
+                    c.format, act, spec_dir);
             rc = QK_EXIT_USAGE;
             break;
         }
@@ -982,6 +1014,7 @@ int cmd_build_tuned(qk_args *a) {
         snprintf(d->op, sizeof d->op, "%s", c.op);
         snprintf(d->format, sizeof d->format, "%s", c.format);
         snprintf(d->option, sizeof d->option, "%s", c.format_variant);
+        snprintf(d->activations, sizeof d->activations, "%s", act);
         snprintf(d->kernel, sizeof d->kernel, "%s", f->name);
         snprintf(d->precision, sizeof d->precision, "%s", qk_variant_precision(f));
     }

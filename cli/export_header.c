@@ -218,15 +218,24 @@ static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, con
         const char *op = qk_export_str(x, r, "op", true),
                    *format = qk_export_str(x, r, "format", true);
         const char *variant = qk_export_str(x, r, "format_variant", false);
+        const char *activations = qk_export_str(x, r, "activations", false);
         const char *kernel = qk_export_str(x, r, "kernel", true),
                    *precision = qk_export_str(x, r, "precision", false);
         if (!op || !format || !kernel) return false;
         int k = kernel_index(kernels, kernel);
         if (k < 0) return qk_export_bad(x, r, "select: kernel '%s' is not in the manifest", kernel);
+        /* a rule answers for the activations its kernel reads (absent: f32) */
+        const qkrt_json *ka = qkrt_json_get(&kernels->items[k], "activation");
+        const char *kact = ka && ka->type == QKRT_JSON_STRING && ka->string[0] ? ka->string : "f32";
+        if (strcmp(activations ? activations : "f32", kact))
+            return qk_export_bad(
+                x, r, "select: a rule for %s activations names kernel '%s', which reads %s",
+                activations ? activations : "f32", kernel, kact);
         qk_str_add(&x->defs, "    {");
         qk_export_c_field(&x->defs, op);
         qk_export_c_field(&x->defs, format);
         qk_export_c_field(&x->defs, variant ? variant : "");
+        qk_export_c_field(&x->defs, activations ? activations : "f32");
         qk_str_addf(&x->defs, "%d, ", k);
         qk_export_c_field(&x->defs, precision);
         if (!range(x, r, "M", &x->defs) || !range(x, r, "K", &x->defs) ||
@@ -245,8 +254,8 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
     if (!t) return !x->e->set;
     uint32_t version;
     if (!qk_export_u32(x, t, "version", true, &version)) return false;
-    if (version != 1)
-        return qk_export_bad(x, t, "select: version %u, this exporter knows 1", version);
+    if (version != 1 && version != 2) /* 2: rules may name their activations */
+        return qk_export_bad(x, t, "select: version %u, this exporter knows 1 and 2", version);
     const qkrt_json *devices = qk_export_list(x, t, "devices", true),
                     *defaults = qk_export_list(x, t, "default", true);
     char dname[64], names[64];
@@ -285,6 +294,7 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "#define %s_HAS_SELECT 1\n"
         "typedef struct %s_rule {\n"
         "    const char *op, *format, *format_variant;\n"
+        "    const char *activations; /* \"f32\" or \"f16\" */\n"
         "    int kernel; /* index into %s_kernels */\n"
         "    const char *precision;\n"
         "    int64_t M[2], K[2], T[2]; /* inclusive; an upper bound of -1 has no bound */\n"
@@ -303,22 +313,29 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "} %s_selection;\n"
         "extern const %s_selection %s_selection_table;\n"
         "/* The kernel the table picks for a device (VkPhysicalDeviceProperties' IDs and\n"
-        " * driverVersion), an op and format (format_variant NULL: any) and shape s:\n"
-        " * its index, or -1. can_run (NULL: every kernel) says whether the device\n"
-        " * runs a kernel (its features and limits). */\n"
+        " * driverVersion), an op and format (format_variant NULL: any) on f32\n"
+        " * activations and shape s: its index, or -1. can_run (NULL: every kernel)\n"
+        " * says whether the device runs a kernel (its features and limits). */\n"
         "int %s_select(uint32_t vendor_id, uint32_t device_id, uint32_t driver_version,\n"
         "    const char *op, const char *format, const char *format_variant,\n"
-        "    const %s_shape *s, int (*can_run)(const %s_kernel *k, void *user), void *user);\n\n",
-        x->up, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
+        "    const %s_shape *s, int (*can_run)(const %s_kernel *k, void *user), void *user);\n"
+        "/* The same on activations of a type, \"f32\" or \"f16\" (the rules of that\n"
+        " * type only). */\n"
+        "int %s_select_activations(uint32_t vendor_id, uint32_t device_id,\n"
+        "    uint32_t driver_version, const char *op, const char *format,\n"
+        "    const char *format_variant, const char *activations, const %s_shape *s,\n"
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user);\n\n",
+        x->up, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
     bool has[3] = {false, false, false};
     for (uint32_t i = 0; i < x->var_count; i++)
         for (int j = 0; j < 3; j++)
             has[j] |= !strcmp(x->vars[i], j == 0 ? "M" : j == 1 ? "K" : "T");
     qk_str_addf(
         &x->defs,
-        "int %s_select(uint32_t vendor_id, uint32_t device_id, uint32_t driver_version,\n"
-        "    const char *op, const char *format, const char *format_variant,\n"
-        "    const %s_shape *s, int (*can_run)(const %s_kernel *k, void *user), void *user) {\n"
+        "int %s_select_activations(uint32_t vendor_id, uint32_t device_id,\n"
+        "    uint32_t driver_version, const char *op, const char *format,\n"
+        "    const char *format_variant, const char *activations, const %s_shape *s,\n"
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user) {\n"
         "    const %s_selection *t = &%s_selection_table;\n"
         "    const %s_device_rules *dev = NULL;\n"
         "    uint32_t i, pass;\n"
@@ -339,15 +356,21 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "            range[0] = r->M;\n            range[1] = r->K;\n"
         "            range[2] = r->T;\n"
         "            if (strcmp(r->op, op) || strcmp(r->format, format) ||\n"
-        "                (format_variant && strcmp(r->format_variant, format_variant)))\n"
+        "                (format_variant && strcmp(r->format_variant, format_variant)) ||\n"
+        "                strcmp(r->activations, activations))\n"
         "                continue;\n"
         "            for (j = 0; j < 3; j++)\n"
         "                in &= v[j] >= range[j][0] && (range[j][1] < 0 || v[j] <= range[j][1]);\n"
         "            if (!in || %s_kernels[r->kernel].check(s) >= 0) continue;\n"
         "            if (can_run && !can_run(&%s_kernels[r->kernel], user)) continue;\n"
         "            return r->kernel;\n"
-        "        }\n    }\n    return -1;\n}\n",
+        "        }\n    }\n    return -1;\n}\n\n"
+        "int %s_select(uint32_t vendor_id, uint32_t device_id, uint32_t driver_version,\n"
+        "    const char *op, const char *format, const char *format_variant,\n"
+        "    const %s_shape *s, int (*can_run)(const %s_kernel *k, void *user), void *user) {\n"
+        "    return %s_select_activations(vendor_id, device_id, driver_version, op, format,\n"
+        "        format_variant, \"f32\", s, can_run, user);\n}\n",
         p, p, p, p, p, p, has[0] ? "s->M" : "0", has[1] ? "s->K" : "0", has[2] ? "s->T" : "0", p, p,
-        p, p);
+        p, p, p, p, p, p);
     return true;
 }

@@ -476,6 +476,14 @@ bool qkrt_bundle_has_select(const qkrt_bundle *bundle);
  * QKRT_ERROR_MANIFEST for a malformed table. */
 qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
                         const char *format, const qkrt_shape *shape, uint32_t *kernel);
+/* qkrt_select for activations of a type: "f32" (what qkrt_select asks) or
+ * "f16" (an engine's f16 hidden state: the prefill matmuls' f16-activation
+ * kernels, tuned with `qkgen tune --activations f16`). A rule answers only
+ * for its own activations (absent: f32) and only with a kernel whose
+ * manifest `activation` is that type. */
+qkrt_result qkrt_select_activations(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
+                                    const char *format, const char *activations,
+                                    const qkrt_shape *shape, uint32_t *kernel);
 
 #ifdef __cplusplus
 }

@@ -74,6 +74,13 @@ static bool shape_value(const qkrt_shape *s, const char *name, int64_t *v) {
     return false;
 }
 
+/* The activation type kernel ki reads: its manifest's, f32 where it names
+ * none (the kernels without activations). */
+static const char *kernel_activations(const qkrt_bundle *b, uint32_t ki) {
+    const char *a = qkrt_bundle_kernel(b, ki)->activation;
+    return a && a[0] ? a : "f32";
+}
+
 /* Whether the shape meets kernel ki's constraints. */
 static bool fits(const qkrt_bundle *b, uint32_t ki, const qkrt_shape *shape) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
@@ -88,10 +95,21 @@ static bool fits(const qkrt_bundle *b, uint32_t ki, const qkrt_shape *shape) {
 
 qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
                         const char *format, const qkrt_shape *shape, uint32_t *kernel) {
-    if (!ctx || !bundle || !op || !format || !shape || !kernel)
+    return qkrt_select_activations(ctx, bundle, op, format, "f32", shape, kernel);
+}
+
+qkrt_result qkrt_select_activations(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
+                                    const char *format, const char *activations,
+                                    const qkrt_shape *shape, uint32_t *kernel) {
+    if (!ctx || !bundle || !op || !format || !activations || !shape || !kernel)
         return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_select: a NULL argument");
     const qkrt_json *t = select_table(bundle);
     if (!t) return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED, "the bundle has no select table");
+    const qkrt_json *ver = qkrt_json_get(t, "version");
+    if (!ver || ver->type != QKRT_JSON_NUMBER || !ver->integral || ver->integer < 1 ||
+        ver->integer > 2)
+        return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                         "select: \"version\" is not 1 or 2 (the versions this libqkrt reads)");
     int64_t dims[3];
     static const char *const dim_names[3] = {"M", "K", "T"};
     for (int i = 0; i < 3; i++)
@@ -115,11 +133,13 @@ qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char
             const qkrt_json *r = &rules->items[i];
             const char *rop = str_of(r, "op"), *rf = str_of(r, "format");
             const char *rv = str_of(r, "format_variant"), *name = str_of(r, "kernel");
+            const char *ra = str_of(r, "activations"); /* absent: f32 */
             if (!rop || !rf || !name)
                 return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
                                  "select: rule at %u:%u lacks op, format or kernel", r->line,
                                  r->column);
-            if (strcmp(rop, op) || strcmp(rf, fmt) || (!any_opt && strcmp(rv ? rv : "", opt)))
+            if (strcmp(rop, op) || strcmp(rf, fmt) || (!any_opt && strcmp(rv ? rv : "", opt)) ||
+                strcmp(ra ? ra : "f32", activations))
                 continue;
             bool inside = true;
             for (int d = 0; d < 3; d++) {
@@ -132,7 +152,10 @@ qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char
             }
             if (!inside) continue;
             int ki = qkrt_bundle_find(bundle, name);
-            if (ki < 0 || qkrt_kernel_check(ctx, bundle, (uint32_t)ki) != QKRT_OK ||
+            /* the kernel must read the activations asked for, whatever the
+             * rule says */
+            if (ki < 0 || strcmp(kernel_activations(bundle, (uint32_t)ki), activations) ||
+                qkrt_kernel_check(ctx, bundle, (uint32_t)ki) != QKRT_OK ||
                 !fits(bundle, (uint32_t)ki, shape))
                 continue;
             *kernel = (uint32_t)ki;
@@ -140,7 +163,8 @@ qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char
         }
     }
     return qkrt_fail(
-        ctx, QKRT_ERROR_UNSUPPORTED, "select: no rule for %s %s at M=%lld K=%lld T=%lld on %s (%s)",
-        op, format, (long long)dims[0], (long long)dims[1], (long long)dims[2], id.name,
+        ctx, QKRT_ERROR_UNSUPPORTED,
+        "select: no rule for %s %s on %s activations at M=%lld K=%lld T=%lld on %s (%s)", op,
+        format, activations, (long long)dims[0], (long long)dims[1], (long long)dims[2], id.name,
         dev ? "its own rules and the default ones" : "an unknown device: the default rules");
 }

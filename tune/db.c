@@ -24,13 +24,18 @@ static void bad_field(field_check *fc, const char *key, const char *want) {
     fc->ok = false;
 }
 
-/* value must be one of the names (a NULL-ended list) */
+/* value must be one of the names (a NULL-ended list of two or three) */
 static void one_of(field_check *fc, const char *key, const char *value, const char *const *names) {
     for (const char *const *n = names; *n; n++)
         if (!strcmp(value, *n)) return;
-    if (fc->ok)
-        snprintf(fc->why, sizeof fc->why, "%s: '%.40s' is not %s, %s or %s", key, value, names[0],
-                 names[1], names[2]);
+    if (fc->ok) {
+        if (names[2])
+            snprintf(fc->why, sizeof fc->why, "%s: '%.40s' is not %s, %s or %s", key, value,
+                     names[0], names[1], names[2]);
+        else
+            snprintf(fc->why, sizeof fc->why, "%s: '%.40s' is not %s or %s", key, value, names[0],
+                     names[1]);
+    }
     fc->ok = false;
 }
 
@@ -108,6 +113,11 @@ static bool record_of(const qkrt_json *j, qk_tune_record *r, char *why, size_t w
         str_of(c, "op", r->c.op, sizeof r->c.op, f);
         str_of(c, "format", r->c.format, sizeof r->c.format, f);
         str_of(c, "format_variant", r->c.format_variant, sizeof r->c.format_variant, f);
+        /* absent in version 1: f32 */
+        if (qkrt_json_get(c, "activations"))
+            str_of(c, "activations", r->c.activations, sizeof r->c.activations, f);
+        else
+            snprintf(r->c.activations, sizeof r->c.activations, "f32");
         r->c.M = u32_of(c, "M", f), r->c.K = u32_of(c, "K", f), r->c.T = u32_of(c, "T", f);
         r->c.E = u32_of(c, "E", f), r->c.top_k = u32_of(c, "top_k", f);
         f->in = "";
@@ -128,6 +138,8 @@ static bool record_of(const qkrt_json *j, qk_tune_record *r, char *why, size_t w
         one_of(f, "precision", r->precision, precisions);
         one_of(f, "status", r->status, statuses);
         one_of(f, "stage", r->stage, stages);
+        static const char *const activations[] = {"f32", "f16", NULL};
+        one_of(f, "case.activations", r->c.activations, activations);
     }
     ok = fc.ok;
     if (!ok) snprintf(why, why_size, "%s", fc.why);
@@ -139,8 +151,13 @@ bool qk_tune_same_device(const qk_tune_device *a, const qk_tune_device *b) {
            a->driver_version == b->driver_version && !strcmp(a->cache_uuid, b->cache_uuid);
 }
 
+const char *qk_tune_case_activations(const qk_tune_case *c) {
+    return c->activations[0] ? c->activations : "f32";
+}
+
 bool qk_tune_same_case(const qk_tune_case *a, const qk_tune_case *b) {
     return !strcmp(a->op, b->op) && !strcmp(a->format, b->format) &&
+           !strcmp(qk_tune_case_activations(a), qk_tune_case_activations(b)) &&
            !strcmp(a->format_variant, b->format_variant) && a->M == b->M && a->K == b->K &&
            a->T == b->T && a->E == b->E && a->top_k == b->top_k;
 }
@@ -246,10 +263,14 @@ static void num(qk_str *o, const char *key, double v) {
 }
 
 void qk_tune_record_json(qk_str *o, const qk_tune_record *r) {
+    /* version 1 where it says all (f32 activations), so that older readers
+     * keep reading such records and skip the others */
+    const bool f32 = !strcmp(qk_tune_case_activations(&r->c), "f32");
     qk_str_addf(o,
                 "{\"v\": %d, \"device\": {\"vendor_id\": %u, \"device_id\": %u, "
                 "\"driver_version\": %u, \"cache_uuid\": ",
-                QK_TUNE_DB_VERSION, r->dev.vendor_id, r->dev.device_id, r->dev.driver_version);
+                f32 ? 1 : QK_TUNE_DB_VERSION, r->dev.vendor_id, r->dev.device_id,
+                r->dev.driver_version);
     qk_json_string(o, r->dev.cache_uuid);
     qk_str_add(o, ", \"name\": ");
     qk_json_string(o, r->dev.name);
@@ -265,6 +286,10 @@ void qk_tune_record_json(qk_str *o, const qk_tune_record *r) {
     qk_json_string(o, r->c.format);
     qk_str_add(o, ", \"format_variant\": ");
     qk_json_string(o, r->c.format_variant);
+    if (!f32) {
+        qk_str_add(o, ", \"activations\": ");
+        qk_json_string(o, r->c.activations);
+    }
     qk_str_addf(o, ", \"M\": %u, \"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u}, \"precision\": ",
                 r->c.M, r->c.K, r->c.T, r->c.E, r->c.top_k);
     qk_json_string(o, r->precision);

@@ -8,7 +8,9 @@
 
 #include <stdio.h>
 
-#define QK_TUNE_DB_VERSION 1
+/* The newest record version this qkgen reads and writes: 1, or 2 for a case
+ * on activations other than f32 (readers of version 1 skip those). */
+#define QK_TUNE_DB_VERSION 2
 
 /* A device as the database knows it: records of another are not its own. */
 typedef struct qk_tune_device {
@@ -17,13 +19,18 @@ typedef struct qk_tune_device {
     char name[128];
 } qk_tune_device;
 
-/* The product measured: the operation (a kernel family), format and shape. */
+/* The product measured: the operation (a kernel family), format, the
+ * activations' type and shape. */
 typedef struct qk_tune_case {
     char op[24];
     char format[64];
     char format_variant[16]; /* MLX scale type, else "" */
+    char activations[8];     /* "f32" (also "" in a case built in code) or "f16" */
     uint32_t M, K, T, E, top_k;
 } qk_tune_case;
+
+/* The case's activation type: "f32" where it names none. */
+const char *qk_tune_case_activations(const qk_tune_case *c);
 
 typedef struct qk_tune_record {
     qk_tune_device dev;

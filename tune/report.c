@@ -13,6 +13,9 @@ static void case_label(const qk_tune_case *c, char *out, size_t size) {
     else
         snprintf(out, size, "%s %s%s%s m=%u k=%u t=%u", c->op, c->format,
                  c->format_variant[0] ? "/" : "", c->format_variant, c->M, c->K, c->T);
+    const char *act = qk_tune_case_activations(c);
+    if (strcmp(act, "f32")) /* as `qkgen tune` prints the case */
+        snprintf(out + strlen(out), size - strlen(out), " x=%s", act);
 }
 
 /* The fallback's time over the winner's, at one stage: both in full where

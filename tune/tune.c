@@ -57,7 +57,8 @@ static bool device_runs(const qk_variant *v, const qkrt_device_info *d) {
 
 bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune_space *s) {
     if (strcmp(v->kernel->family, c->op) || strcmp(v->format->name, c->format) ||
-        strcmp(v->format->variant, c->format_variant) || strcmp(v->activation, "f32") || v->fusion)
+        strcmp(v->format->variant, c->format_variant) ||
+        strcmp(v->activation, qk_tune_case_activations(c)) || v->fusion)
         return false;
     bool listed = !s->kernel_count;
     for (uint32_t i = 0; i < s->kernel_count && !listed; i++) /* a kernel, or its family spec */
@@ -70,6 +71,17 @@ bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune
     if (s->filter && !qk_filter_match(s->filter, v->name)) return false;
     if (s->dev && !device_runs(v, s->dev)) return false;
     return takes(v, c);
+}
+
+/* How many of v's features one vendor's devices alone have (NVIDIA's
+ * cooperative matrices): a fallback is for every device. */
+static int64_t vendor_features(const qk_variant *v) {
+    const char *f[16];
+    uint32_t n = qk_variant_features(v, f, 16);
+    int64_t vendor = 0;
+    for (uint32_t i = 0; i < n; i++)
+        vendor += strlen(f[i]) > 3 && !strcmp(f[i] + strlen(f[i]) - 3, "_nv");
+    return vendor;
 }
 
 static int precision_rank(const char *p) {
@@ -90,20 +102,23 @@ static int64_t shapes_refused(const qk_variant *v) {
 }
 
 const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char *format,
-                                   const char *option) {
+                                   const char *option, const char *activations) {
     const qk_variant *best = NULL;
-    enum { KEYS = 9 };
+    enum { KEYS = 10 };
     int64_t best_key[KEYS] = {0};
     for (uint32_t i = 0; i < p->variant_count; i++) {
         const qk_variant *v = &p->variants[i];
         if (strcmp(v->kernel->family, op) || strcmp(v->format->name, format) ||
-            strcmp(v->format->variant, option) || strcmp(v->activation, "f32") || v->fusion)
+            strcmp(v->format->variant, option) || strcmp(v->activation, activations) || v->fusion)
             continue;
         const char *f[16];
-        /* the family spec named after the operation (matvec.yaml for matvec
-         * and matvec_id) is its plainest; a few rows per workgroup (4) beat
-         * one on any device */
-        int64_t key[KEYS] = {shapes_refused(v),
+        /* no vendor's own features (f16 activations: the NV cooperative-
+         * matrix-2 matmuls take more shapes, the staged ones every device),
+         * then the fewest shapes refused; the family spec named after the
+         * operation (matvec.yaml for matvec and matvec_id) is its plainest;
+         * a few rows per workgroup (4) beat one on any device */
+        int64_t key[KEYS] = {vendor_features(v),
+                             shapes_refused(v),
                              precision_rank(qk_variant_precision(v)),
                              strncmp(v->kernel->origin, op, strlen(v->kernel->origin)) != 0,
                              qk_variant_features(v, f, 16),
@@ -213,19 +228,24 @@ static uint32_t distinct(const qk_tune_outcome *const *sel, uint32_t n, int d, c
 }
 
 static void rule_json(qk_str *o, const char *op, const char *format, const char *option,
-                      const char *kernel, const char *precision, bool first) {
+                      const char *activations, const char *kernel, const char *precision,
+                      bool first) {
     qk_str_addf(o, "%s\n        { \"op\": ", first ? "" : ",");
     qk_json_string(o, op);
     qk_str_add(o, ", \"format\": ");
     qk_json_string(o, format);
     qk_str_add(o, ", \"format_variant\": ");
     qk_json_string(o, option);
+    if (strcmp(activations, "f32")) { /* f32 where absent (version 1) */
+        qk_str_add(o, ", \"activations\": ");
+        qk_json_string(o, activations);
+    }
     qk_str_add(o, ", \"kernel\": ");
     qk_json_string(o, kernel);
     qk_str_addf(o, ", \"precision\": \"%s\", ", precision);
 }
 
-/* The rules of one device's (op, format, option) group: T buckets, M
+/* The rules of one device's (op, format, option, activations) group: T buckets, M
  * buckets within each, K buckets within those; each leaf a tuned case. */
 static void group_rules(qk_str *o, const qk_tune_outcome *const *sel, uint32_t n, bool *first) {
     uint32_t *ts = malloc(sizeof *ts * n), *ms = malloc(sizeof *ms * n),
@@ -243,8 +263,9 @@ static void group_rules(qk_str *o, const qk_tune_outcome *const *sel, uint32_t n
                 for (uint32_t i = 0; i < n && !oc; i++)
                     if (sel[i]->c.M == ms[mi] && sel[i]->c.K == ks[ki] && sel[i]->c.T == ts[ti])
                         oc = sel[i];
-                rule_json(o, oc->c.op, oc->c.format, oc->c.format_variant, oc->best->variant,
-                          oc->best->precision, *first);
+                rule_json(o, oc->c.op, oc->c.format, oc->c.format_variant,
+                          qk_tune_case_activations(&oc->c), oc->best->variant, oc->best->precision,
+                          *first);
                 *first = false;
                 bucket(ms, nm, mi, o, "M");
                 qk_str_add(o, ", ");
@@ -261,7 +282,15 @@ static void group_rules(qk_str *o, const qk_tune_outcome *const *sel, uint32_t n
 
 void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
                          const qk_tune_default *defaults, uint32_t nd) {
-    qk_str_add(o, "{\n    \"version\": 1,\n    \"devices\": [");
+    /* version 2 where a rule names activations other than f32, so that a
+     * reader of version 1 refuses the table instead of answering an f32
+     * query with such a kernel */
+    bool v2 = false;
+    for (uint32_t i = 0; i < n; i++)
+        v2 |= oc[i].best && strcmp(qk_tune_case_activations(&oc[i].c), "f32");
+    for (uint32_t i = 0; i < nd; i++)
+        v2 |= strcmp(defaults[i].activations, "f32") != 0;
+    qk_str_addf(o, "{\n    \"version\": %d,\n    \"devices\": [", v2 ? 2 : 1);
     bool *done = calloc(n ? n : 1, sizeof *done);
     const qk_tune_outcome **sel = malloc(sizeof *sel * (n ? n : 1));
     bool first_dev = true;
@@ -277,13 +306,14 @@ void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
         qk_str_add(o, ",\n        \"rules\": [");
         first_dev = false;
         bool first = true;
-        for (uint32_t j = i; j < n; j++) { /* each (op, format, option) group of the device */
+        for (uint32_t j = i; j < n; j++) { /* each (op, format, option, activations) group */
             if (done[j] || !oc[j].best || !qk_tune_same_device(&oc[j].dev, d)) continue;
             uint32_t ns = 0;
             for (uint32_t k = j; k < n; k++)
                 if (!done[k] && oc[k].best && qk_tune_same_device(&oc[k].dev, d) &&
                     !strcmp(oc[k].c.op, oc[j].c.op) && !strcmp(oc[k].c.format, oc[j].c.format) &&
-                    !strcmp(oc[k].c.format_variant, oc[j].c.format_variant))
+                    !strcmp(oc[k].c.format_variant, oc[j].c.format_variant) &&
+                    !strcmp(qk_tune_case_activations(&oc[k].c), qk_tune_case_activations(&oc[j].c)))
                     sel[ns++] = &oc[k], done[k] = true;
             group_rules(o, sel, ns, &first);
         }
@@ -292,7 +322,7 @@ void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
     qk_str_add(o, "\n    ],\n    \"default\": [");
     for (uint32_t i = 0; i < nd; i++) {
         const qk_tune_default *d = &defaults[i];
-        rule_json(o, d->op, d->format, d->option, d->kernel, d->precision, i == 0);
+        rule_json(o, d->op, d->format, d->option, d->activations, d->kernel, d->precision, i == 0);
         qk_str_add(o, "\"M\": [1, null], \"K\": [1, null], \"T\": [1, null] }");
     }
     qk_str_add(o, "\n    ]\n  }");
@@ -392,12 +422,14 @@ uint32_t qk_tune_consolidate(const qk_tune_db *db, qk_tune_outcome *oc, uint32_t
     uint32_t distinct = 0;
     for (uint32_t g = 0; g < n; g++) {
         if (done[g] || !oc[g].best) continue;
-        /* the group of g: same device, op, format and option, with a winner */
+        /* the group of g: same device, op, format, option and activations,
+         * with a winner */
         uint32_t *grp = qk_xcalloc(n, sizeof *grp), ng = 0;
         for (uint32_t i = g; i < n; i++)
             if (!done[i] && oc[i].best && qk_tune_same_device(&oc[i].dev, &oc[g].dev) &&
                 !strcmp(oc[i].c.op, oc[g].c.op) && !strcmp(oc[i].c.format, oc[g].c.format) &&
-                !strcmp(oc[i].c.format_variant, oc[g].c.format_variant))
+                !strcmp(oc[i].c.format_variant, oc[g].c.format_variant) &&
+                !strcmp(qk_tune_case_activations(&oc[i].c), qk_tune_case_activations(&oc[g].c)))
                 grp[ng++] = i, done[i] = true;
         /* each case's best time at its comparison stage */
         double *best = qk_xcalloc(ng, sizeof *best);

@@ -22,17 +22,17 @@ typedef struct qk_tune_space {
 const char *qk_tune_format_variant(const char *format);
 
 /* Whether variant v is a candidate of case c: its family is c's op, its
- * format c's, f32 activations, no fusion, the shape meets its constraints,
+ * format and activation type c's, no fusion, the shape meets its constraints,
  * and the space allows it (why not in why, when it is the device). */
 bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune_space *s);
 
-/* The portable fallback of (op, format, option): the variant every device
- * runs at any shape the format allows (the fewest refused of a few probe
- * shapes, odd numbers of blocks among them), preferring f32 arithmetic, then the
- * fewest features, constraints and shared memory, then the name; NULL when
- * the plan has none. */
+/* The portable fallback of (op, format, option, activations): the variant
+ * every device runs (none of one vendor's features) at any shape the format
+ * allows (the fewest refused of a few probe shapes, odd numbers of blocks
+ * among them), preferring f32 arithmetic, then the fewest features,
+ * constraints and shared memory, then the name; NULL when the plan has none. */
 const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char *format,
-                                   const char *option);
+                                   const char *option, const char *activations);
 
 /* A case's outcome in a database. */
 typedef struct qk_tune_outcome {
@@ -56,7 +56,7 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
  * winner, grouped by device, and the fallbacks (names[i] of ops[i]) as the
  * device-independent default. */
 typedef struct qk_tune_default {
-    char op[24], format[64], option[16], kernel[256], precision[8];
+    char op[24], format[64], option[16], activations[8], kernel[256], precision[8];
 } qk_tune_default;
 void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
                          const qk_tune_default *defaults, uint32_t nd);

@@ -21,9 +21,12 @@ def rule(rng, k):
     def rng_range():
         lo = rng.choice([1, 1, 2, 17, 100])
         return [lo, rng.choice([None, lo + rng.randint(0, 300)])]
-    return {"op": k["family"], "format": k["format"], "format_variant": k["format_variant"],
-            "kernel": k["name"], "precision": k["precision"],
-            "M": rng_range(), "K": rng_range(), "T": rng_range()}
+    r = {"op": k["family"], "format": k["format"], "format_variant": k["format_variant"],
+         "kernel": k["name"], "precision": k["precision"],
+         "M": rng_range(), "K": rng_range(), "T": rng_range()}
+    if k.get("activation", "f32") != "f32":  # version 2: the rule names them
+        r["activations"] = k["activation"]
+    return r
 
 
 def main(argv):
@@ -37,7 +40,7 @@ def main(argv):
     devices = [{"vendor_id": 4318, "device_id": 8961, "driver_version": d, "cache_uuid": "0" * 32,
                 "name": f"device {d}", "rules": [rule(rng, rng.choice(ks)) for _ in range(12)]}
                for d in (100, 200)]
-    man["select"] = {"version": 1, "devices": devices,
+    man["select"] = {"version": 2, "devices": devices,
                      "default": [rule(rng, rng.choice(ks)) for _ in range(8)]}
     with open(os.path.join(copy, "manifest.json"), "w") as f:
         json.dump(man, f, indent=1)
@@ -64,9 +67,10 @@ def main(argv):
                      T=rng.randint(1, 450), ne11=1, top_k=2, E=8)
         shape["max_per_expert"] = shape["T"]
         fmt = r["format"] + ("" if variant == "-" else "/" + variant)
-        want, _ = select_eval.select(man, dev, r["op"], fmt, shape)
+        act = rng.choice(["f32", "f16", r.get("activations", "f32")])
+        want, _ = select_eval.select(man, dev, r["op"], fmt, shape, act)
         queries.append(" ".join(str(x) for x in (*dev, r["op"], r["format"],
-                                                 variant if variant else "-")) + " " +
+                                                 variant if variant else "-", act)) + " " +
                        " ".join(str(shape[n]) for n in names))
         expected.append(want)
     run = subprocess.run([exe], input="\n".join(queries) + "\n", capture_output=True, text=True)

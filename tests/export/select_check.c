@@ -1,6 +1,7 @@
-/* Reads queries (vendor device driver op format variant|- and a value for each
- * shape variable in the order of qkb_shape_names) and prints the kernel
- * qkb_select picks, or "-"; check_select.py compares with select_eval.py. */
+/* Reads queries (vendor device driver op format variant|- activations and a
+ * value for each shape variable in the order of qkb_shape_names) and prints
+ * the kernel qkb_select_activations picks (qkb_select for f32), or "-";
+ * check_select.py compares with select_eval.py. */
 #define QKB_IMPLEMENTATION
 #include "qkb_bundle.h"
 
@@ -9,8 +10,9 @@
 
 int main(void) {
     unsigned vendor, device, driver;
-    char op[64], format[64], variant[64];
-    while (scanf("%u %u %u %63s %63s %63s", &vendor, &device, &driver, op, format, variant) == 6) {
+    char op[64], format[64], variant[64], act[16];
+    while (scanf("%u %u %u %63s %63s %63s %15s", &vendor, &device, &driver, op, format, variant,
+                 act) == 7) {
         qkb_shape s;
         int i, k;
         memset(&s, 0, sizeof s);
@@ -18,8 +20,12 @@ int main(void) {
             long long v;
             if (scanf("%lld", &v) != 1 || qkb_shape_set(&s, qkb_shape_names[i], v)) return 3;
         }
-        k = qkb_select(vendor, device, driver, op, format, strcmp(variant, "-") ? variant : NULL,
-                       &s, NULL, NULL);
+        if (strcmp(act, "f32"))
+            k = qkb_select_activations(vendor, device, driver, op, format,
+                                       strcmp(variant, "-") ? variant : NULL, act, &s, NULL, NULL);
+        else
+            k = qkb_select(vendor, device, driver, op, format,
+                           strcmp(variant, "-") ? variant : NULL, &s, NULL, NULL);
         printf("%s\n", k < 0 ? "-" : qkb_kernels[k].name);
     }
     return 0;

@@ -167,7 +167,12 @@ def tuning_db():
     put(d, "stages.jsonl", "\n".join([a, b, c, f]) + "\n")
     put(d, "torn.jsonl", a + "\n" + b[: len(b) // 2])
     put(d, "duplicate.jsonl", a + "\n" + a + "\n")
-    put(d, "newer.jsonl", a.replace('"v": 1', '"v": 2') + "\n")
+    put(d, "newer.jsonl", a.replace('"v": 1', '"v": 3') + "\n")
+    # version 2: a case on f16 activations (a matmul's f16-activation kernel)
+    h = rec("matmul-shared_q4_0_f16_nr32x32x64_wg128_scalar", op="matmul")
+    h = h.replace('"v": 1', '"v": 2').replace('"format_variant": ""',
+                                              '"format_variant": "", "activations": "f16"')
+    put(d, "f16.jsonl", a + "\n" + h + "\n")
     put(d, "empty.jsonl", "")
 
 

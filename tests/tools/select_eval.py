@@ -27,7 +27,7 @@ def in_range(r, v):
     return v >= lo and (hi is None or v <= hi)
 
 
-def select(man, device, op, fmt, shape):
+def select(man, device, op, fmt, shape, act='f32'):
     name, _, opt = fmt.partition('/')
     t = man['select']
     dev = None
@@ -43,10 +43,14 @@ def select(man, device, op, fmt, shape):
         for r in rules:
             if r['op'] != op or r['format'] != name or (fmt.count('/') and r['format_variant'] != opt):
                 continue
+            if r.get('activations', 'f32') != act:
+                continue
             if not all(in_range(r[d], shape[d]) for d in 'MKT'):
                 continue
             k = kernels.get(r['kernel'])
-            if not k or not all(constraint_ok(c, env) for c in k['constraints']):
+            if not k or (k.get('activation') or 'f32') != act:
+                continue
+            if not all(constraint_ok(c, env) for c in k['constraints']):
                 continue
             return r['kernel'], rules is t['default']
     return '-', False
@@ -59,11 +63,12 @@ def main():
     groups = {}
     for lst in [d['rules'] for d in man['select']['devices']] + [man['select']['default']]:
         for r in lst:
-            g = groups.setdefault((r['op'], r['format'], r['format_variant']), set())
+            g = groups.setdefault((r['op'], r['format'], r['format_variant'],
+                                   r.get('activations', 'f32')), set())
             if 'at' in r:
                 g.add(tuple(r['at']))
     queries = []
-    for (op, fmt, opt), ats in groups.items():
+    for (op, fmt, opt, act), ats in groups.items():
         ms = sorted({a[0] for a in ats} | {37})
         ks = sorted({a[1] for a in ats} | {256})
         ts = sorted({a[2] for a in ats})
@@ -75,8 +80,10 @@ def main():
         for m in mq:
             for k in kq:
                 for t in tq:
-                    queries.append((op, f, m, k, t, e, tk))
-    text = ''.join('%s %s %d %d %d %d %d\n' % q for q in queries)
+                    # each on the group's activations, and an f32 group's on f16 too
+                    for a in sorted({act, 'f16'}):
+                        queries.append((op, f, m, k, t, e, tk, a))
+    text = ''.join('%s %s %d %d %d %d %d %s\n' % q for q in queries)
     out = subprocess.run([exe, bundle], input=text, capture_output=True, text=True)
     if out.returncode:
         print('FAIL: test_select:', out.stderr)
@@ -86,13 +93,14 @@ def main():
     bad, from_default, from_device = 0, 0, 0
     for q, got in zip(queries, lines[1:]):
         shape = {'M': q[2], 'K': q[3], 'T': q[4], 'E': max(q[5], 1), 'top_k': max(q[6], 1)}
-        want, dflt = select(man, device, q[0], q[1], shape)
+        want, dflt = select(man, device, q[0], q[1], shape, q[7])
         from_default += dflt
         from_device += want != '-' and not dflt
         if got != want:
             bad += 1
             if bad <= 10:
-                print('FAIL %s %s M=%d K=%d T=%d: qkrt_select %s, the rule %s' % (q[0], q[1], q[2], q[3], q[4], got, want))
+                print('FAIL %s %s M=%d K=%d T=%d %s: qkrt_select %s, the rule %s'
+                      % (q[0], q[1], q[2], q[3], q[4], q[7], got, want))
     if len(lines) - 1 != len(queries):
         print('FAIL: %d answers for %d queries' % (len(lines) - 1, len(queries)))
         bad += 1

@@ -1,5 +1,6 @@
-/* Answers qkrt_select for queries on stdin, one a line: "op format M K T E
- * top_k" -> the kernel's name, or "-" when no rule answers. Paired with
+/* Answers qkrt_select_activations for queries on stdin, one a line: "op
+ * format M K T E top_k activations" -> the kernel's name, or "-" when no rule
+ * answers (f32 queries through qkrt_select itself). Paired with
  * tests/tools/select_eval.py, which evaluates the manifest's rule on its own. */
 #include "qkrt.h"
 
@@ -24,14 +25,17 @@ int main(int argc, char **argv) {
     qkrt_device_identity id;
     qkrt_device_identify(ctx, &id);
     printf("device %u %u %u\n", id.vendor_id, id.device_id, id.driver_version);
-    char op[64], fmt[96];
+    char op[64], fmt[96], act[16];
     long long M, K, T, E, top_k;
-    while (scanf("%63s %95s %lld %lld %lld %lld %lld", op, fmt, &M, &K, &T, &E, &top_k) == 7) {
+    while (scanf("%63s %95s %lld %lld %lld %lld %lld %15s", op, fmt, &M, &K, &T, &E, &top_k, act) ==
+           8) {
         static const char *const names[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
         const int64_t values[] = {M, K, T, E ? E : 1, top_k ? top_k : 1, 1, T};
         qkrt_shape s = {7, names, values};
         uint32_t ki;
-        if (qkrt_select(ctx, b, op, fmt, &s, &ki) == QKRT_OK)
+        qkrt_result r = strcmp(act, "f32") ? qkrt_select_activations(ctx, b, op, fmt, act, &s, &ki)
+                                           : qkrt_select(ctx, b, op, fmt, &s, &ki);
+        if (r == QKRT_OK)
             printf("%s\n", qkrt_bundle_kernel(b, ki)->name);
         else
             printf("-\n");

@@ -86,6 +86,36 @@ static void round_trip(const char *dir) {
     qk_tune_db_free(&db);
 }
 
+/* f16 activations: a case of their own, written as version 2 with the
+ * field; f32 ones as version 1 without it (older readers skip the others) */
+static void activations(const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/act.jsonl", dir);
+    qk_tune_db db;
+    qk_error e = {0};
+    CHECK(qk_tune_db_load(path, &db, stdout, &e), "empty: %s", e.msg);
+    qk_tune_record a = rec(1, &dev_a), b = a;
+    snprintf(b.c.activations, sizeof b.c.activations, "f16");
+    CHECK(!qk_tune_same_case(&a.c, &b.c), "f16 and f32 activations are one case");
+    CHECK(qk_tune_db_append(&db, &a, &e) && qk_tune_db_append(&db, &b, &e), "append: %s", e.msg);
+    qk_tune_db_free(&db);
+    size_t n = 0;
+    char *text = qk_read_file(path, &n, &e);
+    char *second = text ? strchr(text, '\n') : NULL;
+    CHECK(second && !strncmp(text, "{\"v\": 1,", 8) && !strncmp(second + 1, "{\"v\": 2,", 8) &&
+              (!strstr(text, "activations\"") || strstr(text, "activations\"") > second) &&
+              strstr(second, "\"activations\": \"f16\""),
+          "the f32 record as version 1 without activations, the f16 one as version 2 with");
+    free(text);
+    CHECK(qk_tune_db_load(path, &db, stdout, &e) && db.count == 2 && !db.dup && !db.bad,
+          "two records back: %u (%u repeated)", db.count, db.dup);
+    CHECK(db.count == 2 && same(&db.recs[0], &a) && same(&db.recs[1], &b) &&
+              !strcmp(qk_tune_case_activations(&db.recs[0].c), "f32") &&
+              !strcmp(db.recs[1].c.activations, "f16"),
+          "the records differ after the round trip");
+    qk_tune_db_free(&db);
+}
+
 static const char *hash_even(void *user, const char *variant) {
     (void)user;
     static char h[65];
@@ -221,6 +251,7 @@ int main(void) {
     uint64_t seed = (uint64_t)time(NULL);
     printf("seed %llu, folder %s\n", (unsigned long long)seed, dir);
     round_trip(dir);
+    activations(dir);
     stale(dir);
     merge(dir);
     torn(dir);
