@@ -520,10 +520,10 @@ static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
     if (text && !root) qk_error_set(x->e, "%s:%s", mpath, err);
     const char *schema = root ? qk_export_str(x, root, "schema", true) : NULL;
     const qkrt_json *kernels = schema ? qk_export_list(x, root, "kernels", true) : NULL;
-    if (kernels && strcmp(schema, QK_BUNDLE_SCHEMA))
+    if (kernels && strcmp(schema, QK_BUNDLE_SCHEMA) && strcmp(schema, QK_BUNDLE_SCHEMA_ACT))
         qk_export_bad(x, qkrt_json_get(root, "schema"),
-                      "schema '%s' is not the one this qkgen exports ('%s')", schema,
-                      QK_BUNDLE_SCHEMA);
+                      "schema '%s' is not one this qkgen exports ('%s' or '%s')", schema,
+                      QK_BUNDLE_SCHEMA, QK_BUNDLE_SCHEMA_ACT);
     if (kernels && !kernels->count) qk_export_bad(x, kernels, "no kernels");
     qk_str rows = {0}, o = {0};
     uint32_t nk = kernels && !x->e->set ? kernels->count : 0, nmods = 0;

@@ -201,10 +201,18 @@ static uint32_t verify_select(qkrt_context *ctx, const qkrt_bundle *b, uint32_t 
         uint32_t K = verify_k(k->block_elements, !strncmp(k->family, "matmul", 6));
         /* f32: at 13 blocks, which every format's fallback takes; other
          * activations (the f16 staged matmuls, whole steps of K only) at the
-         * next depth the kernel takes */
-        while (strcmp(k->activation, "f32") && !qk_kernel_fits(k, M, K, 37, 4, 2, 1, 37) &&
-               K < 64 * k->block_elements)
-            K += k->block_elements;
+         * first depth from there that every kernel of the group takes */
+        for (uint32_t j = i; strcmp(k->activation, "f32") && j < n; j++) {
+            const qkrt_kernel_info *o = qkrt_bundle_kernel(b, j);
+            if (strcmp(o->family, k->family) || strcmp(o->format, k->format) ||
+                strcmp(o->format_variant, k->format_variant) || strcmp(o->fusion, "none") ||
+                strcmp(o->activation, k->activation))
+                continue;
+            while (!qk_kernel_fits(o, M, K, 37, 4, 2, 1, 37) && K < 64 * k->block_elements) {
+                K += k->block_elements;
+                j = i - 1; /* a new depth: every kernel again */
+            }
+        }
         for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
             const int64_t values[] = {M, K, tokens[t], id ? 4 : 1, id ? 2 : 1, 1, tokens[t]};
             qkrt_shape s = QK_SHAPE(SELECT_NAMES, values);

@@ -477,9 +477,17 @@ int cmd_tune(qk_args *a) {
         }
     }
     /* the tiled cases' activations (--activations); the mat-vecs take f32 */
-    for (uint32_t i = 0; i < nc; i++)
+    uint32_t ntiled = 0;
+    for (uint32_t i = 0; i < nc; i++) {
+        ntiled += tiled(cases[i].op);
         snprintf(cases[i].activations, sizeof cases[i].activations, "%s",
                  tiled(cases[i].op) ? activations : "f32");
+    }
+    if (strcmp(activations, "f32") && !ntiled)
+        fprintf(stderr,
+                "qkgen tune: --activations %s: %s has no matmul or matmul_id case: every case "
+                "is tuned on f32\n",
+                activations, model ? model : "the shape");
     /* the kernels expanded on the cases' formats only: a few of the
      * search space's points, the same variants */
     const char **only = qk_xcalloc(nc ? nc : 1, sizeof *only);
@@ -574,7 +582,15 @@ int cmd_tune(qk_args *a) {
         fprintf(stderr, "qkgen tune: %s\n", e.msg);
         rc = QK_EXIT_FAIL;
     }
-    if (rc == QK_EXIT_OK) qk_tune_db_keep(&tr.db, &tr.dev, hash_of, &tr, stdout);
+    if (rc == QK_EXIT_OK) {
+        /* the records of this run's candidates: the others (other cases,
+         * formats or activations) are neither resumed nor stale here */
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < tr.db.count; i++)
+            if (hash_of(&tr, tr.db.recs[i].variant)) tr.db.recs[kept++] = tr.db.recs[i];
+        tr.db.count = kept;
+        qk_tune_db_keep(&tr.db, &tr.dev, hash_of, &tr, stdout);
+    }
     qk_bench_opts o = {.runs = (uint32_t)runs,
                        .warmup_s = warm_ms / 1e3,
                        .rewarm_s = warm_ms / 4e3,
@@ -675,7 +691,8 @@ int cmd_tune(qk_args *a) {
         free(res);
     }
     if (rc == QK_EXIT_OK && !dry_run)
-        printf("tuned %u cases in %.1f s (device work and checks); database %s: %u records\n",
+        printf("tuned %u cases in %.1f s (device work and checks); database %s: %u records "
+               "of these candidates\n",
                tuned, qk_now_s() - tr.t0, dbpath, tr.db.count);
     if (ctx && qkrt_validation_errors(ctx)) {
         fprintf(stderr, "qkgen tune: the validation layer reported %u errors\n",
@@ -765,6 +782,12 @@ static bool finish_manifest(const char *bundle_dir, const qk_str *select, const 
             }
             if (!cut[i]) qk_str_addn(&out, text + i, 1);
         }
+        /* rules for f16 activations (select version 2): schema 4, which a
+         * reader of 3 refuses instead of answering f32 queries with them */
+        char *schema = strstr(out.s, "\"schema\": \"" QK_BUNDLE_SCHEMA "\"");
+        if (strstr(select->s, "\"version\": 2") && schema)
+            memcpy(schema + strlen("\"schema\": \""), QK_BUNDLE_SCHEMA_ACT,
+                   strlen(QK_BUNDLE_SCHEMA_ACT));
         ok = qk_write_file(path, out.s, out.len, e);
         qk_str_free(&out);
     }
@@ -871,8 +894,10 @@ int cmd_build_tuned(qk_args *a) {
                  "Writes DIR/NAME (default out/tuned): the fastest correct kernel of each case\n"
                  "of the tuning database DB (of the model's cases with --model) on each device\n"
                  "it holds, among the precision classes P allows (f32, f16, q8 or any, the\n"
-                 "default), plus one portable fallback per operation and format, and a select\n"
-                 "table in the manifest (docs/manifest.md, \"Selection\") that says which kernel\n"
+                 "default), plus one portable fallback per operation, format and activation\n"
+                 "type (none for f16 activations of the K-quants and mxfp4: NVIDIA-only\n"
+                 "kernels), and a select table in the manifest (docs/manifest.md,\n"
+                 "\"Selection\") that says which kernel\n"
                  "runs for a device, operation, format and shape. Records of variants whose\n"
                  "SPIR-V the generator no longer makes are ignored with a message. Where one\n"
                  "kernel is within --within percent (default 3; 0: off) of a case's best, by\n"
@@ -984,9 +1009,10 @@ int cmd_build_tuned(qk_args *a) {
                         want[v] = true, winners++, any_q8 |= takes_q8(&plan.variants[v]);
             } else {
                 fprintf(stderr,
-                        "qkgen build: %s %s m=%u k=%u t=%u: no correct candidate in %s: "
+                        "qkgen build: %s %s m=%u k=%u t=%u%s: no correct candidate in %s: "
                         "the fallback serves it\n",
-                        c.op, c.format, c.M, c.K, c.T, dbpath);
+                        c.op, c.format, c.M, c.K, c.T,
+                        strcmp(qk_tune_case_activations(&c), "f32") ? " x=f16" : "", dbpath);
             }
         } else {
             snprintf(c.op, sizeof c.op, "%s", mc[i - n].family);
@@ -1002,27 +1028,31 @@ int cmd_build_tuned(qk_args *a) {
         if (dup) continue;
         const char *act = qk_tune_case_activations(&c);
         const qk_variant *f = qk_tune_fallback(&plan, c.op, c.format, c.format_variant, act);
-        if (!f) {
-            fprintf(stderr, "qkgen build: no %s kernel for %s on %s activations in %s\n", c.op,
-                    c.format, act, spec_dir);
+        if (!f && !strcmp(act, "f32")) {
+            fprintf(stderr, "qkgen build: no %s kernel for %s in %s\n", c.op, c.format, spec_dir);
             rc = QK_EXIT_USAGE;
             break;
         }
-        want[f - plan.variants] = true;
-        any_q8 |= takes_q8(f);
+        if (!f) /* f16 activations of a K-quant or mxfp4: its tuned rules only */
+            fprintf(stderr,
+                    "qkgen build: no %s kernel for %s on %s activations runs on every device: "
+                    "no default rule for them (other devices' queries find none)\n",
+                    c.op, c.format, act);
+        if (f) want[f - plan.variants] = true, any_q8 |= takes_q8(f);
         qk_tune_default *d = &defs[nd++];
         snprintf(d->op, sizeof d->op, "%s", c.op);
         snprintf(d->format, sizeof d->format, "%s", c.format);
         snprintf(d->option, sizeof d->option, "%s", c.format_variant);
         snprintf(d->activations, sizeof d->activations, "%s", act);
-        snprintf(d->kernel, sizeof d->kernel, "%s", f->name);
-        snprintf(d->precision, sizeof d->precision, "%s", qk_variant_precision(f));
+        snprintf(d->kernel, sizeof d->kernel, "%s", f ? f->name : ""); /* "": none */
+        snprintf(d->precision, sizeof d->precision, "%s", f ? qk_variant_precision(f) : "");
     }
     if (model && rc == QK_EXIT_OK) /* every case of the model is tuned, or says so */
         for (uint32_t i = 0; i < nmc; i++) {
             bool tuned = false;
             for (uint32_t j = 0; j < n && !tuned; j++)
-                tuned = oc[j].best && !strcmp(oc[j].c.op, mc[i].family) &&
+                tuned = oc[j].best && !strcmp(qk_tune_case_activations(&oc[j].c), "f32") &&
+                        !strcmp(oc[j].c.op, mc[i].family) &&
                         !strcmp(oc[j].c.format, mc[i].format) && oc[j].c.M == mc[i].m &&
                         oc[j].c.K == mc[i].k && oc[j].c.T == mc[i].tokens;
             if (!tuned)
@@ -1065,7 +1095,7 @@ int cmd_build_tuned(qk_args *a) {
         for (uint32_t i = 0; i < n; i++)
             if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
         for (uint32_t d = 0; d < nd; d++)
-            keep[nkeep++] = defs[d].kernel;
+            if (defs[d].kernel[0]) keep[nkeep++] = defs[d].kernel;
         /* and what was built besides them: the quantizer, a MoE layer's
          * other kernels and the winners' fused siblings (winners and
          * fallbacks are unfused products, listed above) */

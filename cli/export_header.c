@@ -208,7 +208,7 @@ static bool range(exporter *x, const qkrt_json *r, const char *key, qk_str *o) {
 
 /* A list of rules as a static array (its name in name, "NULL" when empty). */
 static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, const char *what,
-                  char name[64]) {
+                  uint32_t version, char name[64]) {
     snprintf(name, 64, "NULL");
     if (!l || !l->count) return !x->e->set;
     snprintf(name, 64, "%s__%s", x->p, what);
@@ -219,6 +219,9 @@ static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, con
                    *format = qk_export_str(x, r, "format", true);
         const char *variant = qk_export_str(x, r, "format_variant", false);
         const char *activations = qk_export_str(x, r, "activations", false);
+        if (activations && version < 2)
+            return qk_export_bad(x, r, "select: a rule names its activations in a version %u table",
+                                 version);
         const char *kernel = qk_export_str(x, r, "kernel", true),
                    *precision = qk_export_str(x, r, "precision", false);
         if (!op || !format || !kernel) return false;
@@ -259,7 +262,7 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
     const qkrt_json *devices = qk_export_list(x, t, "devices", true),
                     *defaults = qk_export_list(x, t, "default", true);
     char dname[64], names[64];
-    if (!devices || !defaults || !rules(x, kernels, defaults, "select_default", dname))
+    if (!devices || !defaults || !rules(x, kernels, defaults, "select_default", version, dname))
         return false;
     qk_str devs = {0};
     for (uint32_t i = 0; i < devices->count; i++) {
@@ -270,7 +273,7 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         if (!qk_export_u32(x, d, "vendor_id", true, &vendor) ||
             !qk_export_u32(x, d, "device_id", true, &device) ||
             !qk_export_u32(x, d, "driver_version", true, &driver) ||
-            !rules(x, kernels, qk_export_list(x, d, "rules", false), what, names)) {
+            !rules(x, kernels, qk_export_list(x, d, "rules", false), what, version, names)) {
             qk_str_free(&devs);
             return false;
         }
@@ -319,8 +322,8 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "int %s_select(uint32_t vendor_id, uint32_t device_id, uint32_t driver_version,\n"
         "    const char *op, const char *format, const char *format_variant,\n"
         "    const %s_shape *s, int (*can_run)(const %s_kernel *k, void *user), void *user);\n"
-        "/* The same on activations of a type, \"f32\" or \"f16\" (the rules of that\n"
-        " * type only). */\n"
+        "/* The same on activations of a type, \"f32\" (also NULL) or \"f16\" (the rules\n"
+        " * of that type only). */\n"
         "int %s_select_activations(uint32_t vendor_id, uint32_t device_id,\n"
         "    uint32_t driver_version, const char *op, const char *format,\n"
         "    const char *format_variant, const char *activations, const %s_shape *s,\n"
@@ -338,6 +341,7 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "    int (*can_run)(const %s_kernel *k, void *user), void *user) {\n"
         "    const %s_selection *t = &%s_selection_table;\n"
         "    const %s_device_rules *dev = NULL;\n"
+        "    const char *act = activations ? activations : \"f32\";\n"
         "    uint32_t i, pass;\n"
         "    int64_t v[3];\n"
         "    v[0] = %s;\n    v[1] = %s;\n    v[2] = %s;\n"
@@ -357,7 +361,7 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "            range[2] = r->T;\n"
         "            if (strcmp(r->op, op) || strcmp(r->format, format) ||\n"
         "                (format_variant && strcmp(r->format_variant, format_variant)) ||\n"
-        "                strcmp(r->activations, activations))\n"
+        "                strcmp(r->activations, act))\n"
         "                continue;\n"
         "            for (j = 0; j < 3; j++)\n"
         "                in &= v[j] >= range[j][0] && (range[j][1] < 0 || v[j] <= range[j][1]);\n"

@@ -13,7 +13,8 @@
  * far below what overflows the arithmetic engines do with them. */
 enum { BLOCK_MAX = 1 << 16, TILE_MAX = 1 << 16 };
 
-static const char *SCHEMA = "qkgen-bundle/3";
+/* 4: 3 with select rules for f16 activations (docs/manifest.md) */
+static const char *SCHEMA = "qkgen-bundle/3", *SCHEMA_ACT = "qkgen-bundle/4";
 
 typedef struct loader {
     qkrt_context *ctx;
@@ -589,9 +590,10 @@ static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *r
     const char *schema = NULL;
     qkrt_result r = get_string(ld, root, "schema", true, &schema);
     if (r != QKRT_OK) return r;
-    if (strcmp(schema, SCHEMA) != 0)
+    if (strcmp(schema, SCHEMA) && strcmp(schema, SCHEMA_ACT))
         return bad(ld, qkrt_json_get(root, "schema"),
-                   "schema '%s' is not supported (this runtime reads '%s')", schema, SCHEMA);
+                   "schema '%s' is not supported (this runtime reads '%s' and '%s')", schema,
+                   SCHEMA, SCHEMA_ACT);
     const qkrt_json *kernels, *modules;
     r = get_array(ld, root, "kernels", true, &kernels);
     if (r == QKRT_OK) r = read_modules(ld, root, &modules);

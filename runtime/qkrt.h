@@ -465,13 +465,14 @@ qkrt_result qkrt_device_identify(const qkrt_context *ctx, qkrt_device_identity *
 bool qkrt_bundle_has_select(const qkrt_bundle *bundle);
 
 /* The kernel the bundle's select table names for operation op (a kernel
- * family: "matvec", "matvec_id", "matmul", "matmul_id"), format ("q4_0";
- * "mlx4_g64/bf16" names the format option too, "mlx4_g64" takes any) and
- * shape (M, K and T at least) on this context's device, by the rule of
- * docs/manifest.md: the rules of the device's entry, then the default ones,
- * the first whose op and format match, whose ranges hold M, K and T, and
- * whose kernel the bundle has, the device runs and the shape's constraints
- * allow. *kernel receives its index. QKRT_ERROR_UNSUPPORTED when the bundle
+ * family: "matvec", "matvec_id", "matmul", "matmul_id") on f32 activations
+ * (the rules that name none; a rule whose kernel reads others is skipped),
+ * format ("q4_0"; "mlx4_g64/bf16" names the format option too, "mlx4_g64"
+ * takes any) and shape (M, K and T at least) on this context's device, by
+ * the rule of docs/manifest.md: the rules of the device's entry, then the
+ * default ones, the first whose op and format match, whose ranges hold M, K
+ * and T, and whose kernel the bundle has, the device runs and the shape's
+ * constraints allow. *kernel receives its index. QKRT_ERROR_UNSUPPORTED when the bundle
  * has no select table or no rule answers (the message says which);
  * QKRT_ERROR_MANIFEST for a malformed table. */
 qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,

@@ -138,6 +138,10 @@ qkrt_result qkrt_select_activations(qkrt_context *ctx, const qkrt_bundle *bundle
                 return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
                                  "select: rule at %u:%u lacks op, format or kernel", r->line,
                                  r->column);
+            if (!ra && qkrt_json_get(r, "activations"))
+                return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                                 "select: rule at %u:%u: \"activations\" is not a string", r->line,
+                                 r->column);
             if (strcmp(rop, op) || strcmp(rf, fmt) || (!any_opt && strcmp(rv ? rv : "", opt)) ||
                 strcmp(ra ? ra : "f32", activations))
                 continue;

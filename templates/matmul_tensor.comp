@@ -231,11 +231,14 @@ void main() {
 #define QK_BLOCK_START(k0)
 #endif
     // The steps through layouts of the weights (the format's blocks, 1 x QK)
-    // and of x in clamp mode MODE, U steps an iteration (U divides the steps).
+    // and of x in clamp mode MODE, U steps an iteration (U divides the steps:
+    // whole tiles of K a multiple of U * NK, and no split, whose share of
+    // the steps need not be).
     // A format that hoists its scales (q4_K, q5_K) walks whole tiles four
-    // steps an iteration: at NK 64 a block's steps, whose first fills the
-    // scales, so the block-start test is the iteration's first step's alone.
-#ifdef QK_ELEM_SCALES
+    // steps an iteration: at NK 64 a block's steps, the first of which fills
+    // the scales (each step still tests for a block start: the compiler sees
+    // which can be one).
+#if defined(QK_ELEM_SCALES) && !defined(QK_SPLIT)
 #define QK_DECODE_UNROLL 4u
 #define QK_ITER_K (QK_DECODE_UNROLL * NK) // K an iteration of a whole tile
 #define QK_DECODE_STEPS(MODE, U)                                                                   \

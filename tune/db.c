@@ -62,7 +62,7 @@ static double num_of(const qkrt_json *o, const char *key, field_check *fc) {
 }
 
 /* The record's time: seconds since 1970, finite (the writer prints it as a
- * whole number, which infinity is not). */
+ * whole number, which infinity is not) and not negative. */
 static double time_of(const qkrt_json *o, const char *key, field_check *fc) {
     const qkrt_json *v = qkrt_json_get(o, key);
     if (!v || v->type != QKRT_JSON_NUMBER || !isfinite(v->number) || v->number < 0) {

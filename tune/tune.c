@@ -133,7 +133,9 @@ const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char 
         if (best && !cmp) cmp = strcmp(v->name, best->name);
         if (!best || cmp < 0) best = v, memcpy(best_key, key, sizeof key);
     }
-    return best;
+    /* only one vendor's (f16 activations of a K-quant or mxfp4, which no
+     * staged kernel takes): none is portable */
+    return best && best_key[0] ? NULL : best;
 }
 
 static bool allowed(const char *precision, const qk_tune_record *r) {
@@ -282,14 +284,13 @@ static void group_rules(qk_str *o, const qk_tune_outcome *const *sel, uint32_t n
 
 void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
                          const qk_tune_default *defaults, uint32_t nd) {
-    /* version 2 where a rule names activations other than f32, so that a
-     * reader of version 1 refuses the table instead of answering an f32
-     * query with such a kernel */
+    /* version 2 where a rule names activations other than f32 (the bundle
+     * then says schema 4, which readers of 3 refuse: finish_manifest) */
     bool v2 = false;
     for (uint32_t i = 0; i < n; i++)
         v2 |= oc[i].best && strcmp(qk_tune_case_activations(&oc[i].c), "f32");
     for (uint32_t i = 0; i < nd; i++)
-        v2 |= strcmp(defaults[i].activations, "f32") != 0;
+        v2 |= defaults[i].kernel[0] && strcmp(defaults[i].activations, "f32") != 0;
     qk_str_addf(o, "{\n    \"version\": %d,\n    \"devices\": [", v2 ? 2 : 1);
     bool *done = calloc(n ? n : 1, sizeof *done);
     const qk_tune_outcome **sel = malloc(sizeof *sel * (n ? n : 1));
@@ -320,10 +321,14 @@ void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
         qk_str_add(o, "\n        ] }");
     }
     qk_str_add(o, "\n    ],\n    \"default\": [");
+    bool first_default = true;
     for (uint32_t i = 0; i < nd; i++) {
         const qk_tune_default *d = &defaults[i];
-        rule_json(o, d->op, d->format, d->option, d->activations, d->kernel, d->precision, i == 0);
+        if (!d->kernel[0]) continue; /* no portable kernel (qk_tune_fallback) */
+        rule_json(o, d->op, d->format, d->option, d->activations, d->kernel, d->precision,
+                  first_default);
         qk_str_add(o, "\"M\": [1, null], \"K\": [1, null], \"T\": [1, null] }");
+        first_default = false;
     }
     qk_str_add(o, "\n    ]\n  }");
     free(done);

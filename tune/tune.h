@@ -30,7 +30,9 @@ bool qk_tune_candidate(const qk_variant *v, const qk_tune_case *c, const qk_tune
  * every device runs (none of one vendor's features) at any shape the format
  * allows (the fewest refused of a few probe shapes, odd numbers of blocks
  * among them), preferring f32 arithmetic, then the fewest features,
- * constraints and shared memory, then the name; NULL when the plan has none. */
+ * constraints and shared memory, then the name; NULL when the plan has none
+ * (f16 activations of a K-quant or mxfp4: NVIDIA's cooperative-matrix-2
+ * kernels only). */
 const qk_variant *qk_tune_fallback(const qk_plan *p, const char *op, const char *format,
                                    const char *option, const char *activations);
 
@@ -54,7 +56,7 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
 
 /* The manifest's "select" object (docs/manifest.md) from the outcomes with a
  * winner, grouped by device, and the fallbacks (names[i] of ops[i]) as the
- * device-independent default. */
+ * device-independent default (one with an empty kernel: none, no rule). */
 typedef struct qk_tune_default {
     char op[24], format[64], option[16], activations[8], kernel[256], precision[8];
 } qk_tune_default;

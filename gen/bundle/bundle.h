@@ -7,7 +7,11 @@
 #include "../plan/plan.h"
 
 #define QK_BUNDLE_SCHEMA "qkgen-bundle/3"
-#define QK_VERSION       "0.1.0"
+/* A tuned bundle whose select table has rules for f16 activations (select
+ * version 2): a reader of 3 would take them for f32 ones, so it must refuse
+ * the bundle (docs/manifest.md, "Versioning"). */
+#define QK_BUNDLE_SCHEMA_ACT "qkgen-bundle/4"
+#define QK_VERSION           "0.1.0"
 
 typedef struct qk_build_opts {
     const char *templates_dir; /* GLSL templates and includes */

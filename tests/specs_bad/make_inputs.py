@@ -213,7 +213,9 @@ db("torn_ended", line[:100] + "\n" + line.replace("matvec_q4_0_f32_nr1x1x8_wg64"
 db("not_json", "not json")
 db("array", "[1, 2]")
 db("empty_line", "")
-db("newer", edited(lambda r: r.__setitem__("v", 2)))
+db("newer", edited(lambda r: r.__setitem__("v", 3)))
+db("time_infinite", line.replace('"time": 1764081000', '"time": 1e999'))  # JSON has no inf
+db("activations_bad", edited(lambda r: r["case"].__setitem__("activations", "bf16")))
 db("device_missing", edited(lambda r: r.__delitem__("device")))
 db("device_string", edited(lambda r: r.__setitem__("device", "h100")))
 db("vendor_negative", edited(lambda r: r["device"].__setitem__("vendor_id", -1)))

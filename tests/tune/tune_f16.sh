@@ -36,6 +36,7 @@ check_schema "$scratch/out/tuned"
 python3 - "$scratch/out/tuned/manifest.json" <<'PY' || fail "the select table"
 import json, sys
 m = json.load(open(sys.argv[1]))
+assert m["schema"] == "qkgen-bundle/4", m["schema"]  # readers of 3 refuse f16 rules
 t = m["select"]
 act = {k["name"]: k["activation"] for k in m["kernels"]}
 rules = [r for d in t["devices"] for r in d["rules"]]
@@ -52,6 +53,28 @@ print("select version 2:", len(rules), "tuned rules and", len(t["default"]), "fa
 PY
 python3 tests/tools/select_eval.py "$test_select" "$scratch/out/tuned" --expect-device-rules ||
   fail "qkrt_select and qkrt_select_activations differ from the rule"
+# a rule that says f16 but names an f32 kernel answers nothing, and the
+# exporter refuses it
+cp -r "$scratch/out/tuned" "$scratch/mixed"
+python3 - "$scratch/mixed/manifest.json" <<'PY' || fail "editing the table"
+import json, sys
+m = json.load(open(sys.argv[1]))
+t = m["select"]
+f32 = next(r["kernel"] for d in t["devices"] for r in d["rules"] if "activations" not in r)
+for r in [r for d in t["devices"] for r in d["rules"]] + t["default"]:
+    if r.get("activations") == "f16":
+        r["kernel"] = f32
+json.dump(m, open(sys.argv[1], "w"), indent=1)
+PY
+echo "matmul q4_0 48 256 16 0 0 f16" | "$test_select" "$scratch/mixed" | tail -1 | grep -qx -- - ||
+  fail "an f16 rule naming an f32 kernel answered an f16 query"
+python3 tests/tools/select_eval.py "$test_select" "$scratch/mixed" ||
+  fail "qkrt_select_activations differs from the rule on a mixed table"
+"$qkgen" export "$scratch/mixed" --c "$scratch/mixed.h" > "$scratch/export.txt" 2>&1 &&
+  fail "the exporter took an f16 rule naming an f32 kernel"
+grep -q "select: a rule for f16 activations names kernel 'matmul_q4_0_f32_[^']*', which reads f32" \
+  "$scratch/export.txt" || { cat "$scratch/export.txt"; fail "the exporter's message"; }
+[ ! -e "$scratch/mixed.h" ] || fail "a refused export left $scratch/mixed.h"
 "$qkgen" verify --bundle "$scratch/out/tuned" --validation > "$scratch/verify.txt" 2>&1 ||
   { cat "$scratch/verify.txt"; fail "verify of the tuned bundle"; }
 grep -q "^select table: \([0-9]*\) shapes asked, \1 answered" "$scratch/verify.txt" ||
@@ -60,8 +83,13 @@ grep -q "^select table: \([0-9]*\) shapes asked, \1 answered" "$scratch/verify.t
 grep -v '"activations"' "$db" > "$scratch/f32.jsonl"
 "$qkgen" build --tuned "$scratch/f32.jsonl" --out "$scratch/out" --name tuned32 --quiet ||
   fail "build --tuned (f32 records)"
-python3 -c "import json,sys; t=json.load(open(sys.argv[1]))['select']; assert t['version'] == 1, t['version']" \
-  "$scratch/out/tuned32/manifest.json" || fail "a table of f32 rules is not version 1"
+python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert m['select']['version'] == 1 and m['schema'] == 'qkgen-bundle/3', m['schema']" \
+  "$scratch/out/tuned32/manifest.json" || fail "a table of f32 rules is not version 1 of schema 3"
 echo "matmul q4_0 48 256 16 0 0 f16" | "$test_select" "$scratch/out/tuned32" | tail -1 | grep -qx -- - ||
   fail "an f16 query on an f32 table answered"
+# a K-quant's f16 kernels are NVIDIA's only: no portable fallback
+"$qkgen" tune --dry-run --out "$scratch/out" --family matmul --m 48 --k 256 --tokens 16 \
+  --formats q4_K --activations f16 > "$scratch/dry.txt" 2>&1 || { cat "$scratch/dry.txt"; fail "tune --dry-run"; }
+grep -q "^matmul q4_K m=48 k=256 t=16 x=f16: [0-9]* candidates (the fallback (none) included)" \
+  "$scratch/dry.txt" || { cat "$scratch/dry.txt"; fail "q4_K on f16 activations has a fallback"; }
 echo "tune.f16: ok"
