@@ -172,6 +172,29 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
     return r;
 }
 
+/* Whether o and k are plain kernels of one product: family, format (and
+ * option) and activation type. */
+static bool same_product(const qkrt_kernel_info *o, const qkrt_kernel_info *k) {
+    return !strcmp(o->family, k->family) && !strcmp(o->format, k->format) &&
+           !strcmp(o->format_variant, k->format_variant) && !strcmp(o->fusion, "none") &&
+           !strcmp(o->activation, k->activation);
+}
+
+/* The first depth from K that every kernel of kernel i's product takes. */
+static uint32_t product_depth(const qkrt_bundle *b, uint32_t i, uint32_t M, uint32_t K) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+    bool all = false;
+    while (!all && K < 64 * k->block_elements) {
+        all = true;
+        for (uint32_t j = i; j < qkrt_bundle_kernel_count(b) && all; j++) {
+            const qkrt_kernel_info *o = qkrt_bundle_kernel(b, j);
+            all = !same_product(o, k) || qk_kernel_fits(o, M, K, 37, 4, 2, 1, 37);
+        }
+        if (!all) K += k->block_elements;
+    }
+    return K;
+}
+
 /* A tuned bundle's select table answers every product the bundle has (each
  * family, format and activation type of its plain kernels) at token counts
  * at, between and beyond what is tuned, with a kernel of that family and
@@ -187,12 +210,8 @@ static uint32_t verify_select(qkrt_context *ctx, const qkrt_bundle *b, uint32_t 
             (strcmp(k->activation, "f32") && strcmp(k->activation, "f16")))
             continue;
         bool seen = false; /* each (family, format, activations) once */
-        for (uint32_t j = 0; j < i && !seen; j++) {
-            const qkrt_kernel_info *o = qkrt_bundle_kernel(b, j);
-            seen = !strcmp(o->family, k->family) && !strcmp(o->format, k->format) &&
-                   !strcmp(o->format_variant, k->format_variant) && !strcmp(o->fusion, "none") &&
-                   !strcmp(o->activation, k->activation);
-        }
+        for (uint32_t j = 0; j < i && !seen; j++)
+            seen = same_product(qkrt_bundle_kernel(b, j), k);
         if (seen) continue;
         char fmt[96];
         snprintf(fmt, sizeof fmt, "%s%s%s", k->format, k->format_variant[0] ? "/" : "",
@@ -201,18 +220,8 @@ static uint32_t verify_select(qkrt_context *ctx, const qkrt_bundle *b, uint32_t 
         uint32_t K = verify_k(k->block_elements, !strncmp(k->family, "matmul", 6));
         /* f32: at 13 blocks, which every format's fallback takes; other
          * activations (the f16 staged matmuls, whole steps of K only) at the
-         * first depth from there that every kernel of the group takes */
-        for (uint32_t j = i; strcmp(k->activation, "f32") && j < n; j++) {
-            const qkrt_kernel_info *o = qkrt_bundle_kernel(b, j);
-            if (strcmp(o->family, k->family) || strcmp(o->format, k->format) ||
-                strcmp(o->format_variant, k->format_variant) || strcmp(o->fusion, "none") ||
-                strcmp(o->activation, k->activation))
-                continue;
-            while (!qk_kernel_fits(o, M, K, 37, 4, 2, 1, 37) && K < 64 * k->block_elements) {
-                K += k->block_elements;
-                j = i - 1; /* a new depth: every kernel again */
-            }
-        }
+         * first depth from there that every kernel of the product takes */
+        if (strcmp(k->activation, "f32")) K = product_depth(b, i, M, K);
         for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++) {
             const int64_t values[] = {M, K, tokens[t], id ? 4 : 1, id ? 2 : 1, 1, tokens[t]};
             qkrt_shape s = QK_SHAPE(SELECT_NAMES, values);

@@ -606,11 +606,12 @@ int cmd_tune(qk_args *a) {
                        .phase_s = tr.phase_s};
     tr.t0 = qk_now_s();
     if (dry_run && rc == QK_EXIT_OK) { /* the candidates built, nothing timed */
-        for (uint32_t c = 0; c < nc; c++)
-            printf("%s %s m=%u k=%u t=%u%s: %u candidates (the fallback %s included)\n",
-                   cases[c].op, cases[c].format, cases[c].M, cases[c].K, cases[c].T,
-                   strcmp(qk_tune_case_activations(&cases[c]), "f32") ? " x=f16" : "", per_case[c],
+        for (uint32_t c = 0; c < nc; c++) {
+            char label[160];
+            qk_tune_case_label(&cases[c], label, sizeof label);
+            printf("%s: %u candidates (the fallback %s included)\n", label, per_case[c],
                    fb[c] ? fb[c] : "(none)");
+        }
         nc = 0;
     }
     uint32_t no_winner = 0;
@@ -657,14 +658,8 @@ int cmd_tune(qk_args *a) {
             if (q->ok && q->timed && (!best || q->us < best->us)) best = q;
             if (fb[c] && !strcmp(q->kernel, fb[c])) fbr = q;
         }
-        char shape[96];
-        snprintf(shape, sizeof shape, "%s %s m=%u k=%u t=%u", bc.family, bc.format, bc.M, bc.K,
-                 bc.T);
-        if (bc.E)
-            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " e=%u/%u", bc.E,
-                     bc.top_k);
-        if (strcmp(o.activation, "f32")) /* the f16-activation case, a case of its own */
-            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " x=%s", o.activation);
+        char shape[160];
+        qk_tune_case_label(&cases[c], shape, sizeof shape);
         double fb_us = fbr ? (fbr->timed ? fbr->us : fbr->us_screen) : 0;
         if (r != QKRT_OK) {
             fprintf(stderr, "qkgen tune: %s: %s\n", shape, err);
@@ -1008,11 +1003,11 @@ int cmd_build_tuned(qk_args *a) {
                     if (!strcmp(plan.variants[v].name, oc[i].best->variant))
                         want[v] = true, winners++, any_q8 |= takes_q8(&plan.variants[v]);
             } else {
+                char label[160];
+                qk_tune_case_label(&c, label, sizeof label);
                 fprintf(stderr,
-                        "qkgen build: %s %s m=%u k=%u t=%u%s: no correct candidate in %s: "
-                        "the fallback serves it\n",
-                        c.op, c.format, c.M, c.K, c.T,
-                        strcmp(qk_tune_case_activations(&c), "f32") ? " x=f16" : "", dbpath);
+                        "qkgen build: %s: no correct candidate in %s: the fallback serves it\n",
+                        label, dbpath);
             }
         } else {
             snprintf(c.op, sizeof c.op, "%s", mc[i - n].family);

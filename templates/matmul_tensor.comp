@@ -238,30 +238,29 @@ void main() {
     // steps an iteration: at NK 64 a block's steps, the first of which fills
     // the scales (each step still tests for a block start: the compiler sees
     // which can be one).
+    // One step at depth k: its scales where a block starts, A and B, the product.
+#define QK_DECODE_STEP(k)                                                                          \
+    {                                                                                              \
+        QK_BLOCK_START(k);                                                                         \
+        coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(lw, wrow0 + row0, NR0, k, NK),    \
+                            qk_decode_w);                                                          \
+        coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, xc0, NR1, k, NK), xt, qk_decode_x);  \
+        acc = coopMatMulAdd(a, b, acc);                                                            \
+    }
 #if defined(QK_ELEM_SCALES) && !defined(QK_SPLIT)
 #define QK_DECODE_UNROLL 4u
 #define QK_ITER_K (QK_DECODE_UNROLL * NK) // K an iteration of a whole tile
-#define QK_DECODE_STEPS(MODE, U)                                                                   \
-    {                                                                                              \
-        tensorLayoutNV<2, MODE> lw = createTensorLayoutNV(2, MODE);                                \
-        lw = setTensorLayoutBlockSizeNV(lw, 1, QK);                                                \
-        lw = setTensorLayoutDimensionNV(lw, wrow0 + M, K);                                         \
-        tensorLayoutNV<2, MODE> lx = createTensorLayoutNV(2, MODE);                                \
-        lx = setTensorLayoutDimensionNV(lx, xrows, K);                                             \
-        for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += (U) * NK) {                                   \
-            [[unroll]] for (uint u = 0u; u < (U); u++) {                                           \
-                const uint k = k0 + u * NK;                                                        \
-                QK_BLOCK_START(k);                                                                 \
-                coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(lw, wrow0 + row0, NR0, k, NK), \
-                                    qk_decode_w);                                                  \
-                coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, xc0, NR1, k, NK), xt, qk_decode_x); \
-                acc = coopMatMulAdd(a, b, acc);                                                    \
-            }                                                                                      \
-        }                                                                                          \
-    }
+#define QK_DECODE_LOOP(U)                                                                          \
+    for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += (U) * NK)                                          \
+        [[unroll]] for (uint u = 0u; u < (U); u++) {                                               \
+            const uint k = k0 + u * NK;                                                            \
+            QK_DECODE_STEP(k)                                                                      \
+        }
 #else
 #define QK_DECODE_UNROLL 1u
 #define QK_ITER_K NK
+#define QK_DECODE_LOOP(U) for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) QK_DECODE_STEP(k0)
+#endif
 #define QK_DECODE_STEPS(MODE, U)                                                                   \
     {                                                                                              \
         tensorLayoutNV<2, MODE> lw = createTensorLayoutNV(2, MODE);                                \
@@ -269,16 +268,8 @@ void main() {
         lw = setTensorLayoutDimensionNV(lw, wrow0 + M, K);                                         \
         tensorLayoutNV<2, MODE> lx = createTensorLayoutNV(2, MODE);                                \
         lx = setTensorLayoutDimensionNV(lx, xrows, K);                                             \
-        for (uint k0 = s0 * NK; k0 < s1 * NK; k0 += NK) {                                          \
-            QK_BLOCK_START(k0);                                                                    \
-            coopMatLoadTensorNV(a, QK_W_BUF, 0u, sliceTensorLayoutNV(lw, wrow0 + row0, NR0, k0, NK), \
-                                qk_decode_w);                                                      \
-            coopMatLoadTensorNV(b, x, 0u, sliceTensorLayoutNV(lx, xc0, NR1, k0, NK), xt,           \
-                                qk_decode_x);                                                      \
-            acc = coopMatMulAdd(a, b, acc);                                                        \
-        }                                                                                          \
+        QK_DECODE_LOOP(U)                                                                          \
     }
-#endif
     // A whole tile (rows, columns and steps) loads through unclamped layouts
     // of the same dimensions: the same values without the bounds checks; the
     // edge tiles load zeros past them (constant clamp mode).

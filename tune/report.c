@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-static void case_label(const qk_tune_case *c, char *out, size_t size) {
+void qk_tune_case_label(const qk_tune_case *c, char *out, size_t size) {
     if (c->E)
         snprintf(out, size, "%s %s%s%s m=%u k=%u t=%u e=%u/%u", c->op, c->format,
                  c->format_variant[0] ? "/" : "", c->format_variant, c->M, c->K, c->T, c->E,
@@ -14,7 +14,7 @@ static void case_label(const qk_tune_case *c, char *out, size_t size) {
         snprintf(out, size, "%s %s%s%s m=%u k=%u t=%u", c->op, c->format,
                  c->format_variant[0] ? "/" : "", c->format_variant, c->M, c->K, c->T);
     const char *act = qk_tune_case_activations(c);
-    if (strcmp(act, "f32")) /* as `qkgen tune` prints the case */
+    if (strcmp(act, "f32")) /* the f16-activation case, a case of its own */
         snprintf(out + strlen(out), size - strlen(out), " x=%s", act);
 }
 
@@ -34,7 +34,7 @@ void qk_tune_report_text(FILE *f, const qk_tune_outcome *oc, uint32_t n) {
     uint32_t nsp = 0;
     for (uint32_t i = 0; i < n; i++) {
         char label[160];
-        case_label(&oc[i].c, label, sizeof label);
+        qk_tune_case_label(&oc[i].c, label, sizeof label);
         const qk_tune_record *b = oc[i].best, *fb = oc[i].fallback;
         char fbs[32] = "-", sps[32] = "-";
         if (fb) snprintf(fbs, sizeof fbs, "%.2f%s", fb->us, strcmp(fb->stage, "full") ? "s" : "");
@@ -118,7 +118,7 @@ void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *
     for (uint32_t i = 0; i < n; i++) {
         double y = top + row * i + row / 2;
         char label[160];
-        case_label(&oc[i].c, label, sizeof label);
+        qk_tune_case_label(&oc[i].c, label, sizeof label);
         svg_text(s, x0 - 10, y + 4, "end", "", label);
         if (i % 2)
             qk_str_addf(s,

@@ -229,6 +229,14 @@ static uint32_t distinct(const qk_tune_outcome *const *sel, uint32_t n, int d, c
     return m;
 }
 
+/* Whether two cases fall under one group of select rules: op, format,
+ * option and activations (the shape picks the rule within it). */
+static bool same_rules(const qk_tune_case *a, const qk_tune_case *b) {
+    return !strcmp(a->op, b->op) && !strcmp(a->format, b->format) &&
+           !strcmp(a->format_variant, b->format_variant) &&
+           !strcmp(qk_tune_case_activations(a), qk_tune_case_activations(b));
+}
+
 static void rule_json(qk_str *o, const char *op, const char *format, const char *option,
                       const char *activations, const char *kernel, const char *precision,
                       bool first) {
@@ -312,9 +320,7 @@ void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
             uint32_t ns = 0;
             for (uint32_t k = j; k < n; k++)
                 if (!done[k] && oc[k].best && qk_tune_same_device(&oc[k].dev, d) &&
-                    !strcmp(oc[k].c.op, oc[j].c.op) && !strcmp(oc[k].c.format, oc[j].c.format) &&
-                    !strcmp(oc[k].c.format_variant, oc[j].c.format_variant) &&
-                    !strcmp(qk_tune_case_activations(&oc[k].c), qk_tune_case_activations(&oc[j].c)))
+                    same_rules(&oc[k].c, &oc[j].c))
                     sel[ns++] = &oc[k], done[k] = true;
             group_rules(o, sel, ns, &first);
         }
@@ -432,9 +438,7 @@ uint32_t qk_tune_consolidate(const qk_tune_db *db, qk_tune_outcome *oc, uint32_t
         uint32_t *grp = qk_xcalloc(n, sizeof *grp), ng = 0;
         for (uint32_t i = g; i < n; i++)
             if (!done[i] && oc[i].best && qk_tune_same_device(&oc[i].dev, &oc[g].dev) &&
-                !strcmp(oc[i].c.op, oc[g].c.op) && !strcmp(oc[i].c.format, oc[g].c.format) &&
-                !strcmp(oc[i].c.format_variant, oc[g].c.format_variant) &&
-                !strcmp(qk_tune_case_activations(&oc[i].c), qk_tune_case_activations(&oc[g].c)))
+                same_rules(&oc[i].c, &oc[g].c))
                 grp[ng++] = i, done[i] = true;
         /* each case's best time at its comparison stage */
         double *best = qk_xcalloc(ng, sizeof *best);

@@ -63,6 +63,11 @@ typedef struct qk_tune_default {
 void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
                          const qk_tune_default *defaults, uint32_t nd);
 
+/* A case as the tuner and its report print it: "matmul q4_0 m=4096 k=14336
+ * t=512", the format's option ("/bf16"), " e=E/top_k" for MoE and " x=f16"
+ * for f16 activations. */
+void qk_tune_case_label(const qk_tune_case *c, char *out, size_t size);
+
 /* The report: per case the winner, its time, the fallback's and the speedup
  * (text on f), and an SVG plot of every candidate's time per case into svg
  * (winners marked, wrong and failed ones shown). */
