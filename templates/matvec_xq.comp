@@ -22,7 +22,10 @@
 //       rounds its activations into the same order: MLX's nibbles);
 //   vec3 qk_affine8(uint m, uint blk, uint g)
 //       (a of elements 0-15, a of elements 16-31, b); the two scales differ
-//       only where the format defines QK_DOT8_HALVES (q6_K's 16-element scales).
+//       only where the format defines QK_DOT8_HALVES (q6_K's 16-element scales);
+//   vec4 qk_affine8(uint m, uint blk, uint g), where it defines QK_DOT8_MINS
+//       as well (q2_K's 16-element minima): (a, a', b, b'), b' for elements
+//       16-31, whose activation sums the kernel then keeps apart.
 //
 // Without QK_STAGED (staged: false, matvec_xq_global) the hooks read the
 // weights in place: MLX's planar formats.
@@ -155,6 +158,12 @@ void quantize_slab(uint lid, const uint toks[NR1], uint c0, uint n) {
 
 #endif
 
+#ifdef QK_DOT8_MINS
+#define QK_AFFINE8 vec4
+#else
+#define QK_AFFINE8 vec3
+#endif
+
 void main() {
 #ifdef QK_FORMAT_INIT
     qk_format_init(); // the format's shared table (include/lut.glsl)
@@ -207,7 +216,7 @@ void main() {
                     // the rows' codes once, then one token's activations at a time:
                     // 8 NR0 registers of codes, 8 of activations
                     uint q[QK_LANES_ROWS][8];
-                    vec3 ab[QK_LANES_ROWS];
+                    QK_AFFINE8 ab[QK_LANES_ROWS];
                     [[unroll]] for (uint s = 0; s < QK_LANES_ROWS; s++) {
 #ifdef QK_PART_N
                         qk_part_codes8(s, part, g, q[s]); // slot s, group g of the part
@@ -231,6 +240,12 @@ void main() {
 #else
                         const float dx = qk_xdx[t][gx], sx = dx * float(qk_xsum[t][gx]);
 #endif
+#ifdef QK_DOT8_MINS
+                        // the first half's activation sum from its codes, the second's the rest
+                        int h0 = 0;
+                        [[unroll]] for (uint i = 0; i < 4u; i++) h0 = qk_sdot4(xa[i], 0x01010101u, h0);
+                        const float sx0 = dx * float(h0), sx1 = sx - sx0;
+#endif
                         [[unroll]] for (uint s = 0; s < QK_LANES_ROWS; s++) {
                             int s0 = 0, s1 = 0;
                             [[unroll]] for (uint i = 0; i < 4u; i++) s0 = qk_sdot4(q[s][i], xa[i], s0);
@@ -240,7 +255,11 @@ void main() {
 #else
                             const float dot = ab[s].x * float(s0 + s1);
 #endif
+#ifdef QK_DOT8_MINS
+                            acc[s][t] = fma(dot, dx, fma(ab[s].z, sx0, fma(ab[s].w, sx1, acc[s][t])));
+#else
                             acc[s][t] = fma(dot, dx, fma(ab[s].z, sx, acc[s][t]));
+#endif
                         }
                     }
                 }

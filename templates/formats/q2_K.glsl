@@ -18,3 +18,23 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
         for (uint i = 0u; i < 4u; i++) y[4u * k + i] = dl * float(q[i]) - ml;
     }
 }
+
+// int8-dot hooks (int8_dot: true; templates/matvec_xq.comp): group g holds hook
+// calls 2g and 2g + 1, crumb j = g % 4 of qs[32 * (g / 4) ..], each 16
+// elements with its own scale (QK_DOT8_HALVES) and its own minimum
+// (QK_DOT8_MINS: the affine is (a, a', b, b'), b' for elements 16-31). The
+// codes are unsigned (0..3).
+#define QK_DOT8_HALVES 1
+#define QK_DOT8_MINS 1
+void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
+    const uint qs = blk * QK_BYTES + QKF_qs_OFFSET + 32u * (g >> 2), shift = 2u * (g & 3u);
+    for (uint i = 0u; i < 8u; i++) q[i] = (qk_u32(m, qs + 4u * i) >> shift) & 0x03030303u;
+}
+
+vec4 qk_affine8(uint m, uint blk, uint g) {
+    const uint base = blk * QK_BYTES;
+    const vec2 dm = qk_f16x2(m, base + QKF_d_OFFSET); // d, dmin
+    const uint sc = qk_u16(m, base + QKF_scales_OFFSET + 2u * g); // scales[2g], scales[2g + 1]
+    return vec4(dm.x * float(sc & 15u), dm.x * float((sc >> 8) & 15u), -dm.y * float((sc >> 4) & 15u),
+                -dm.y * float(sc >> 12));
+}

@@ -12,8 +12,36 @@
 
 shared float qk_lut[16];
 
+#ifdef MMA_dot8
+// The int8-dot kernels' table (shared_memory_dot8: 1024 in the format's
+// YAML): a byte of a split-nibble qs (include/split32.glsl) holds the codes
+// of elements j (low nibble) and j + 16 (high nibble), and qk_lut8[byte] =
+// T[low] | T[high] << 16 as signed bytes, so four shared loads and six
+// bit-field inserts give the two words of eight codes.
+shared uint qk_lut8[256];
+#endif
+
 void qk_lut_init(uvec4 table) {
     const uint n = gl_WorkGroupSize.x * gl_WorkGroupSize.y * gl_WorkGroupSize.z;
+#ifdef MMA_dot8
+    for (uint i = gl_LocalInvocationIndex; i < 256u; i += n)
+        qk_lut8[i] = (uint(qk_lut16(table, i & 15u)) & 0xffu) | (uint(qk_lut16(table, i >> 4)) & 0xffu) << 16;
+#endif
     for (uint i = gl_LocalInvocationIndex; i < 16u; i += n) qk_lut[i] = float(qk_lut16(table, i));
-    barrier();
+    barrier(); // makes both tables visible
 }
+
+#ifdef MMA_dot8
+// The table's values of a split-nibble block's 32 codes (the formats' qk_codes8
+// for a table of signed bytes); qs is the byte address of the block's qs.
+void qk_lut8_codes8(uint m, uint qs, out uint q[8]) {
+    for (uint i = 0u; i < 4u; i++) {
+        const uint w = qk_u32(m, qs + 4u * i);
+        const uint v0 = qk_lut8[w & 0xffu], v1 = qk_lut8[(w >> 8) & 0xffu];
+        const uint v2 = qk_lut8[(w >> 16) & 0xffu], v3 = qk_lut8[w >> 24];
+        q[i] = bitfieldInsert(bitfieldInsert(bitfieldInsert(v0, v1, 8, 8), v2, 16, 8), v3, 24, 8);
+        q[4u + i] = bitfieldInsert(
+            bitfieldInsert(bitfieldInsert(v0 >> 16, v1 >> 16, 8, 8), v2 >> 16, 16, 8), v3 >> 16, 24, 8);
+    }
+}
+#endif

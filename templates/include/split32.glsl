@@ -43,3 +43,31 @@ void qk_split32_f(uint m, uint qs, uint sub, float bias, out float c[QK_SUB_N]) 
         }
     }
 }
+
+// The int8-dot codes of a split-nibble block (its one 32-element group), as
+// the formats' qk_codes8 gives them: words 0-3 the low nibbles of qs (elements
+// 0-15), words 4-7 the high ones (16-31), each nibble unsigned in its byte.
+void qk_split32_codes8(uint m, uint qs, out uint q[8]) {
+    for (uint i = 0u; i < 4u; i++) {
+        const uint w = qk_u32(m, qs + 4u * i);
+        q[i] = w & 0x0f0f0f0fu;
+        q[4u + i] = (w >> 4) & 0x0f0f0f0fu;
+    }
+}
+
+// Bits b .. b + 3 of h, one to bit 4 of each byte: the fifth bits of q5_0 and
+// q5_1 (qh) for four consecutive elements. The multiply places bit k at bit
+// 8k + k (no two partial products overlap, so nothing carries).
+uint qk_spread_bit4(uint h, uint b) {
+    return (((h >> b) & 15u) * 0x00204081u & 0x01010101u) << 4;
+}
+
+// The 5-bit codes of q5_0 / q5_1: the nibbles of qs with the fifth bits of the
+// little-endian word qh.
+void qk_split32_codes8_5(uint m, uint qs, uint qh, out uint q[8]) {
+    qk_split32_codes8(m, qs, q);
+    for (uint i = 0u; i < 4u; i++) {
+        q[i] |= qk_spread_bit4(qh, 4u * i);
+        q[4u + i] |= qk_spread_bit4(qh, 16u + 4u * i);
+    }
+}
