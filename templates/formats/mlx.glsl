@@ -81,4 +81,43 @@ vec3 qk_affine8(uint m, uint blk, uint g) {
     float s = qkp_scales(m, blk, 0u);
     return vec3(s, s, qkp_biases(m, blk, 0u));
 }
+#else
+// int8-dot hooks of the other widths, in K order: group g of block (MLX
+// group) blk is words QK_P_bits * g on of w, 32 values of QK_P_bits bits.
+// 2 bits: a byte of four values spreads to four bytes in two shift-and-mask
+// steps; 8 bits: the bytes are the values, offset by 128 to be signed (the
+// offset goes to b); 3, 5 and 6 bits: each value is a bit-field of one word
+// or of two (a funnel shift), with every offset a constant once unrolled.
+#define QK_MLX_OFFSET8 (QK_P_bits == 8 ? 128.0 : 0.0)
+uint qk_mlx_spread2(uint h) { // 8 bits, four values -> four bytes
+    h = (h | (h << 12)) & 0x000f000fu;
+    return (h | (h << 6)) & 0x03030303u;
+}
+
+void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
+    uint w[QK_P_bits];
+    [[unroll]] for (uint k = 0u; k < QK_P_bits; k++) w[k] = qkp_w(m, blk, QK_P_bits * g + k);
+#if QK_P_bits == 8
+    [[unroll]] for (uint i = 0u; i < 8u; i++) q[i] = w[i] ^ 0x80808080u;
+#elif QK_P_bits == 2
+    [[unroll]] for (uint k = 0u; k < 2u; k++)
+        [[unroll]] for (uint b = 0u; b < 4u; b++) q[4u * k + b] = qk_mlx_spread2(bitfieldExtract(w[k], int(8u * b), 8));
+#else
+    [[unroll]] for (uint i = 0u; i < 8u; i++) {
+        uint c = 0u;
+        [[unroll]] for (uint b = 0u; b < 4u; b++) {
+            const uint p = (4u * i + b) * QK_P_bits, o = p & 31u;
+            uint v = w[p >> 5] >> o;
+            if (o + QK_P_bits > 32u) v |= w[(p >> 5) + 1u] << (32u - o);
+            c = bitfieldInsert(c, v, int(8u * b), QK_P_bits);
+        }
+        q[i] = c;
+    }
+#endif
+}
+
+vec3 qk_affine8(uint m, uint blk, uint g) {
+    float s = qkp_scales(m, blk, 0u);
+    return vec3(s, s, fma(QK_MLX_OFFSET8, s, qkp_biases(m, blk, 0u)));
+}
 #endif
