@@ -283,6 +283,42 @@ static void list_counts(const qk_plan *p) {
     printf("(qkgen list --variants for the names, --axes FAMILY for a family's axes)\n");
 }
 
+/* Per format, the paths (operation, math path, fusion) it has a kernel on,
+ * and why it lacks the others: what `list --formats` adds to the formats. */
+static void list_paths(const qk_plan *p, const qk_spec_set *specs) {
+    qk_path paths[48];
+    uint32_t np = qk_plan_paths(p, paths, 48);
+    if (np > 48) np = 48;
+    if (!np) return;
+    printf("\npaths (operation/math path[+fusion]):\n");
+    for (uint32_t j = 0; j < np; j++)
+        printf("  %2u  %s/%s%s%s\n", j + 1, paths[j].operation, paths[j].mma,
+               paths[j].fusion[0] ? "+" : "", paths[j].fusion);
+    printf("\n%-12s", "format");
+    for (uint32_t j = 0; j < np; j++)
+        printf(" %2u", j + 1);
+    printf("\n");
+    qk_str lacks = {0};
+    for (uint32_t i = 0; i < p->format_count; i++) {
+        const qk_format *f = &p->formats[i];
+        if (i && !strcmp(f->name, p->formats[i - 1].name)) continue;
+        if (!qk_spec_set_keeps(specs, NULL, f->name, f->variant)) continue;
+        printf("%-12s", f->name);
+        for (uint32_t j = 0; j < np; j++) {
+            char why[320];
+            bool has = qk_plan_format_path(p, f->name, &paths[j], why, sizeof why);
+            printf("  %s", has ? "+" : ".");
+            if (!has)
+                qk_str_addf(&lacks, "%-12s %2u %s/%s%s%s: %s\n", f->name, j + 1, paths[j].operation,
+                            paths[j].mma, paths[j].fusion[0] ? "+" : "", paths[j].fusion, why);
+        }
+        printf("\n");
+    }
+    printf("(+ has kernels on the path, . lacks them)\n");
+    if (lacks.len) printf("\nwhat each format lacks, and why:\n%s", lacks.s);
+    qk_str_free(&lacks);
+}
+
 int cmd_list(qk_args *a) {
     const char *spec_dir = NULL, *filter = NULL, *axes = NULL, *set_path = NULL, *specs_opt = NULL;
     bool formats = false, variants = false, dropped = false, representative = false;
@@ -295,6 +331,8 @@ int cmd_list(qk_args *a) {
                  "of the specs (--specs DIR, or DIR as the first argument; default specs/)\n"
                  "has (the default), the variant names (--variants), or the points of the\n"
                  "search space that rules dropped, with why (--dropped).\n"
+                 "--formats alone adds each format's paths: the operations and math paths\n"
+                 "(dot8, coopmat, ...) it has kernels on, and why it lacks the others.\n"
                  "--set, --filter and --representative select variants as 'qkgen build'\n"
                  "does (--set FILE: a kernel set, specs/sets/*.yaml).\n"
                  "--axes FAMILY prints a family spec's axes and values with their meanings,\n"
@@ -358,6 +396,7 @@ int cmd_list(qk_args *a) {
             qk_str_free(&opts);
         }
     }
+    if (formats && !counts) list_paths(&plan, &specs);
     if (counts) list_counts(&plan);
     if (variants) {
         if (formats) putchar('\n');

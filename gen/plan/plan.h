@@ -54,6 +54,25 @@ typedef struct qk_plan {
     qk_dropped *dropped;
 } qk_plan;
 
+/* A path of the plan: an operation (the kernel's family: matvec,
+ * matvec_id, matmul, ...) on a math path (mma: dot8, coopmat, ...), fused
+ * (fusion: its name) or not (""). */
+typedef struct qk_path {
+    char operation[64];
+    char mma[16];
+    char fusion[64];
+} qk_path;
+
+/* The distinct paths of the plan's quantized products (variants with a math
+ * path and a format), in plan order: fills up to cap, returns how many. */
+uint32_t qk_plan_paths(const qk_plan *p, qk_path *out, uint32_t cap);
+
+/* Whether `format` has a variant on `path`; if not, why in `why`: the
+ * reason that dropped most of its points of the path's kernels, or that no
+ * kernel of the path lists it. */
+bool qk_plan_format_path(const qk_plan *p, const char *format, const qk_path *path, char *why,
+                         size_t why_size);
+
 /* Builds the plan of a loaded spec set. Errors (a kernel naming an unknown
  * format, a rule that does not evaluate) carry the spec's file:line:col. */
 bool qk_plan_build(const qk_spec_set *specs, qk_plan *out, qk_error *e);
