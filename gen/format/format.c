@@ -44,6 +44,21 @@ static bool eval_int(const qk_format *f, const qk_intexpr *x, const char *where,
     return true;
 }
 
+/* The spec's full_search for this member: true where it is absent. */
+static bool eval_full_search(qk_format *f, qk_error *e) {
+    const qk_intexpr *x = &f->spec->full_search;
+    param_env env = {f};
+    int64_t v = 1;
+    qk_error ee = {0};
+    if (x->text[0] && !qk_expr_eval(x->text, lookup_param, &env, &v, &ee)) {
+        qk_error_set(e, "%s:%d:%d: full_search: %s", f->spec->path, x->mark.line, x->mark.col,
+                     ee.msg);
+        return false;
+    }
+    f->full_search = v != 0;
+    return true;
+}
+
 static const char *param_value(const qk_format *f, const char *name) {
     for (uint32_t i = 0; i < f->param_count; i++)
         if (!strcmp(f->param_names[i], name)) return f->param_values[i];
@@ -84,7 +99,8 @@ static bool resolve(qk_format *f, qk_error *e) {
     make_names(f);
     f->layout = s->layout;
     if (!eval_int(f, &s->elements, "block.elements", &f->elements, e) ||
-        !eval_int(f, &s->sub_elements, "sub.elements", &f->sub_elements, e))
+        !eval_int(f, &s->sub_elements, "sub.elements", &f->sub_elements, e) ||
+        !eval_full_search(f, e))
         return false;
     if (f->elements % f->sub_elements) {
         qk_error_set(e,

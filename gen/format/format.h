@@ -31,6 +31,7 @@ typedef struct qk_format {
     uint32_t elements;     /* per block or group */
     uint32_t block_bytes;  /* block layout */
     uint32_t sub_elements; /* per call of the dequant hook */
+    bool full_search;      /* takes every kernel's whole search space (spec's full_search) */
     uint32_t field_count;
     qk_field fields[QK_MAX_FIELDS];
     uint32_t plane_count;

@@ -44,7 +44,7 @@ uint32_t qk_variant_stage_vec(const qk_variant *v) {
 
 static const qk_format_spec none_spec = {.path = "(none)", .name = "none"};
 const qk_format qk_format_none = {
-    .spec = &none_spec, .name = "none", .elements = 1, .sub_elements = 1};
+    .spec = &none_spec, .name = "none", .elements = 1, .sub_elements = 1, .full_search = true};
 
 bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value) {
     const qk_variant *v = user;
@@ -73,6 +73,8 @@ bool qk_variant_lookup(void *user, const char *name, size_t len, int64_t *value)
         {"QK_PARTS", f->spec->parts ? f->spec->parts : 1},
         /* a planar format (MLX): groups over planes, which no chunk of words stages */
         {"PLANAR", f->layout == QK_LAYOUT_PLANAR},
+        /* a member of a format family that takes the whole search space */
+        {"QK_FULL_SEARCH", f->full_search},
     };
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (strlen(vars[i].name) == len && !strncmp(vars[i].name, name, len)) {

@@ -157,9 +157,9 @@ static bool load_planes(yw *w, ynode *seq, qk_format_spec *f) {
 static bool load_format(yw *w, qk_format_spec *f) {
     ynode *root = yw_root(w);
     static const char *const keys[] = {
-        "format",   "description", "layout",  "params",   "block",         "fields",
-        "planes",   "sub",         "dequant", "c_struct", "shared_memory", "shared_memory_dot8",
-        "int8_dot", "parts",       NULL};
+        "format",   "description", "layout",      "params",   "block",         "fields",
+        "planes",   "sub",         "dequant",     "c_struct", "shared_memory", "shared_memory_dot8",
+        "int8_dot", "parts",       "full_search", NULL};
     static const char *const req[] = {"format", "block", "sub", "dequant", NULL};
     if (!yw_check_map(w, root, "", keys, req)) return false;
     ynode *n;
@@ -258,6 +258,11 @@ static bool load_format(yw *w, qk_format_spec *f) {
             return yw_fail(w, n, "parts",
                            "only the int8-dot kernels stage parts of a block: parts needs "
                            "int8_dot: true");
+    }
+    if ((n = yw_get(w, root, "full_search"))) {
+        if (!f->param_count)
+            return yw_fail(w, n, "full_search", "only a family of formats (params:) has members");
+        if (!yw_intexpr(w, n, "full_search", &f->full_search)) return false;
     }
     if ((n = yw_get(w, root, "c_struct"))) {
         static const char *const ckeys[] = {"header", "name", NULL};

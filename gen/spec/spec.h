@@ -125,6 +125,11 @@ typedef struct qk_format_spec {
     uint32_t shared_memory_dot8; /* and the bytes it adds in the int8-dot kernels (mma dot8) */
     bool int8_dot;  /* the dequant code has the int8-dot hooks (qk_codes8, qk_affine8) */
     uint32_t parts; /* a staged chunk may be 1/2 .. 1/parts of a block (qk_stage_part, 1: no) */
+    /* which members of a family take every kernel's whole search space: an
+     * expression over the params ("" every member); kernel rules read it as
+     * QK_FULL_SEARCH, so that a family of many members does not multiply the
+     * bundle */
+    qk_intexpr full_search;
     char c_header[QK_MAX_PATH]; /* optional layout check; resolved path */
     char c_struct[QK_MAX_NAME];
     qk_mark c_struct_mark;

@@ -9,6 +9,7 @@
 #include "emit/emit.h"
 #include "plan/plan.h"
 
+#include <fnmatch.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,7 +137,8 @@ static bool axes_match(const char *have, const char *want) {
  *   @added-fusion FAMILY FUSION   a fusion of a family
  *   @added-wg FAMILY WG           a workgroup size of a family (or kernel)
  *   @added-axis FAMILY AXIS=VALUE an axis value of a family
- *   @added-activation FAMILY TYPE an activation type of a family */
+ *   @added-activation FAMILY TYPE an activation type of a family
+ *   @added-format FAMILY PATTERN  formats (a shell pattern) a family took */
 typedef struct added_point {
     char kind[16], family[64], value[64];
 } added_point;
@@ -154,7 +156,7 @@ static bool parse_added(const char *line, added_point *a) {
     if (!strcmp(a->kind, "wg"))
         return a->value[0] && strspn(a->value, "0123456789") == strlen(a->value);
     return a->value[0] && (!strcmp(a->kind, "fusion") || !strcmp(a->kind, "axis") ||
-                           !strcmp(a->kind, "activation"));
+                           !strcmp(a->kind, "activation") || !strcmp(a->kind, "format"));
 }
 
 /* Whether variant v is of the added point a. */
@@ -165,6 +167,7 @@ static bool is_added(const qk_variant *v, const added_point *a) {
     if (!strcmp(a->kind, "fusion")) return v->fusion && !strcmp(v->fusion->name, a->value);
     if (!strcmp(a->kind, "wg")) return v->wg == strtoul(a->value, NULL, 10);
     if (!strcmp(a->kind, "activation")) return !strcmp(v->activation, a->value);
+    if (!strcmp(a->kind, "format")) return !fnmatch(a->value, v->format->name, 0);
     return axes_match(k->axes, a->value);
 }
 
@@ -415,19 +418,19 @@ int main(int argc, char **argv) {
         sorted[i] = p.variants[i].name;
     qsort(sorted, p.variant_count, sizeof *sorted, cmp_str);
     uint32_t old_count = 0, compared = 0, modules = 0, old_modules = 0, added = 0;
-    added_point later_pts[16]; /* the file's "@added-KIND" lines */
+    added_point later_pts[32]; /* the file's "@added-KIND" lines */
     uint32_t nlater = 0;
     for (char *line = names, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
         if (!line[0] || line[0] == '#') continue;
         if (!strncmp(line, "@added-", 7)) {
-            if (nlater < 16 && parse_added(line, &later_pts[nlater]))
+            if (nlater < 32 && parse_added(line, &later_pts[nlater]))
                 nlater++;
             else
-                FAIL(
-                    "%s: expected @added-mma PATH or @added-fusion|wg|axis|activation FAMILY VALUE",
-                    line);
+                FAIL("%s: expected @added-mma PATH or @added-fusion|wg|axis|activation|format "
+                     "FAMILY VALUE",
+                     line);
             continue;
         }
         old_count++;
