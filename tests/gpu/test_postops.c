@@ -323,6 +323,9 @@ int main(int argc, char **argv) {
                 test_combine_computed(ctx, b, ki, 2, 301, 4 * qk, 9, 3);
                 /* the lanes form's chunks (64 or 128) need K = 6 blocks of 32 */
                 test_combine_computed(ctx, b, ki, 5, 130, 6 * qk, 12, 4);
+                /* and chunks of four blocks (mxfp4's odd block size) or of two
+                 * blocks of 256 (q3_K's) need K = 8 blocks */
+                test_combine_computed(ctx, b, ki, 2, 67, 8 * qk, 10, 3);
                 break;
             }
             test_combine(ctx, b, ki, 1, 257, 4);
