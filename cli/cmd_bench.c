@@ -26,7 +26,14 @@ static const uint32_t std_moe_mm[][5] = {
     {768, 2048, 32, 128, 8},  {768, 2048, 512, 128, 8}, {2048, 768, 32, 128, 8},
     {2048, 768, 512, 128, 8}, {1792, 2048, 512, 32, 4},
 };
-static const char *std_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
+/* The formats of the standard cases: every GGUF format and every MLX
+ * configuration (bf16 scales) that the bundle holds; a layer's, the
+ * standard set's seven. */
+static const char *std_formats =
+    "q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_nl,mxfp4,"
+    "mlx2_g32,mlx2_g64,mlx2_g128,mlx3_g32,mlx3_g64,mlx3_g128,mlx4_g32,mlx4_g64,mlx4_g128,"
+    "mlx5_g32,mlx5_g64,mlx5_g128,mlx6_g32,mlx6_g64,mlx6_g128,mlx8_g32,mlx8_g64,mlx8_g128";
+static const char *std_layer_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
 
 static void json_result(qk_str *f, const qk_bench_result *r, bool first) {
     qk_str_addf(
@@ -240,7 +247,7 @@ int cmd_bench(qk_args *a) {
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen bench [--bundle DIR] [--device N] [--family F] [--formats A,B]\n"
-                 "                   [--m M --k K --tokens T [--experts E --top-k N]]\n"
+                 "                   [--m M --k K --tokens T1,T2,... [--experts E --top-k N]]\n"
                  "                   [--filter A,B] [--all-variants]\n"
                  "                   [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--copy-mb MB]\n"
                  "                   [--finalists N] [--best] [--json FILE] [--seed N]\n"
@@ -255,9 +262,10 @@ int cmd_bench(qk_args *a) {
                  "m=4096 k=14336, 512 tokens; MoE mat-vec with expert ids, 128 experts top-8\n"
                  "m=768 k=2048 and m=2048 k=768 for 1, 8, 32 tokens, 32 experts top-4 m=1792\n"
                  "k=2048 for 1 and 8; MoE matmul with expert ids for 32 and 512 tokens of\n"
-                 "those shapes, 512 for 32 experts) for the formats q4_0 q8_0 q4_K q5_K q6_K\n"
-                 "iq4_nl mlx4_g64 that the bundle holds. --family matvec, matmul, moe (mat-vec\n"
-                 "with ids) or moe_matmul (matmul with ids) runs one part.\n"
+                 "those shapes, 512 for 32 experts) for every GGUF format and MLX\n"
+                 "configuration (bf16 scales) that the bundle holds. --family matvec, matmul,\n"
+                 "moe (mat-vec with ids) or moe_matmul (matmul with ids) runs one part; --m,\n"
+                 "--k and --tokens (one count or a list: a case each) replace its shapes.\n"
                  "Each variant is first checked against the CPU reference (a wrong result is\n"
                  "reported and not timed); weights rotate among copies larger than --rotate-mb\n"
                  "(default 200 MB, four times the H100's L2); the GPU is kept busy for\n"
@@ -373,8 +381,6 @@ int cmd_bench(qk_args *a) {
         tokens[ntokens++] = (uint32_t)v;
         p = *end ? end + 1 : end;
     }
-    if (ntokens > 1 && !layer)
-        return qk_usage_error(a->cmd, "--tokens: a list of counts is for --layer; one count else");
     t = ntokens ? tokens[0] : 0;
     if ((decode_max || gate_up || router || down) && !layer)
         return qk_usage_error(a->cmd,
@@ -476,8 +482,8 @@ int cmd_bench(qk_args *a) {
                     "\"seed\": %llu, \"runs\": %u,\n  ",
                     dev->name, dev->driver, copy_gbps, (unsigned long long)seed, o.runs);
         if (rc == QK_EXIT_OK)
-            rc = bench_layers(ctx, b, &o, formats, std_formats, tokens, ntokens, &shape, copy_gbps,
-                              &j);
+            rc = bench_layers(ctx, b, &o, formats, std_layer_formats, tokens, ntokens, &shape,
+                              copy_gbps, &j);
         qk_str_add(&j, "\n}\n");
         return bench_finish(ctx, b, json, &j, rc);
     }
@@ -525,9 +531,10 @@ int cmd_bench(qk_args *a) {
             const char *fam = experts     ? (moe_mm && !moe ? "matmul_id" : "matvec_id")
                               : mm && !mv ? "matmul"
                                           : "matvec";
-            cases[nc++] =
-                (qk_bench_case){fam,         fmt,         variant,           (uint32_t)m,
-                                (uint32_t)k, (uint32_t)t, (uint32_t)experts, (uint32_t)topk};
+            for (uint32_t ti = 0; ti < ntokens; ti++)
+                cases[nc++] =
+                    (qk_bench_case){fam,         fmt,        variant,           (uint32_t)m,
+                                    (uint32_t)k, tokens[ti], (uint32_t)experts, (uint32_t)topk};
         } else {
             for (uint32_t s = 0; mv && s < 2; s++)
                 for (uint32_t ti = 0; ti < 4; ti++)
