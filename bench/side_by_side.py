@@ -5,6 +5,8 @@ device call, as markdown tables.
     python3 bench/side_by_side.py DIR
 
 DIR holds what such a call returned:
+  decode/, decode-mlx/  bench/formats-gpu.sh gguf and mlx: `qkgen bench --json`
+            files and the peer's peer.txt;
   prefill/  `qkgen bench --json` files (the fastest correct variant of each
             case is the one marked best) and the peer's peer-on.txt
             (../shared/peer/run.sh: RESULT lines with kern_us, ggml-vulkan's
@@ -79,6 +81,61 @@ def prefill(d):
     return out
 
 
+def decode(d):
+    """Every format's decode cases (bench/formats-gpu.sh gguf|mlx): qkgen's
+    fastest correct variant per case against the peer's kern_us (peer.txt)
+    and against the copy of the same bytes back to back; for MLX, the time
+    per weight byte against mlx4_g64's on the same case."""
+    best = {}
+    device = ""
+    for p in benchjson.find(os.path.join(d, "*.json")):
+        j = benchjson.load(p)
+        device = j.get("device", device)
+        for r in j.get("results", []):
+            if not r.get("ok") or not r.get("timed") or r.get("us", 0) <= 0:
+                continue
+            key = (r["format"], r["family"], r["M"], r["K"], r["T"], r.get("E", 0))
+            if key not in best or r["us"] < best[key]["us"]:
+                best[key] = r
+    if not best:
+        return []
+    peer = {}
+    for r in results(os.path.join(d, "peer.txt")):
+        fam = "matvec_id" if int(r["E"]) else "matvec"
+        peer[(r["type"], fam, int(r["m"]), int(r["k"]), int(r["n"]), int(r["E"]))] = r
+    mlx = any(k[0].startswith("mlx") for k in best)
+    out = [f"Device {device} ({gpu_name(d) or 'see gpu.txt'}). qkgen: the fastest correct variant "
+           "of `qkgen bench` (us per dispatch between barriers; b2b: back to back, against a copy "
+           "of the same bytes back to back)" + ("; per byte: its time per weight byte over "
+           "mlx4_g64's on the same case" if mlx else "; the peer: `kern_us`, ggml-vulkan's "
+           "per-op GPU time; ratio: peer us / qkgen us (above 1: qkgen faster)") + ". One device "
+           "call.", ""]
+    if mlx:
+        out += ["| format | case | qkgen us | b2b us | b2b / copy | per byte vs mlx4_g64 |",
+                "|---|---|---|---|---|---|"]
+    else:
+        out += ["| format | case | qkgen us | peer us | ratio | b2b us | b2b / copy |",
+                "|---|---|---|---|---|---|---|"]
+    for key in sorted(best, key=lambda k: (k[0], k[1], k[2], k[4])):
+        r = best[key]
+        fmt, fam, m, k, t, e = key
+        case = (f"MoE {m}x{k} {e}e top-{r['top_k']}" if e else f"{m}x{k}") + f", {t} tok"
+        b2b = "- | -"
+        if r.get("us_span") and r.get("size_copy_span_us"):
+            b2b = f"{r['us_span']:.2f} | {100 * r['size_copy_span_us'] / r['us_span']:.0f}%"
+        if mlx:
+            ref = best.get(("mlx4_g64",) + key[1:])
+            rel = (f"{(r['us'] / r['bytes']) / (ref['us'] / ref['bytes']):.2f}x"
+                   if ref and r.get("bytes") and ref.get("bytes") else "-")
+            out.append(f"| {fmt} | {case} | {r['us']:.2f} | {b2b} | {rel} |")
+        else:
+            pr = peer.get(key)
+            ps = (f"{float(pr['kern_us']):.2f} | {float(pr['kern_us']) / r['us']:.2f}x"
+                  if pr else "- | -")
+            out.append(f"| {fmt} | {case} | {r['us']:.2f} | {ps} | {b2b} |")
+    return out
+
+
 def layer(d, intro=True):
     p = benchjson.path(os.path.join(d, "layer.json"))
     if not p:
@@ -147,6 +204,10 @@ def main():
         sys.exit("usage: side_by_side.py DIR")
     d = sys.argv[1]
     out = []
+    for part in ("decode", "decode-mlx"):
+        t = decode(os.path.join(d, part))
+        if t:
+            out += [f"### Decode: every format{' (MLX)' if part.endswith('mlx') else ''}", ""] + t + [""]
     t = prefill(os.path.join(d, "prefill"))
     if t:
         out += ["### Prefill: matmul and MoE matmul, 512 tokens", ""] + t + [""]
