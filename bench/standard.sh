@@ -9,8 +9,9 @@
 # (prefill-matmul and prefill-moe: its two halves)
 # One bench process per format and family, each writing its table and JSON to
 # $OUT (default bench-out) as it ends, so a part cut short keeps what it
-# finished; SEED (default 88) fixes the data and the expert ids, FORMATS (the
-# seven by default, space-separated) splits a part further, and DEADLINE (a
+# finished; SEED (default 88) fixes the data and the expert ids, FORMATS (every
+# GGUF format and mlx4_g64 by default, space-separated; bench/formats-gpu.sh
+# times the other MLX configurations) splits a part further, and DEADLINE (a
 # time in seconds since the epoch) ends the part before it: a bench process
 # that would run past it is cut there, and none starts within 30 s of it.
 # PACK=FILE.tgz packs $OUT into that file after each process (the GPU machine
@@ -25,7 +26,7 @@ set -uo pipefail
 pkg=$(dirname "$0")
 out=${OUT:-bench-out}
 seed=${SEED:-88}
-formats=${FORMATS:-q4_0 q8_0 q4_K q5_K q6_K iq4_nl mlx4_g64}
+formats=${FORMATS:-q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl mxfp4 mlx4_g64}
 bundles=${BUNDLES:-bundle}
 case ${1:-} in
 decode) families="matvec" ;;
