@@ -1,6 +1,6 @@
-"""Reading the JSON of bench/results/: each file is FILE.json or, compressed,
-FILE.json.gz (bench/results keeps its large files gzipped so that the working
-tree stays small enough to travel to the GPU machine with a package)."""
+"""Reading the JSON of a raw device run (bench/summarise.py): each file is
+FILE.json or, compressed, FILE.json.gz (the raw runs kept their large files
+gzipped, as the GPU machine's packs return them)."""
 import glob
 import gzip
 import json

@@ -57,13 +57,14 @@ def met(r, kind, want):
     return {"pct": r["pct_copy"] >= want, "us": r["us"] <= want, "tflops": r["tflops"] >= want}[kind]
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit("usage: table.py BENCH.json ...")
+def cases_of(paths):
+    """The cases of `qkgen bench --json` files: per case key, how many
+    variants were checked (n) and timed in full, the fastest correct one
+    (best) and the top of its file (run: device, copy_gbps, floor_us, ...)."""
     runs, cases = [], {}
-    for path in sys.argv[1:]:
+    for path in paths:
         d = benchjson.load(path)
-        runs.append((path, d))
+        runs.append(d)
         for r in d["results"]:
             key = (r["family"], r["format"], r["E"], r["top_k"], r["M"], r["K"], r["T"])
             c = cases.setdefault(key, {"n": 0, "timed": 0, "best": None})
@@ -72,29 +73,35 @@ def main():
             if r["best"]:
                 c["best"] = r
                 c["run"] = d
+    return runs, cases
 
-    copies = [d["copy_gbps"] for _, d in runs]
-    floors = [d["floor_us"] for _, d in runs]
-    d0 = runs[0][1]
-    print(f"Device {d0['device']}, driver {d0['driver']}; {len(runs)} bench processes, "
-          f"copy bandwidth {min(copies):.1f}-{max(copies):.1f} GB/s, dispatch floor "
-          f"{min(floors):.2f}-{max(floors):.2f} us, seed {d0['seed']}.\n")
-    print("| format | case | fastest variant | us | copy | b2b us | b2b copy | TFLOP/s "
-          "| copy of its bytes, us | checked / timed | target |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
 
-    def order(key):
-        fam, fmt, E, topk, M, K, T = key
-        return (FAMILIES.index(fam) if fam in FAMILIES else 9,
-                FORMATS.index(fmt) if fmt in FORMATS else 9, -E, M, T)
+def order(key):
+    fam, fmt, E, topk, M, K, T = key
+    return (FAMILIES.index(fam) if fam in FAMILIES else 9,
+            FORMATS.index(fmt) if fmt in FORMATS else 9, -E, M, T)
 
+
+def render(runs, cases, missed=True):
+    """The table's lines (runs: the files' tops; cases: as cases_of gives
+    them); missed: also the table of missed targets, else only its count."""
+    out = []
+    copies = [d["copy_gbps"] for d in runs]
+    floors = [d["floor_us"] for d in runs]
+    d0 = runs[0]
+    out.append(f"Device {d0['device']}, driver {d0['driver']}; {len(runs)} bench processes, "
+               f"copy bandwidth {min(copies):.1f}-{max(copies):.1f} GB/s, dispatch floor "
+               f"{min(floors):.2f}-{max(floors):.2f} us, seed {d0['seed']}.\n")
+    out.append("| format | case | fastest variant | us | copy | b2b us | b2b copy | TFLOP/s "
+               "| copy of its bytes, us | checked / timed | target |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     n_met = n_missed = 0
     for key in sorted(cases, key=order):
         fam, fmt, E, topk, M, K, T = key
         c, r = cases[key], cases[key]["best"]
         shape = case_name(r) if r else f"{fam} {M}x{K}, {T} tok"
         if r is None:
-            print(f"| {fmt} | {shape} | no correct variant | | | | | | | {c['n']} / 0 | |")
+            out.append(f"| {fmt} | {shape} | no correct variant | | | | | | | {c['n']} / 0 | |")
             continue
         t = target(r)
         ok = t and met(r, *t)
@@ -102,11 +109,17 @@ def main():
             n_met += ok
             n_missed += not ok
         tt = f"{target_text(*t)}: {'**met**' if ok else 'no'}" if t else ""
-        print(f"| {fmt} | {shape} | `{r['kernel']}` | {r['us']:.2f} | {r['pct_copy']:.1f}% "
-              f"| {r['us_span']:.2f} | {r['pct_copy_span']:.1f}% | {r['tflops']:.2f} "
-              f"| {r['size_copy_us']:.2f} | {c['n']} / {c['timed']} | {tt} |")
-    print(f"\n{len(cases)} cases; targets met {n_met}, missed {n_missed}.")
-    bounds(cases, order)
+        out.append(f"| {fmt} | {shape} | `{r['kernel']}` | {r['us']:.2f} | {r['pct_copy']:.1f}% "
+                   f"| {r['us_span']:.2f} | {r['pct_copy_span']:.1f}% | {r['tflops']:.2f} "
+                   f"| {r['size_copy_us']:.2f} | {c['n']} / {c['timed']} | {tt} |")
+    out.append(f"\n{len(cases)} cases; targets met {n_met}, missed {n_missed}.")
+    return out + bounds(cases, missed)
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit("usage: table.py BENCH.json ...")
+    print("\n".join(render(*cases_of(sys.argv[1:]))))
 
 
 def target_us(r, d, kind, want):
@@ -116,7 +129,9 @@ def target_us(r, d, kind, want):
     return want
 
 
-def bounds(cases, order):
+def bounds(cases, table=True):
+    """The missed targets of time or bandwidth against a copy of the same
+    bytes: a table (with table) and a count, as lines."""
     rows, beyond, within, compute, b2b = [], 0, 0, 0, 0
     for key in sorted(cases, key=order):
         r = cases[key]["best"]
@@ -137,13 +152,15 @@ def bounds(cases, order):
                     f"| {r['us']:.2f} | {r['us_span']:.2f} | {r['size_copy_us']:.2f} | {least:.2f} "
                     f"| {'beyond a copy' if over else 'within a copy: %.2fx its time' % (tu / r['size_copy_us'])} |")
     if not rows and not compute:
-        return
-    print("\n| format | case | target, us | us | b2b us | copy of its bytes, us "
-          "| floor + bytes at copy rate, us | the target |")
-    print("|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
-    print(f"\nMissed targets of time or bandwidth: {beyond} beyond a copy of the case's bytes, "
-          f"{within} within it; {b2b} of them met back to back. Missed TFLOP/s targets: {compute}.")
+        return []
+    out = []
+    if table:
+        out += ["\n| format | case | target, us | us | b2b us | copy of its bytes, us "
+                "| floor + bytes at copy rate, us | the target |", "|---|---|---|---|---|---|---|---|"]
+        out += rows
+    out.append(f"\nMissed targets of time or bandwidth: {beyond} beyond a copy of the case's bytes, "
+               f"{within} within it; {b2b} of them met back to back. Missed TFLOP/s targets: {compute}.")
+    return out
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def compare(out):
         f = line.split()
         times[f[0]] = (float(f[2]), float(f[6]))
     tune = {}
-    # the databases, as tune-gpu.sh wrote them or gzipped in bench/results
+    # the databases, as tune-gpu.sh wrote them or gzipped
     for path in glob.glob(os.path.join(out, 'tune-*.jsonl*')):
         for line in (gzip.open if path.endswith('.gz') else open)(path, 'rt'):
             try:
