@@ -49,7 +49,7 @@ cmake --build build -j"$(nproc)"
 # One variant of each path (kernel x format x activation x math path x
 # fusion: `qkgen build --representative`, the first legal tile of each), so
 # that this command takes minutes on two cores rather than the whole search
-# space's build and verify (README, "Set up and test").
+# space's build and verify (docs/setup.md, "The set-up command").
 select=(--representative)
 [ $all = 1 ] && select=()
 echo "== generating out/default${select:+ (one variant of each kernel path)}"
