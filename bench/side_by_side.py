@@ -9,7 +9,7 @@ DIR holds what such a call returned:
             files and the peer's peer.txt;
   prefill/  `qkgen bench --json` files (the fastest correct variant of each
             case is the one marked best) and the peer's peer-on.txt
-            (../shared/peer/run.sh: RESULT lines with kern_us, ggml-vulkan's
+            (the peer harness's RESULT lines with kern_us, ggml-vulkan's
             own per-op GPU time) and gpu.txt;
   layer/    `qkgen bench --layer --json` (layer.json) and the peer's
             layer-on.txt / layer-off.txt (bench/peer/run-layer.sh);
