@@ -11,7 +11,8 @@
 # (space-separated) narrows a part; FILTER (default _dot8, the int8-dot kernels,
 # the fastest decode path of every format) is qkgen bench's --filter; OUT (default
 # formats-out) takes the logs, one bench JSON per format and shape, and PACK=FILE
-# packs OUT into FILE after each process (the GPU machine returns 8 files a call).
+# packs OUT into FILE after each process (the GPU machine returns 8 files a call);
+# DEADLINE (seconds since the epoch) starts no bench process within 40 s of it.
 # Then, on any machine: python3 bench/side_by_side.py OUT (the table with ratios).
 set -uo pipefail
 pkg=${PKG:-build-gpu/pkg}
@@ -31,6 +32,19 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$out/g
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv -lms 200 >> "$out/clocks-$part.csv" 2>/dev/null &
 logger=$!
 cp "$pkg/commit.txt" "$out/commit.txt" 2>/dev/null
+if [ "$part" = gguf ] && [ -x .peer/peerbench ]; then
+  # the peer first, on the same shapes, its per-op GPU time (kern_us) against qkgen's per-dispatch us
+  work=${TMPDIR:-/tmp}/peer-work
+  mkdir -p "$work"
+  [ -f "$work/package/index.node" ] || tar xzf .peer/fugood-node-llama-linux-x64-vulkan-1.7.15.tgz -C "$work"
+  cases=()
+  for t in 1 4 8; do cases+=(--case "dense,4096,14336,$t" --case "dense,14336,4096,$t"); done
+  for t in 1 8 32; do cases+=(--case "moe,768,2048,$t,128,8"); done
+  types=$(echo $formats | tr ' ' ,)
+  GGML_VK_PERF_LOGGER=1 .peer/peerbench "$work/package/index.node" --types "$types" "${cases[@]}" \
+    --runs 20 --warmup-ms 400 > "$out/peer.txt" 2> "$out/peer.err"
+  echo "peer: exit $?, $(grep -c ^RESULT "$out/peer.txt") cases"
+fi
 rc=0
 for f in $formats; do
   for s in $shapes; do
@@ -44,6 +58,11 @@ for f in $formats; do
       toks=$(IFS=,; echo "${v[*]:0:$((n - 2))}")
     fi
     name=$f-m$m-k$k
+    if [ -n "${DEADLINE:-}" ] && [ $((DEADLINE - $(date +%s))) -lt 40 ]; then
+      echo "$name: not run, under 40 s before the deadline"
+      rc=1
+      continue
+    fi
     "$pkg/qkgen" bench --bundle "$pkg/bundle" --formats "$f" --m "$m" --k "$k" --tokens "$toks" \
       "${ids[@]}" --filter "$filter" --runs 20 --warmup-ms 400 --finalists 2 --copy-mb 256 \
       --seed 88 --json "$out/$name.json" > "$out/$name.txt" 2>&1
@@ -53,19 +72,6 @@ for f in $formats; do
   done
   pack
 done
-if [ "$part" = gguf ] && [ -x .peer/peerbench ]; then
-  # the peer on the same shapes, its per-op GPU time (kern_us) against qkgen's per-dispatch us
-  work=${TMPDIR:-/tmp}/peer-work
-  mkdir -p "$work"
-  [ -f "$work/package/index.node" ] || tar xzf .peer/fugood-node-llama-linux-x64-vulkan-1.7.15.tgz -C "$work"
-  cases=()
-  for t in 1 4 8; do cases+=(--case "dense,4096,14336,$t" --case "dense,14336,4096,$t"); done
-  for t in 1 8 32; do cases+=(--case "moe,768,2048,$t,128,8"); done
-  types=$(echo $formats | tr ' ' ,)
-  GGML_VK_PERF_LOGGER=1 .peer/peerbench "$work/package/index.node" --types "$types" "${cases[@]}" \
-    --runs 20 --warmup-ms 400 > "$out/peer.txt" 2> "$out/peer.err"
-  echo "peer: exit $?, $(grep -c ^RESULT "$out/peer.txt") cases"
-fi
 kill $logger 2>/dev/null
 pack
 awk -F', ' 'NR > 1 && $2 ~ /MHz/ { sub(/ MHz/, "", $2); if ($2 + 0 > 1500) hi++; n++ } END { printf "SM clock samples: %d, above 1500 MHz: %d\n", n, hi }' "$out/clocks-$part.csv"
