@@ -96,7 +96,15 @@ uint qk_mlx_spread2(uint h) { // 8 bits, four values -> four bytes
 
 void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
     uint w[QK_P_bits];
+#if defined(QKP_w_VEC4) && QK_P_bits == 8
+    // the group's eight words in two 16-byte loads
+    for (uint v = 0u; v < 2u; v++) {
+        const uvec4 u = qkp_w4(m, blk, 2u * g + v);
+        for (uint k = 0u; k < 4u; k++) w[4u * v + k] = u[k];
+    }
+#else
     [[unroll]] for (uint k = 0u; k < QK_P_bits; k++) w[k] = qkp_w(m, blk, QK_P_bits * g + k);
+#endif
 #if QK_P_bits == 8
     [[unroll]] for (uint i = 0u; i < 8u; i++) q[i] = w[i] ^ 0x80808080u;
 #elif QK_P_bits == 2
