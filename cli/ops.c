@@ -3,6 +3,7 @@
  * every format a bundle holds runs without code for it. */
 #include "ops.h"
 #include "ops_moe.h"
+#include "qk_decode.h"
 #include "qkref.h"
 
 #include <float.h>
@@ -87,8 +88,90 @@ qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
     return r;
 }
 
+/* ---- declared references: a format's `reference:`, registered by the CLI ---- */
+
+typedef struct declared_ref {
+    char format[64], variant[64];
+    qk_decode *d;
+} declared_ref;
+
+static declared_ref *declared;
+static uint32_t declared_count;
+/* why the last reference or random-weights call of this thread failed */
+static _Thread_local char ref_why[512];
+
+void qk_ref_declare(const char *format, const char *variant, qk_decode *d) {
+    declared = realloc(declared, sizeof *declared * (declared_count + 1));
+    if (!declared) abort();
+    declared_ref *r = &declared[declared_count++];
+    snprintf(r->format, sizeof r->format, "%s", format);
+    snprintf(r->variant, sizeof r->variant, "%s", variant ? variant : "");
+    r->d = d;
+}
+
+void qk_ref_declared_clear(void) {
+    for (uint32_t i = 0; i < declared_count; i++)
+        qk_decode_free(declared[i].d);
+    free(declared);
+    declared = NULL;
+    declared_count = 0;
+}
+
+/* The declared reference of (format, variant); an empty variant takes the
+ * format's first option, as the C references default MLX to bf16. */
+static const qk_decode *find_declared(const char *format, const char *variant) {
+    for (uint32_t i = 0; i < declared_count; i++)
+        if (!strcmp(declared[i].format, format) &&
+            (!variant || !variant[0] || !strcmp(declared[i].variant, variant)))
+            return declared[i].d;
+    return NULL;
+}
+
+bool qk_ref_has(const char *format, const char *variant) {
+    uint32_t bits, group;
+    return find_declared(format, variant) || qkref_find(format) ||
+           sscanf(format, "mlx%u_g%u", &bits, &group) == 2;
+}
+
+const char *qk_ref_why(void) {
+    return ref_why;
+}
+
+/* Bytes of one group of plane p of a planar declared format. */
+static size_t plane_group_bytes(const qk_decode *d, uint32_t p) {
+    return (size_t)qk_decode_plane_per_group(d, p) * qk_dtype_size(qk_decode_plane_type(d, p));
+}
+
+/* Row r of w through its declared reference d. */
+static bool declared_row(const qk_decode *d, const qk_weights *w, uint32_t r, uint32_t K,
+                         double *out) {
+    uint32_t n = qk_decode_elements(d), groups = K / n;
+    char err[256];
+    for (uint32_t g = 0; g < groups; g++) {
+        size_t gi = (size_t)r * groups + g;
+        bool ok;
+        if (qk_decode_planar(d)) {
+            const uint8_t *planes[4];
+            for (uint32_t p = 0; p < qk_decode_plane_count(d) && p < 4; p++)
+                planes[p] = (const uint8_t *)w->plane[p] + gi * plane_group_bytes(d, p);
+            ok = qk_decode_group(d, planes, out + (size_t)g * n, err, sizeof err);
+        } else {
+            const uint8_t *blk = (const uint8_t *)w->plane[0] + gi * qk_decode_block_bytes(d);
+            ok = qk_decode_block(d, blk, out + (size_t)g * n, err, sizeof err);
+        }
+        if (!ok) {
+            snprintf(ref_why, sizeof ref_why, "the reference of format %s, row %u, %s %u: %s",
+                     w->format, r, qk_decode_planar(d) ? "group" : "block", g, err);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Dequantizes row r of w into out[K] with the independent references. */
 static bool ref_row(const qk_weights *w, uint32_t r, uint32_t K, double *out) {
+    const qk_decode *d = find_declared(w->format, w->variant);
+    if (d) return declared_row(d, w, r, K, out);
     uint32_t bits, group;
     if (parse_format(w->format, &bits, &group)) {
         const char *st = w->variant && w->variant[0] ? w->variant : "bf16";
@@ -100,7 +183,10 @@ static bool ref_row(const qk_weights *w, uint32_t r, uint32_t K, double *out) {
         return true;
     }
     const qkref_format *f = qkref_find(w->format);
-    if (!f) return false;
+    if (!f) {
+        snprintf(ref_why, sizeof ref_why, QK_NO_REFERENCE, w->format);
+        return false;
+    }
     size_t row = (size_t)K / f->elements * f->block_bytes;
     qkref_dequant_row(f, (const uint8_t *)w->plane[0] + row * r, K, out);
     return true;
@@ -137,11 +223,60 @@ bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t
     return ref_products(w, x, M, K, T, true, y2);
 }
 
+/* Random weights for a declared format, each block (group) checked to
+ * decode to finite values. */
+static bool declared_random(const qk_decode *d, uint32_t M, uint32_t K, uint64_t *rng,
+                            qk_weights *w) {
+    uint32_t n = qk_decode_elements(d);
+    size_t groups = (size_t)M * (K / n);
+    double *y = malloc(sizeof *y * n);
+    char err[256];
+    bool ok = true;
+    if (qk_decode_planar(d)) {
+        w->plane_count = qk_decode_plane_count(d);
+        for (uint32_t p = 0; p < w->plane_count; p++) {
+            w->bytes[p] = groups * plane_group_bytes(d, p);
+            w->plane[p] = malloc(w->bytes[p] ? w->bytes[p] : 1);
+        }
+        for (size_t g = 0; g < groups && ok; g++) {
+            uint8_t *planes[4];
+            for (uint32_t p = 0; p < w->plane_count; p++)
+                planes[p] = (uint8_t *)w->plane[p] + g * plane_group_bytes(d, p);
+            qk_decode_random_group(d, rng, planes);
+            ok = qk_decode_group(d, (const uint8_t *const *)planes, y, err, sizeof err);
+            if (!ok)
+                snprintf(ref_why, sizeof ref_why,
+                         "the reference of format %s is not finite on random group %zu: %s",
+                         w->format, g, err);
+        }
+    } else {
+        size_t bb = qk_decode_block_bytes(d);
+        w->plane_count = 1;
+        w->bytes[0] = groups * bb;
+        w->plane[0] = malloc(w->bytes[0] ? w->bytes[0] : 1);
+        for (size_t g = 0; g < groups && ok; g++) {
+            uint8_t *blk = (uint8_t *)w->plane[0] + g * bb;
+            qk_decode_random_block(d, rng, blk);
+            ok = qk_decode_block(d, blk, y, err, sizeof err);
+            if (!ok)
+                snprintf(ref_why, sizeof ref_why,
+                         "the reference of format %s is not finite on random block %zu: %s",
+                         w->format, g, err);
+        }
+    }
+    free(y);
+    if (!ok) qk_free_weights(w);
+    return ok;
+}
+
 bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
                        uint64_t *rng, qk_weights *w) {
     memset(w, 0, sizeof *w);
     w->format = format;
     w->variant = variant ? variant : "";
+    ref_why[0] = 0;
+    const qk_decode *d = find_declared(format, variant);
+    if (d) return declared_random(d, M, K, rng, w);
     uint32_t bits, group;
     if (parse_format(format, &bits, &group)) {
         const char *st = w->variant[0] ? w->variant : "bf16";
@@ -156,7 +291,10 @@ bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint
         return true;
     }
     const qkref_format *f = qkref_find(format);
-    if (!f) return false;
+    if (!f) {
+        snprintf(ref_why, sizeof ref_why, QK_NO_REFERENCE, format);
+        return false;
+    }
     w->plane_count = 1;
     size_t nblocks = (size_t)M * (K / f->elements);
     w->bytes[0] = nblocks * f->block_bytes;
