@@ -159,14 +159,19 @@ static void tabled(uint64_t *rng) {
             double want = b * h + (e < 8 ? fp4[e] : -fp4[e - 8]) + 1.0 + 1.0 - 1.0;
             CHECK(y[e] == want, "tabled element %d: %.17g, want %.17g", e, y[e], want);
         }
-        /* the hints: d in [0.5, 1], idx in 0..3; sg anything */
+        /* the hints: d in [0.5, 1], idx in 0..3, sg in 0..3 or 0x8000..0x8003 */
+        int high = 0;
         for (int i = 0; i < 1000; i++) {
             uint8_t b[6];
             qk_decode_random_block(d, rng, b);
             double dv = qk_decode_f16((uint32_t)(b[0] | b[1] << 8));
-            CHECK(dv >= 0.5 && dv <= 1.0 && b[2] <= 3 && b[3] <= 3,
-                  "random block out of its hints: d %g, idx %u %u", dv, b[2], b[3]);
+            uint32_t sg = (uint32_t)(b[4] | b[5] << 8);
+            high += sg >= 0x8000;
+            CHECK(dv >= 0.5 && dv <= 1.0 && b[2] <= 3 && b[3] <= 3 &&
+                      (sg <= 3 || (sg >= 0x8000 && sg <= 0x8003)),
+                  "random block out of its hints: d %g, idx %u %u, sg 0x%x", dv, b[2], b[3], sg);
         }
+        CHECK(high > 350 && high < 650, "of two ranges, the second taken %d times in 1000", high);
     }
     qk_str g = {0};
     qk_format_emit_glsl(&fs[0], 1, 0, &g);
@@ -197,8 +202,8 @@ static void errors(void) {
         {"d * 2 )", "unexpected ')'", 6},       {"sqrt(d)", "unknown function", 0},
         {"min(d)", "expected ','", 5},
     };
-    const qk_decode_var vars[] = {{"d", QK_DT_F16, 0, 1, false, 0, 0},
-                                  {"qs", QK_DT_U8, 2, 16, false, 0, 0}};
+    const qk_decode_var vars[] = {{.name = "d", .type = QK_DT_F16, .offset = 0, .count = 1},
+                                  {.name = "qs", .type = QK_DT_U8, .offset = 2, .count = 16}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *ln[] = {"later"}, *lt[] = {"1"};
         bool use_let = strstr(cases[i].value, "later") != NULL;
