@@ -900,9 +900,9 @@ static double eval_r(ctx *c, int32_t ni) {
         return bf16_value((uint32_t)eval_i(c, n->a) & 0xffff);
     case OP_E4M3:
         return qk_decode_e4m3((uint32_t)eval_i(c, n->a) & 0xff);
-    case OP_UE4M3: { /* as ggml's NVFP4 scales: bit 7 ignored, 0x7f is 0 */
-        uint32_t b = (uint32_t)eval_i(c, n->a) & 0x7f;
-        return b == 0x7f ? 0 : qk_decode_e4m3(b);
+    case OP_UE4M3: { /* as GGUF's NVFP4 scales: byte 0x7f is 0, else bit 7 is ignored */
+        uint32_t b = (uint32_t)eval_i(c, n->a) & 0xff, e = (b >> 3) & 15, m = b & 7;
+        return b == 0x7f ? 0 : e == 0 ? ldexp(m, -9) : ldexp(8 + m, (int)e - 10);
     }
     case OP_E8M0: {
         int64_t b = eval_i(c, n->a) & 0xff;

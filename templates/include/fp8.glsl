@@ -12,10 +12,11 @@ float qk_e4m3(uint b) {
     return (b & 0x80u) != 0u ? -v : v;
 }
 
-// NVFP4's scales, as GGUF decodes them: bit 7 ignored, 0x7f is 0.
+// NVFP4's scales, as GGUF decodes them: the byte 0x7f is 0, and otherwise bit 7
+// is ignored (0xff is 480, not NaN).
 float qk_ue4m3(uint b) {
-    b &= 0x7fu;
-    return b == 0x7fu ? 0.0 : qk_e4m3(b);
+    const uint e = (b >> 3) & 15u, mt = b & 7u;
+    return b == 0x7fu ? 0.0 : e == 0u ? float(mt) * (1.0 / 512.0) : ldexp(float(8u + mt), int(e) - 10);
 }
 
 float qk_e8m0(uint b) {

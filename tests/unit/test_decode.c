@@ -246,6 +246,46 @@ static void errors(void) {
     qk_decode_free(d);
 }
 
+/* The small-float functions on their special codes. */
+static void smallfloats(void) {
+    const qk_decode_var vars[] = {{.name = "b", .type = QK_DT_U8, .offset = 0, .count = 8}};
+    static const struct {
+        const char *fn;
+        double want[8]; /* of the bytes below */
+    } cases[] = {
+        /* GGUF's UE4M3: 0x7f is 0, bit 7 otherwise ignored (0xfe is 448) */
+        {"ue4m3", {0, 448, 1, 1.0 / 512, 448, 0, 1, 0.015625}},
+        {"e4m3", {NAN, -448, -1, 1.0 / 512, 448, 0, 1, 0.015625}},
+        {"e8m0", {0x1p0, 0x1p127, 0x1p57, 0x1p-126, 0x1p-1, 0x1p-127, 0x1p-71, 0x1p-119}},
+        {"e2m1", {-6, -4, -0.0, 0.5, -4, 0, -0.0, 0.0}},
+    };
+    const uint8_t bytes[8] = {0x7f, 0xfe, 0xb8, 0x01, 0x7e, 0x00, 0x38, 0x08};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char value[32];
+        snprintf(value, sizeof value, "%s(b[e])", cases[i].fn);
+        qk_decode_desc desc = {
+            .elements = 8, .block_bytes = 8, .var_count = 1, .vars = vars, .value = value};
+        qk_decode_error err;
+        qk_decode *d = qk_decode_new(&desc, &err);
+        double y[8];
+        char msg[256] = "";
+        /* e4m3's 0x7f is NaN: the reference of element 0 fails, naming it */
+        bool nan0 = isnan(cases[i].want[0]);
+        bool ok = d && qk_decode_block(d, bytes, y, msg, sizeof msg);
+        CHECK(nan0 ? !ok && strstr(msg, "element 0: the value is NaN") : ok, "%s: %s", value,
+              d ? msg : err.msg);
+        if (nan0) {
+            static const uint8_t shifted[8] = {0x00, 0xfe, 0xb8, 0x01, 0x7e, 0x00, 0x38, 0x08};
+            ok = d && qk_decode_block(d, shifted, y, msg, sizeof msg);
+            y[0] = NAN; /* not compared */
+        }
+        for (int k = nan0; ok && k < 8; k++)
+            CHECK(y[k] == cases[i].want[k], "%s(0x%02x) = %.17g, want %.17g", cases[i].fn, bytes[k],
+                  y[k], cases[i].want[k]);
+        qk_decode_free(d);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: test_decode SPEC_DIR (tests/decl)\n");
@@ -263,6 +303,7 @@ int main(int argc, char **argv) {
     mlx_vs_c(&rng);
     tabled(&rng);
     errors();
+    smallfloats();
     free(specs);
     printf("%s\n", fails ? "FAILED" : "all passed");
     return fails ? 1 : 0;
