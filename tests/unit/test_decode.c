@@ -246,6 +246,89 @@ static void errors(void) {
     qk_decode_free(d);
 }
 
+/* MLX's own definitions (mlx/backend/metal/kernels/fp8.h, fp4.h and
+ * fp_quantized.h), rebuilt as MLX computes them, through f16 bit patterns:
+ * E4M3 as the half with the code's bits moved up, times 256; E2M1 as the
+ * half (code & 7) << 9, times 16384; E8M0 as the f32 bits b << 23 (0: 2^-127).
+ * A group of 16 takes an E4M3 scale, else E8M0; 4-bit codes low nibble
+ * first, 8-bit values a byte each. */
+static double mlx_e4m3(uint32_t b) {
+    uint32_t v = b & 127, u = (v << 7) | (((v + 1) >> 7) << 14);
+    double h = qkref_f16_to_f32((uint16_t)u) * 256.0;
+    return (b & 128) ? -h : h;
+}
+
+static double mlx_e2m1(uint32_t b) {
+    double h = qkref_f16_to_f32((uint16_t)((b & 7) << 9)) * 16384.0;
+    return (b & 8) ? -h : h;
+}
+
+static double mlx_e8m0(uint32_t b) {
+    uint32_t u = b == 0 ? 0x400000u : b << 23;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* The MLX modes of specs/formats (mxfp4_mlx, nvfp4_mlx, mxfp8_mlx) against
+ * MLX's definitions on random groups of their declared random data. */
+static void mlx_modes(const char *specs_dir, uint64_t *rng) {
+    qk_format_spec *fs;
+    uint32_t n;
+    qk_error e = {0};
+    if (!qk_format_specs_load(specs_dir, &fs, &n, &e)) {
+        printf("FAIL %s\n", e.msg);
+        fails++;
+        return;
+    }
+    static const struct {
+        const char *name;
+        uint32_t group, bits;
+    } modes[] = {{"mxfp4_mlx", 32, 4}, {"nvfp4_mlx", 16, 4}, {"mxfp8_mlx", 32, 8}};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        const qk_format_spec *sp = NULL;
+        for (uint32_t i = 0; i < n; i++)
+            if (!strcmp(fs[i].name, modes[m].name)) sp = &fs[i];
+        CHECK(sp, "no %s in %s", modes[m].name, specs_dir);
+        if (!sp) continue;
+        qk_format *f;
+        uint32_t nf;
+        qk_decode *d = NULL;
+        if (!qk_format_expand(sp, &f, &nf, &e) || !(d = decode_of(&f[0]))) {
+            printf("FAIL %s: %s\n", modes[m].name, e.msg);
+            fails++;
+            continue;
+        }
+        CHECK(qk_decode_elements(d) == modes[m].group && qk_decode_plane_count(d) == 2,
+              "%s: group %u, %u planes", modes[m].name, qk_decode_elements(d),
+              qk_decode_plane_count(d));
+        uint8_t w[32], sc[4];
+        double y[32];
+        size_t bad = 0;
+        for (int g = 0; g < 2000; g++) {
+            uint8_t *planes[2] = {w, sc};
+            qk_decode_random_group(d, rng, planes);
+            char err[256];
+            bool ok = qk_decode_group(d, (const uint8_t *const *)planes, y, err, sizeof err);
+            CHECK(ok, "%s group %d: %s", modes[m].name, g, err);
+            double s = modes[m].group == 16 ? mlx_e4m3(sc[0]) : mlx_e8m0(sc[0]);
+            for (uint32_t i = 0; ok && i < modes[m].group; i++) {
+                double v =
+                    modes[m].bits == 8 ? mlx_e4m3(w[i]) : mlx_e2m1(w[i / 2] >> (4 * (i % 2)));
+                if (y[i] != s * v && !bad++)
+                    printf("FAIL %s element %u: declared %.17g, MLX's %.17g\n", modes[m].name, i,
+                           y[i], s * v);
+            }
+        }
+        fails += bad > 0;
+        printf("%s: 2000 random groups against MLX's definitions, %zu elements differ\n",
+               modes[m].name, bad);
+        qk_decode_free(d);
+        free(f);
+    }
+    free(fs);
+}
+
 /* The small-float functions on their special codes. */
 static void smallfloats(void) {
     const qk_decode_var vars[] = {{.name = "b", .type = QK_DT_U8, .offset = 0, .count = 8}};
@@ -287,8 +370,8 @@ static void smallfloats(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_decode SPEC_DIR (tests/decl)\n");
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_decode TEST_SPECS (tests/decl) SPECS (specs)\n");
         return 2;
     }
     uint64_t seed = (uint64_t)time(NULL), rng = seed;
@@ -304,6 +387,7 @@ int main(int argc, char **argv) {
     tabled(&rng);
     errors();
     smallfloats();
+    mlx_modes(argv[2], &rng);
     free(specs);
     printf("%s\n", fails ? "FAILED" : "all passed");
     return fails ? 1 : 0;
