@@ -654,7 +654,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     uint32_t E = c->E ? c->E : 1, pairs = c->T * (c->E ? c->top_k : 1);
     qk_weights w;
     if (!qk_random_weights(c->format, c->variant, c->M * E, c->K, &rng, &w)) {
-        snprintf(err, err_size, "no CPU reference for format %s", c->format);
+        snprintf(err, err_size, "%s", qk_ref_why());
         return QKRT_ERROR_ARGUMENT;
     }
     size_t nx = (size_t)c->T * c->K, ny = (size_t)pairs * c->M;

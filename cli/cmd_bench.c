@@ -4,6 +4,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "qk_util.h"
+#include "refs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -223,6 +224,7 @@ static int bench_finish(qkrt_context *ctx, qkrt_bundle *b, const char *json, qk_
     }
     qkrt_bundle_destroy(ctx, b);
     qkrt_destroy(ctx);
+    qk_ref_declared_clear();
     return rc;
 }
 
@@ -239,7 +241,7 @@ static int fusion_mode(const char *s, bool router) {
 int cmd_bench(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *json = NULL, *formats = NULL;
     const char *filter = NULL, *family = "all", *tokens_s = NULL, *gate_up = NULL, *router = NULL,
-               *down = NULL, *activation = "f32";
+               *down = NULL, *activation = "f32", *specs_dir = qk_default_specs();
     uint64_t m = 0, k = 0, t = 0, runs = 50, seed = (uint64_t)time(NULL), copy_mb = 1024;
     uint64_t warm_ms = 1000, rotate_mb = 200, experts = 0, topk = 0;
     uint64_t finalists = 3, decode_max = 0; /* 0: QK_MOE_DECODE_TOKENS */
@@ -256,7 +258,9 @@ int cmd_bench(qk_args *a) {
                  "                   [--experts E --top-k N] [--runs N] [--warmup-ms MS]\n"
                  "                   [--decode-tokens N] [--gate-up auto|fused|split]\n"
                  "                   [--router auto|fused|split|ranked] [--down auto|fused|split]\n"
-                 "                   [--rotate-mb MB] [--json FILE] [--seed N]\n\n"
+                 "                   [--rotate-mb MB] [--json FILE] [--seed N]\n"
+                 "       (either form: [--specs DIR], where the formats' declared references\n"
+                 "       are read, default specs/; docs/new-format.md)\n\n"
                  "Times the kernels of a bundle on the device. Default: the standard set (dense\n"
                  "mat-vec m=4096 k=14336 and m=14336 k=4096, 1, 2, 4 and 8 tokens; matmul\n"
                  "m=4096 k=14336, 512 tokens; MoE mat-vec with expert ids, 128 experts top-8\n"
@@ -348,7 +352,7 @@ int cmd_bench(qk_args *a) {
             qk_opt_u64(a, "--finalists", &finalists) ||
             qk_opt_u64(a, "--decode-tokens", &decode_max) || qk_opt(a, "--gate-up", &gate_up) ||
             qk_opt(a, "--router", &router) || qk_opt(a, "--down", &down) ||
-            qk_opt(a, "--activations", &activation))
+            qk_opt(a, "--activations", &activation) || qk_opt(a, "--specs", &specs_dir))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -439,8 +443,13 @@ int cmd_bench(qk_args *a) {
 
     qkrt_context *ctx;
     qkrt_bundle *b;
-    int open_rc = qk_open(a->cmd, device, false, true, bundle, &ctx, &b);
+    int open_rc = qk_declare_refs(a->cmd, specs_dir);
     if (open_rc) return open_rc;
+    open_rc = qk_open(a->cmd, device, false, true, bundle, &ctx, &b);
+    if (open_rc) {
+        qk_ref_declared_clear();
+        return open_rc;
+    }
     qk_bench_opts o = {.runs = (uint32_t)runs,
                        .warmup_s = warm_ms / 1e3,
                        .rewarm_s = warm_ms / 4e3,

@@ -6,6 +6,7 @@
 #include "ops_moe.h"
 #include "qk_npy.h"
 #include "qk_util.h"
+#include "refs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -133,7 +134,8 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
         if (!qk_random_weights(k->format, k->format_variant, M * E, K, rng, &w[m])) {
             for (uint32_t j = 0; j < m; j++)
                 qk_free_weights(&w[j]);
-            return QKRT_ERROR_UNSUPPORTED;
+            snprintf(err, err_size, "%s", qk_ref_why());
+            return QKRT_ERROR_ARGUMENT;
         }
     size_t pairs = (size_t)T * top_k;
     float *x = malloc(sizeof *x * T * K), *y = malloc(sizeof *y * pairs * M);
@@ -163,6 +165,10 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
             if (glu) up[e] = qk_weights_expert(&w[1], e, E);
         }
         qk_ref_matvec_id(gate, glu ? up : NULL, ids, xd, M, K, T, top_k, 1, ref);
+    }
+    if (r == QKRT_OK && qk_ref_why()[0]) { /* the reference failed on a block */
+        snprintf(err, err_size, "%s", qk_ref_why());
+        r = QKRT_ERROR_ARGUMENT;
     }
     *nmse = r == QKRT_OK ? qk_nmse(y, ref, pairs * M) : INFINITY;
     *tol = qk_nmse_bound(k);
@@ -252,13 +258,15 @@ static uint32_t verify_select(qkrt_context *ctx, const qkrt_bundle *b, uint32_t 
 
 int cmd_verify(qk_args *a) {
     const char *bundle = qk_default_bundle(), *device = NULL, *filter = NULL, *shard = NULL;
+    const char *specs_dir = qk_default_specs();
     uint64_t seed = (uint64_t)time(NULL), M = 37;
     unsigned shard_k = 0, shard_n = 1;
     bool validation = false, verbose = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
             puts("usage: qkgen verify [--bundle DIR] [--device N] [--filter A,B] [--seed N]\n"
-                 "                    [--m M] [--shard K/N] [--validation] [--verbose]\n\n"
+                 "                    [--m M] [--shard K/N] [--specs DIR] [--validation]\n"
+                 "                    [--verbose]\n\n"
                  "Runs every mat-vec and matmul kernel of the bundle (default out/default),\n"
                  "plain, with expert ids and with the swiglu fusion, that the device supports\n"
                  "once on fresh random weights against the CPU reference (float64 sums) and\n"
@@ -271,12 +279,17 @@ int cmd_verify(qk_args *a) {
                  "tile, so partial tiles are checked); K and the tokens follow the kernel.\n"
                  "--shard K/N runs the kernels whose bundle index is K modulo N, so that N\n"
                  "processes share the work (a CPU driver compiles each pipeline for seconds).\n"
+                 "The reference of a format is the `reference:` its YAML declares, read from\n"
+                 "--specs DIR (default specs/, as build), else the built-in one of the GGUF\n"
+                 "and MLX affine formats; kernels of a format with neither are skipped with\n"
+                 "that cause (docs/new-format.md).\n"
                  "Exit status 1 if any kernel fails or none was checked.");
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
             qk_opt(a, "--filter", &filter) || qk_opt_u64(a, "--seed", &seed) ||
-            qk_opt_u64(a, "--m", &M) || qk_opt(a, "--shard", &shard))
+            qk_opt_u64(a, "--m", &M) || qk_opt(a, "--shard", &shard) ||
+            qk_opt(a, "--specs", &specs_dir))
             continue;
         if (qk_flag(a, "--validation")) {
             validation = true;
@@ -299,8 +312,13 @@ int cmd_verify(qk_args *a) {
     }
     qkrt_context *ctx;
     qkrt_bundle *b;
-    int rc = qk_open(a->cmd, device, validation, false, bundle, &ctx, &b);
+    int rc = qk_declare_refs(a->cmd, specs_dir);
     if (rc) return rc;
+    rc = qk_open(a->cmd, device, validation, false, bundle, &ctx, &b);
+    if (rc) {
+        qk_ref_declared_clear();
+        return rc;
+    }
     const qkrt_device_info *dev = qkrt_device(ctx);
     printf("seed %llu, device %u: %s\n", (unsigned long long)seed, dev->index, dev->name);
     /* the pipelines of the kernels to run first, the driver compiling on
@@ -311,7 +329,8 @@ int cmd_verify(qk_args *a) {
     uint32_t *list = malloc(sizeof *list * (nk ? nk : 1));
     for (uint32_t i = 0; list && i < nk; i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if (in_run(filter, shard_k, shard_n, i, k->name) && verify_has_reference(k))
+        if (in_run(filter, shard_k, shard_n, i, k->name) && verify_has_reference(k) &&
+            qk_ref_has(k->format, k->format_variant))
             list[nlist++] = i;
     }
     double t_made = qk_now_s();
@@ -320,8 +339,8 @@ int cmd_verify(qk_args *a) {
            qk_cores());
     free(list);
     printf("%-48s %-24.24s %10s %8s  %s\n", "kernel", "device", "NMSE", "ms", "result");
-    uint32_t pass = 0, fail = 0, skip_device = 0, skip_family = 0;
-    char first_skip[512] = "";
+    uint32_t pass = 0, fail = 0, skip_device = 0, skip_family = 0, skip_format = 0;
+    char first_skip[512] = "", no_ref[512] = "";
     uint64_t rng = seed;
     bool *passed = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *passed);
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
@@ -341,17 +360,27 @@ int cmd_verify(qk_args *a) {
             if (!skip_device++) snprintf(first_skip, sizeof first_skip, "%s", qkrt_last_error(ctx));
             continue;
         }
+        /* a product of a format without a CPU reference: the format's cause */
+        if (verify_has_reference(k) && !qk_ref_has(k->format, k->format_variant)) {
+            char why[512];
+            snprintf(why, sizeof why, QK_NO_REFERENCE, k->format);
+            if (verbose)
+                printf("%-48s %-24.24s %10s %8s  skip: %s\n", k->name, dev->name, "-", "-", why);
+            if (!skip_format++) snprintf(no_ref, sizeof no_ref, "%s", why);
+            continue;
+        }
         /* products (plain, with expert ids, with the swiglu fusion) have a
          * reference here; post-ops and separate-expert forms are checked by
          * the test suite (gpu.moe, gpu.postops) */
         char err[1024] = "";
-        double nmse, tol, t0 = qk_now_s();
+        double nmse = INFINITY, tol = 0, t0 = qk_now_s();
         qkrt_result r = verify_product(ctx, b, i, (uint32_t)M, &rng, &nmse, &tol, err, sizeof err);
         const double ms = (qk_now_s() - t0) * 1e3;
         if (r == QKRT_ERROR_UNSUPPORTED) {
             if (verbose)
-                printf("%-48s %-24.24s %10s %8s  skip: no reference in verify for this family\n",
-                       k->name, dev->name, "-", "-");
+                printf("%-48s %-24.24s %10s %8s  skip: verify has no reference for family %s "
+                       "with fusion %s (the test suite checks it)\n",
+                       k->name, dev->name, "-", "-", k->family, k->fusion);
             skip_family++;
             continue;
         }
@@ -369,10 +398,14 @@ int cmd_verify(qk_args *a) {
         printf("skipped %u post-op, routing, copy and separate-expert kernels: the test suite "
                "checks those (ctest -R 'gpu[.]'); --verbose lists them\n",
                skip_family);
+    if (skip_format) /* the first format's; --verbose names each kernel */
+        printf("skipped %u kernels of formats without a CPU reference (the first: %s); "
+               "--verbose lists them\n",
+               skip_format, no_ref);
     if (qkrt_bundle_has_select(b) && shard_k == 0 && !filter)
         fail += verify_select(ctx, b, (uint32_t)M, shard_n == 1 ? passed : NULL);
     free(passed);
-    uint32_t skip = skip_device + skip_family;
+    uint32_t skip = skip_device + skip_family + skip_format;
     if (qkrt_validation_errors(ctx)) {
         printf("validation layer reported %u errors\n", qkrt_validation_errors(ctx));
         fail++;
@@ -382,6 +415,7 @@ int cmd_verify(qk_args *a) {
     if (!pass && !fail) fprintf(stderr, "qkgen verify: no kernel was checked\n");
     qkrt_bundle_destroy(ctx, b);
     qkrt_destroy(ctx);
+    qk_ref_declared_clear();
     return fail || !pass ? QK_EXIT_FAIL : QK_EXIT_OK;
 }
 

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "compile/compile.h"
 #include "qk_util.h"
+#include "refs.h"
 #include "spec/model.h"
 #include "json.h" /* libqkrt's reader, for the manifest's kernel entries */
 #include "tune.h"
@@ -294,6 +295,7 @@ static int setup_failed(int rc, int lock, qk_tune_case *cases, qk_plan *plan, qk
     free(cases);
     qk_plan_free(plan);
     qk_spec_set_free(specs);
+    qk_ref_declared_clear();
     return rc;
 }
 
@@ -514,6 +516,15 @@ int cmd_tune(qk_args *a) {
             return setup_failed(QK_EXIT_USAGE, -1, cases, &plan, &specs);
         }
     }
+    /* each case's CPU reference (the format's declared one, else built in):
+     * checked before anything is built or timed */
+    int drc = qk_declare_refs(a->cmd, specs_dir);
+    if (drc) return setup_failed(drc, -1, cases, &plan, &specs);
+    for (uint32_t i = 0; i < nc; i++)
+        if (!qk_ref_has(cases[i].format, cases[i].format_variant)) {
+            fprintf(stderr, "qkgen tune: " QK_NO_REFERENCE "\n", cases[i].format);
+            return setup_failed(QK_EXIT_USAGE, -1, cases, &plan, &specs);
+        }
     /* held from before the database is loaded until the last record: a
      * second writer would measure the same candidates again, and a merge
      * would replace the file under this one's appends */
@@ -705,6 +716,7 @@ int cmd_tune(qk_args *a) {
     qkrt_destroy(ctx);
     qk_plan_free(&plan);
     qk_spec_set_free(&specs);
+    qk_ref_declared_clear();
     return rc;
 }
 

@@ -64,8 +64,32 @@ qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
                           const float *x, uint32_t M, uint32_t K, uint32_t T, float *y, double *ns,
                           char *err, size_t err_size);
 
-/* The CPU reference in float64 through the independent dequantizers of
- * tests/ref; false if it has none for the format. */
+/* The CPU references: a format's declared reference (its YAML `reference:`,
+ * compiled by gen/format and registered here by the CLI before it runs
+ * anything), else the independent C dequantizers of tests/ref. */
+
+/* Registers d (owned from now on) as the reference of format (variant: its
+ * option, "" none); qk_ref_declared_clear frees them all. */
+struct qk_decode;
+void qk_ref_declare(const char *format, const char *variant, struct qk_decode *d);
+void qk_ref_declared_clear(void);
+/* Whether (format, variant) has a reference, declared or built in. */
+bool qk_ref_has(const char *format, const char *variant);
+/* Why this thread's last qk_random_weights or reference failed: the format
+ * has none (QK_NO_REFERENCE), or its reference failed on a block. */
+const char *qk_ref_why(void);
+#define QK_NO_REFERENCE                                                                            \
+    "no CPU reference for format %s: declare reference: in its YAML (docs/new-format.md)"
+
+/* Elements and bytes of a block of a block format with a reference; false
+ * for a planar format or one without. */
+bool qk_ref_block_format(const char *format, const char *variant, uint32_t *elements,
+                         uint32_t *bytes);
+/* out[M * K] = the M rows of w through its reference (false: qk_ref_why). */
+bool qk_ref_dequant(const qk_weights *w, uint32_t M, uint32_t K, double *out);
+
+/* The CPU reference in float64 (a declared one, else tests/ref's); false if
+ * there is none for the format or it fails (qk_ref_why says which). */
 bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
                    double *y);
 
@@ -77,7 +101,8 @@ bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t
                       double *y2);
 
 /* Random valid weights for M x K: fills planes (malloc'd, caller frees each
- * plane) from the seed. false if the format is unknown to the references. */
+ * plane) from the seed. false (qk_ref_why says why) if the format has no
+ * reference, or its declared reference is not finite on a random block. */
 bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
                        uint64_t *rng, qk_weights *w);
 void qk_free_weights(qk_weights *w);

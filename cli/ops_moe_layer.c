@@ -523,7 +523,7 @@ static bool make_data(qk_moe_layer *L, char *err, size_t err_size) {
     const uint32_t depth[W_COUNT] = {d->H, d->H, d->H, d->F};
     for (int i = 0; i < W_COUNT; i++)
         if (!qk_random_weights(L->format, L->variant, rows[i], depth[i], d->rng, &L->w[i])) {
-            snprintf(err, err_size, "no CPU reference for format %s", L->format);
+            snprintf(err, err_size, "%s", qk_ref_why());
             return false;
         }
     size_t nx = (size_t)d->T * d->H;

@@ -132,9 +132,9 @@ static bool resolve(qk_format *f, qk_error *e) {
             const char *t = param_value(f, s->planes[i].type);
             p->type = qk_type_parse(t ? t : s->planes[i].type);
             if (p->type != QK_TYPE_U32 && p->type != QK_TYPE_F32 && p->type != QK_TYPE_F16 &&
-                p->type != QK_TYPE_BF16) {
+                p->type != QK_TYPE_BF16 && p->type != QK_TYPE_U8) {
                 qk_error_set(e,
-                             "%s: planes[%u]: type '%s' must be u32, f32, f16 or bf16 (or a "
+                             "%s: planes[%u]: type '%s' must be u32, f32, f16, bf16 or u8 (or a "
                              "parameter naming one)",
                              s->path, i, t ? t : s->planes[i].type);
                 return false;
@@ -144,6 +144,118 @@ static bool resolve(qk_format *f, qk_error *e) {
         }
     }
     return true;
+}
+
+static qk_dtype dtype_of(qk_type t) {
+    switch (t) {
+    case QK_TYPE_U8:
+        return QK_DT_U8;
+    case QK_TYPE_I8:
+        return QK_DT_I8;
+    case QK_TYPE_U16:
+        return QK_DT_U16;
+    case QK_TYPE_I16:
+        return QK_DT_I16;
+    case QK_TYPE_F16:
+        return QK_DT_F16;
+    case QK_TYPE_BF16:
+        return QK_DT_BF16;
+    case QK_TYPE_U32:
+        return QK_DT_U32;
+    case QK_TYPE_I32:
+        return QK_DT_I32;
+    case QK_TYPE_F32:
+        return QK_DT_F32;
+    default:
+        return QK_DT_NONE;
+    }
+}
+
+static qk_dtype table_dtype(const char *t) {
+    static const struct {
+        const char *name;
+        qk_dtype t;
+    } m[] = {{"u8", QK_DT_U8},   {"i8", QK_DT_I8},   {"u16", QK_DT_U16}, {"i16", QK_DT_I16},
+             {"u32", QK_DT_U32}, {"i32", QK_DT_I32}, {"u64", QK_DT_U64}, {"f32", QK_DT_F32}};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (!strcmp(m[i].name, t)) return m[i].t;
+    return QK_DT_NONE;
+}
+
+bool qk_format_decode(const qk_format *f, qk_decode **out, qk_error *e) {
+    const qk_format_spec *s = f->spec;
+    *out = NULL;
+    if (!s->has_reference) return true;
+    qk_decode_var vars[QK_MAX_FIELDS];
+    bool planar = f->layout == QK_LAYOUT_PLANAR;
+    uint32_t nv = planar ? f->plane_count : f->field_count;
+    for (uint32_t i = 0; i < nv; i++) {
+        const qk_random_hint *h = planar ? &s->planes[i].random : &s->fields[i].random;
+        vars[i] = (qk_decode_var){
+            .name = planar ? f->planes[i].name : f->fields[i].name,
+            .type = dtype_of(planar ? f->planes[i].type : f->fields[i].type),
+            .offset = planar ? 0 : f->fields[i].offset,
+            .count = planar ? f->planes[i].per_group : f->fields[i].count,
+            .random_count = h->count,
+        };
+        for (uint32_t k = 0; k < h->count && k < QK_DECODE_MAX_RANGES; k++)
+            vars[i].random_lo[k] = h->lo[k], vars[i].random_hi[k] = h->hi[k];
+    }
+    qk_decode_table tables[QK_MAX_TABLES];
+    double *reals[QK_MAX_TABLES] = {0};
+    for (uint32_t i = 0; i < s->table_count; i++) {
+        const qk_table_spec *t = &s->tables[i];
+        tables[i] = (qk_decode_table){t->name, table_dtype(t->type), t->count,
+                                      &s->table_values[t->first], NULL};
+        if (tables[i].type == QK_DT_F32) {
+            reals[i] = qk_xcalloc(t->count, sizeof *reals[i]);
+            memcpy(reals[i], &s->table_values[t->first], sizeof(double) * t->count);
+            tables[i].ints = NULL;
+            tables[i].reals = reals[i];
+        }
+    }
+    const char *pnames[QK_MAX_PARAMS];
+    int64_t pvalues[QK_MAX_PARAMS];
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < f->param_count; i++) {
+        char *end;
+        long long v = strtoll(f->param_values[i], &end, 10);
+        if (*end) continue; /* a type parameter: not a number */
+        pnames[np] = f->param_names[i];
+        pvalues[np++] = v;
+    }
+    const char *lnames[QK_MAX_LETS], *ltexts[QK_MAX_LETS];
+    for (uint32_t i = 0; i < s->let_count; i++)
+        lnames[i] = s->lets[i].name, ltexts[i] = s->lets[i].text;
+    qk_decode_desc d = {
+        .planar = planar,
+        .elements = f->elements,
+        .block_bytes = f->block_bytes,
+        .var_count = nv,
+        .vars = vars,
+        .table_count = s->table_count,
+        .tables = tables,
+        .param_count = np,
+        .param_names = pnames,
+        .param_values = pvalues,
+        .let_count = s->let_count,
+        .let_names = lnames,
+        .let_exprs = ltexts,
+        .value = s->value.text,
+    };
+    qk_decode_error de;
+    *out = qk_decode_new(&d, &de);
+    for (uint32_t i = 0; i < s->table_count; i++)
+        free(reals[i]);
+    if (*out) return true;
+    const qk_ref_expr *x =
+        de.expr >= 0 && (uint32_t)de.expr < s->let_count ? &s->lets[de.expr] : &s->value;
+    /* a family's formats share the text: name the one that failed */
+    char which[QK_MAX_NAME + 16] = "";
+    if (f->param_count) snprintf(which, sizeof which, " (format %s)", f->name);
+    qk_error_set(e, "%s:%d:%d: reference.%s%s: %s%s", s->path, x->mark.line,
+                 x->mark.col + de.offset, x == &s->value ? "" : "let.", x->name, de.msg, which);
+    return false;
 }
 
 bool qk_format_expand(const qk_format_spec *spec, qk_format **out, uint32_t *count, qk_error *e) {
@@ -164,7 +276,10 @@ bool qk_format_expand(const qk_format_spec *spec, qk_format **out, uint32_t *cou
                      p->values[rest % p->count]);
             rest /= p->count;
         }
-        if (!resolve(f, e)) {
+        qk_decode *d = NULL;
+        bool ok = resolve(f, e) && qk_format_decode(f, &d, e);
+        qk_decode_free(d);
+        if (!ok) {
             free(fs);
             return false;
         }
@@ -193,6 +308,38 @@ static void emit_params(const qk_format *f, qk_str *o) {
             qk_str_addf(o, "#define QK_P_%s %s\n", f->param_names[i], f->param_values[i]);
         else
             qk_str_addf(o, "#define QK_P_%s_%s 1\n", f->param_names[i], f->param_values[i]);
+    }
+}
+
+/* The format's `tables:` as GLSL constant arrays qkt_<name>: integer types as
+ * uint or int, u64 as uvec2(low, high) words, f32 as float. */
+static void emit_tables(const qk_format *f, qk_str *o) {
+    const qk_format_spec *s = f->spec;
+    for (uint32_t i = 0; i < s->table_count; i++) {
+        const qk_table_spec *t = &s->tables[i];
+        const int64_t *v = &s->table_values[t->first];
+        bool u64 = !strcmp(t->type, "u64"), f32 = !strcmp(t->type, "f32"), sig = t->type[0] == 'i';
+        const char *gt = u64 ? "uvec2" : f32 ? "float" : sig ? "int" : "uint";
+        qk_str_addf(o, "#define QKT_%s_COUNT %uu\nconst %s qkt_%s[%u] = %s[](", t->name, t->count,
+                    gt, t->name, t->count, gt);
+        for (uint32_t k = 0; k < t->count; k++) {
+            qk_str_add(o, k ? (k % 8 ? ", " : ",\n    ") : "\n    ");
+            if (u64) {
+                uint64_t u = (uint64_t)v[k];
+                qk_str_addf(o, "uvec2(0x%08xu, 0x%08xu)", (uint32_t)u, (uint32_t)(u >> 32));
+            } else if (f32) {
+                double r;
+                memcpy(&r, &v[k], sizeof r);
+                char num[48];
+                snprintf(num, sizeof num, "%.9g", r);
+                qk_str_addf(o, "%s%s", num, strpbrk(num, ".en") ? "" : ".0");
+            } else if (sig) {
+                qk_str_addf(o, "%lld", (long long)v[k]);
+            } else {
+                qk_str_addf(o, "0x%llxu", (unsigned long long)v[k]);
+            }
+        }
+        qk_str_add(o, ");\n");
     }
 }
 
@@ -309,6 +456,18 @@ static void emit_planes(const qk_format *f, uint32_t nw, uint32_t binding, qk_st
                     binding, p->name, p->name, nw, p->name, p->name, p->name, p->name);
             }
             break;
+        case QK_TYPE_U8: /* bytes, four to a word (MLX's e8m0 and e4m3 scales) */
+            qk_str_addf(o,
+                        "uint qkp_%s(uint m, uint g, uint i) { uint j = g * QKP_%s_PER_GROUP + i; "
+                        "return bitfieldExtract(qkp_%s_buf[m].data[j >> 2], int(j & 3u) * 8, 8); "
+                        "}\n",
+                        p->name, p->name, p->name);
+            if (p->per_group % 4 == 0) /* whole words a group: four bytes at once */
+                qk_str_addf(o,
+                            "uint qkp_%s_u32(uint m, uint g, uint i) { return "
+                            "qkp_%s_buf[m].data[g * (QKP_%s_PER_GROUP / 4u) + i]; }\n",
+                            p->name, p->name, p->name);
+            break;
         default: /* 16-bit values, two to a word */
             qk_str_addf(
                 o,
@@ -328,6 +487,7 @@ uint32_t qk_format_emit_glsl(const qk_format *f, uint32_t nw, uint32_t first_bin
                 f->elements, f->sub_elements, f->elements / f->sub_elements, nw);
     qk_str_addf(o, "#define QK_SUB_RUN %u\n", f->spec->sub_run ? f->spec->sub_run : 1);
     emit_params(f, o);
+    emit_tables(f, o);
     if (f->layout == QK_LAYOUT_BLOCK) {
         /* one buffer seen as words, and as 2- and 4-word vectors for staged loads */
         qk_str_addf(

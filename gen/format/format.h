@@ -6,6 +6,7 @@
 #define QK_FORMAT_H
 
 #include "../spec/spec.h"
+#include "qk_decode.h"
 
 typedef struct qk_field {
     char name[QK_MAX_NAME];
@@ -40,6 +41,13 @@ typedef struct qk_format {
 
 /* Expands every parameter combination of spec; *out is malloc'd. */
 bool qk_format_expand(const qk_format_spec *spec, qk_format **out, uint32_t *count, qk_error *e);
+
+/* Compiles f's declared reference (`reference:` and `tables:`, evaluated on
+ * the CPU by common/qk_decode.c): *out is NULL when f declares none. False
+ * with "file:line:col: reference.value: message" in e (the column of the
+ * token inside the expression). qk_format_expand compiles each once to
+ * check it; callers that evaluate free theirs with qk_decode_free. */
+bool qk_format_decode(const qk_format *f, qk_decode **out, qk_error *e);
 
 /* Bytes of one row of k elements (planar: all planes together). */
 uint64_t qk_format_row_bytes(const qk_format *f, uint64_t k);

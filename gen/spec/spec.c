@@ -4,6 +4,7 @@
 #include "yamlw.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <dirent.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -76,11 +77,192 @@ static bool type_field(yw *w, ynode *n, const char *where, qk_type *out) {
 
 /* ---------------------------------------------------------------- formats */
 
+/* ------------------------------------------------- the declared reference */
+
+/* A number of a spec (decimal, 0x hex, or a real with '.' or an exponent),
+ * optionally negative; *is_int tells which. */
+static bool number_field(yw *w, ynode *n, const char *where, bool *is_int, int64_t *iv,
+                         double *rv) {
+    char s[64];
+    if (!yw_str(w, n, where, s, sizeof s)) return false;
+    const char *p = s;
+    bool neg = *p == '-';
+    if (neg || *p == '+') p++;
+    char *end;
+    errno = 0;
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        unsigned long long v = strtoull(p + 2, &end, 16);
+        if (end == p + 2 || *end || errno) return yw_fail(w, n, where, "'%s' is not a number", s);
+        *is_int = true;
+        *iv = neg ? (int64_t)(0 - v) : (int64_t)v;
+        *rv = neg ? -(double)v : (double)v;
+        return true;
+    }
+    if (strpbrk(p, ".eE") || !strcmp(p, "inf") || !strcmp(p, "nan")) {
+        double v = strtod(s, &end);
+        if (*end || errno || v != v || v - v != 0)
+            return yw_fail(w, n, where, "'%s' is not a finite number", s);
+        *is_int = false;
+        *rv = v;
+        *iv = 0;
+        return true;
+    }
+    unsigned long long v = strtoull(p, &end, 10);
+    if (end == p || *end || errno) return yw_fail(w, n, where, "'%s' is not a number", s);
+    if (neg && v > (1ull << 63)) return yw_fail(w, n, where, "'%s' is out of range", s);
+    *is_int = true;
+    *iv = neg ? (int64_t)(0 - v) : (int64_t)v;
+    *rv = neg ? -(double)v : (double)v;
+    return true;
+}
+
+/* One [lo, hi] range of a random hint. */
+static bool random_range(yw *w, ynode *n, const char *where, double *lo, double *hi) {
+    if (!yw_is_seq(n) || yw_seq_len(n) != 2)
+        return yw_fail(w, n, where,
+                       "expected [lo, hi] or a list of them: the range random data takes");
+    bool is_int;
+    int64_t iv;
+    if (!number_field(w, yw_seq_at(w, n, 0), where, &is_int, &iv, lo) ||
+        !number_field(w, yw_seq_at(w, n, 1), where, &is_int, &iv, hi))
+        return false;
+    if (*lo > *hi) return yw_fail(w, n, where, "lo %g is above hi %g", *lo, *hi);
+    return true;
+}
+
+/* random: [lo, hi], or [[lo, hi], [lo, hi], ...] (an element takes one of
+ * the ranges at random), of a field or plane. */
+static bool random_hint(yw *w, ynode *n, const char *where, qk_random_hint *h) {
+    if (!yw_is_seq(n) || !yw_seq_len(n))
+        return yw_fail(w, n, where,
+                       "expected [lo, hi] or a list of them: the range random data takes");
+    if (!yw_is_seq(yw_seq_at(w, n, 0))) {
+        h->count = 1;
+        return random_range(w, n, where, &h->lo[0], &h->hi[0]);
+    }
+    if (yw_seq_len(n) > QK_MAX_RANDOM_RANGES)
+        return yw_fail(w, n, where, "more than %d ranges", QK_MAX_RANDOM_RANGES);
+    for (size_t i = 0; i < yw_seq_len(n); i++)
+        if (!random_range(w, yw_seq_at(w, n, i), where, &h->lo[i], &h->hi[i])) return false;
+    h->count = (uint32_t)yw_seq_len(n);
+    return true;
+}
+
+/* The column where a scalar's text starts: one past an opening quote. */
+static qk_mark text_mark(const ynode *n) {
+    qk_mark m = yw_mark(n);
+    if (n->type == YAML_SCALAR_NODE && (n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                                        n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE))
+        m.col++;
+    return m;
+}
+
+static const struct {
+    const char *name;
+    int64_t lo, hi; /* hi < lo: u64, any 64-bit pattern */
+} table_types[] = {
+    {"u8", 0, 255},         {"i8", -128, 127},      {"u16", 0, 65535},
+    {"i16", -32768, 32767}, {"u32", 0, 4294967295}, {"i32", -2147483648, 2147483647},
+    {"u64", 1, 0},          {"f32", 0, 0},
+};
+
+static bool load_tables(yw *w, ynode *m, qk_format_spec *f) {
+    if (!yw_is_map(m)) return yw_fail(w, m, "tables", "expected a mapping of tables by name");
+    if (yw_map_len(m) > QK_MAX_TABLES)
+        return yw_fail(w, m, "tables", "more than %d tables", QK_MAX_TABLES);
+    static const char *const keys[] = {"type", "values", NULL};
+    for (size_t i = 0; i < yw_map_len(m); i++) {
+        qk_table_spec *t = &f->tables[f->table_count++];
+        ynode *key = yw_map_key(w, m, i), *v = yw_map_value(w, m, i);
+        if (!name_field(w, key, "tables", t->name, sizeof t->name, false)) return false;
+        for (uint32_t j = 0; j + 1 < f->table_count; j++)
+            if (!strcmp(f->tables[j].name, t->name))
+                return yw_fail(w, key, "tables", "duplicate table '%s'", t->name);
+        t->mark = yw_mark(key);
+        char where[96], wt[112], wv[160];
+        snprintf(where, sizeof where, "tables.%s", t->name);
+        snprintf(wt, sizeof wt, "%s.type", where);
+        if (!yw_check_map(w, v, where, keys, keys) ||
+            !yw_str(w, yw_get(w, v, "type"), wt, t->type, sizeof t->type))
+            return false;
+        int ty = -1;
+        for (size_t k = 0; k < sizeof table_types / sizeof table_types[0]; k++)
+            if (!strcmp(table_types[k].name, t->type)) ty = (int)k;
+        if (ty < 0)
+            return yw_fail(w, yw_get(w, v, "type"), wt,
+                           "unknown table type '%s' (u8, i8, u16, i16, u32, i32, u64, f32)",
+                           t->type);
+        ynode *vals = yw_get(w, v, "values");
+        if (!yw_is_seq(vals) || !yw_seq_len(vals))
+            return yw_fail(w, vals, where, "values: expected a list of numbers");
+        if (f->table_value_count + yw_seq_len(vals) > QK_MAX_TABLE_VALUES)
+            return yw_fail(w, vals, where, "the tables hold more than %d values together",
+                           QK_MAX_TABLE_VALUES);
+        t->first = f->table_value_count;
+        for (size_t k = 0; k < yw_seq_len(vals); k++) {
+            ynode *item = yw_seq_at(w, vals, k);
+            snprintf(wv, sizeof wv, "%s.values[%zu]", where, k);
+            bool is_int;
+            int64_t iv;
+            double rv;
+            if (!number_field(w, item, wv, &is_int, &iv, &rv)) return false;
+            int64_t *dst = &f->table_values[f->table_value_count++];
+            if (!strcmp(t->type, "f32")) {
+                memcpy(dst, &rv, sizeof rv);
+                continue;
+            }
+            if (!is_int) return yw_fail(w, item, wv, "a %s table holds integers", t->type);
+            bool u64 = table_types[ty].hi < table_types[ty].lo;
+            if (!u64 && (iv < table_types[ty].lo || iv > table_types[ty].hi))
+                return yw_fail(w, item, wv, "%lld is out of range %lld..%lld for %s", (long long)iv,
+                               (long long)table_types[ty].lo, (long long)table_types[ty].hi,
+                               t->type);
+            *dst = iv;
+        }
+        t->count = (uint32_t)yw_seq_len(vals);
+    }
+    return true;
+}
+
+static bool ref_text(yw *w, ynode *n, const char *where, qk_ref_expr *x) {
+    x->mark = text_mark(n);
+    return yw_str(w, n, where, x->text, sizeof x->text);
+}
+
+static bool load_reference(yw *w, ynode *m, qk_format_spec *f) {
+    static const char *const keys[] = {"let", "value", NULL};
+    static const char *const req[] = {"value", NULL};
+    if (!yw_check_map(w, m, "reference", keys, req)) return false;
+    f->has_reference = true;
+    f->reference_mark = yw_mark(m);
+    ynode *let = yw_get(w, m, "let");
+    if (let) {
+        if (!yw_is_map(let))
+            return yw_fail(w, let, "reference.let",
+                           "expected a mapping of names to expressions, evaluated in order");
+        if (yw_map_len(let) > QK_MAX_LETS)
+            return yw_fail(w, let, "reference.let", "more than %d lets", QK_MAX_LETS);
+        for (size_t i = 0; i < yw_map_len(let); i++) {
+            qk_ref_expr *x = &f->lets[f->let_count++];
+            ynode *key = yw_map_key(w, let, i);
+            if (!name_field(w, key, "reference.let", x->name, sizeof x->name, false)) return false;
+            for (uint32_t j = 0; j + 1 < f->let_count; j++)
+                if (!strcmp(f->lets[j].name, x->name))
+                    return yw_fail(w, key, "reference.let", "duplicate let '%s'", x->name);
+            char where[96];
+            snprintf(where, sizeof where, "reference.let.%s", x->name);
+            if (!ref_text(w, yw_map_value(w, let, i), where, x)) return false;
+        }
+    }
+    snprintf(f->value.name, sizeof f->value.name, "value");
+    return ref_text(w, yw_get(w, m, "value"), "reference.value", &f->value);
+}
+
 static bool load_fields(yw *w, ynode *seq, qk_format_spec *f) {
     if (!yw_is_seq(seq)) return yw_fail(w, seq, "fields", "expected a list of fields");
     if (yw_seq_len(seq) == 0) return yw_fail(w, seq, "fields", "the list is empty");
     if (yw_seq_len(seq) > QK_MAX_FIELDS) return yw_fail(w, seq, "fields", "too many fields");
-    static const char *const keys[] = {"name", "type", "count", NULL};
+    static const char *const keys[] = {"name", "type", "count", "random", NULL};
     static const char *const req[] = {"name", "type", NULL};
     for (size_t i = 0; i < yw_seq_len(seq); i++) {
         ynode *m = yw_seq_at(w, seq, i);
@@ -98,6 +280,10 @@ static bool load_fields(yw *w, ynode *seq, qk_format_spec *f) {
         if (!type_field(w, yw_get(w, m, "type"), wt, &fs->type)) return false;
         ynode *c = yw_get(w, m, "count");
         if (c && !yw_uint(w, c, wc, 1, 4096, &fs->count)) return false;
+        ynode *r = yw_get(w, m, "random");
+        char wr[80];
+        snprintf(wr, sizeof wr, "%s.random", where);
+        if (r && !random_hint(w, r, wr, &fs->random)) return false;
         for (uint32_t j = 0; j + 1 < f->field_count; j++)
             if (!strcmp(f->fields[j].name, fs->name))
                 return yw_fail(w, m, where, "duplicate field '%s'", fs->name);
@@ -128,13 +314,17 @@ static bool load_params(yw *w, ynode *m, qk_format_spec *f) {
 static bool load_planes(yw *w, ynode *seq, qk_format_spec *f) {
     if (!yw_is_seq(seq) || yw_seq_len(seq) == 0 || yw_seq_len(seq) > 4)
         return yw_fail(w, seq, "planes", "expected a list of 1 to 4 planes");
-    static const char *const keys[] = {"name", "type", "per_group", NULL};
+    static const char *const keys[] = {"name", "type", "per_group", "random", NULL};
+    static const char *const req[] = {"name", "type", "per_group", NULL};
     for (size_t i = 0; i < yw_seq_len(seq); i++) {
         ynode *m = yw_seq_at(w, seq, i);
-        char where[64];
+        char where[64], wr[80];
         snprintf(where, sizeof where, "planes[%zu]", i);
+        snprintf(wr, sizeof wr, "%s.random", where);
         qk_plane_spec *p = &f->planes[f->plane_count++];
-        if (!yw_check_map(w, m, where, keys, keys)) return false;
+        if (!yw_check_map(w, m, where, keys, req)) return false;
+        if (yw_get(w, m, "random") && !random_hint(w, yw_get(w, m, "random"), wr, &p->random))
+            return false;
         if (!name_field(w, yw_get(w, m, "name"), where, p->name, sizeof p->name, false) ||
             !yw_str(w, yw_get(w, m, "type"), where, p->type, sizeof p->type) ||
             !yw_intexpr(w, yw_get(w, m, "per_group"), where, &p->per_group))
@@ -147,9 +337,10 @@ static bool load_planes(yw *w, ynode *seq, qk_format_spec *f) {
         for (uint32_t j = 0; j < f->param_count; j++)
             is_param |= !strcmp(f->params[j].name, p->type);
         if (!is_param && t != QK_TYPE_U32 && t != QK_TYPE_F32 && t != QK_TYPE_F16 &&
-            t != QK_TYPE_BF16)
+            t != QK_TYPE_BF16 && t != QK_TYPE_U8)
             return yw_fail(w, yw_get(w, m, "type"), where,
-                           "plane type '%s' must be u32, f32, f16, bf16 or a parameter", p->type);
+                           "plane type '%s' must be u32, f32, f16, bf16, u8 or a parameter",
+                           p->type);
     }
     return true;
 }
@@ -159,7 +350,7 @@ static bool load_format(yw *w, qk_format_spec *f) {
     static const char *const keys[] = {
         "format",   "description", "layout",      "params",   "block",         "fields",
         "planes",   "sub",         "dequant",     "c_struct", "shared_memory", "shared_memory_dot8",
-        "int8_dot", "parts",       "full_search", NULL};
+        "int8_dot", "parts",       "full_search", "tables",   "reference",     NULL};
     static const char *const req[] = {"format", "block", "sub", "dequant", NULL};
     if (!yw_check_map(w, root, "", keys, req)) return false;
     ynode *n;
@@ -259,11 +450,8 @@ static bool load_format(yw *w, qk_format_spec *f) {
                            "only the int8-dot kernels stage parts of a block: parts needs "
                            "int8_dot: true");
     }
-    if ((n = yw_get(w, root, "full_search"))) {
-        if (!f->param_count)
-            return yw_fail(w, n, "full_search", "only a family of formats (params:) has members");
-        if (!yw_intexpr(w, n, "full_search", &f->full_search)) return false;
-    }
+    if ((n = yw_get(w, root, "full_search")) && !yw_intexpr(w, n, "full_search", &f->full_search))
+        return false;
     if ((n = yw_get(w, root, "c_struct"))) {
         static const char *const ckeys[] = {"header", "name", NULL};
         if (!yw_check_map(w, n, "c_struct", ckeys, ckeys) ||
@@ -277,6 +465,8 @@ static bool load_format(yw *w, qk_format_spec *f) {
             return yw_fail(w, n, "c_struct",
                            "only block formats can be checked against a C struct");
     }
+    if ((n = yw_get(w, root, "tables")) && !load_tables(w, n, f)) return false;
+    if ((n = yw_get(w, root, "reference")) && !load_reference(w, n, f)) return false;
     return true;
 }
 
@@ -708,6 +898,31 @@ static void free_names(char **names, uint32_t n) {
     for (uint32_t i = 0; i < n; i++)
         free(names[i]);
     free(names);
+}
+
+bool qk_format_specs_load(const char *dir, qk_format_spec **out, uint32_t *count, qk_error *e) {
+    *out = NULL;
+    *count = 0;
+    if (!qk_is_dir(dir)) {
+        qk_error_set(e, "%s: no such spec folder", dir);
+        return false;
+    }
+    char *fdir = qk_path_join(dir, "formats");
+    uint32_t nf;
+    char **fnames = yaml_files(fdir, &nf);
+    qk_format_spec *fs = qk_xcalloc(nf ? nf : 1, sizeof *fs);
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < nf; i++)
+        ok = qk_format_spec_load(fnames[i], &fs[i], e);
+    free_names(fnames, nf);
+    free(fdir);
+    if (!ok) {
+        free(fs);
+        return false;
+    }
+    *out = fs;
+    *count = nf;
+    return true;
 }
 
 bool qk_spec_set_load(const char *dir, qk_spec_set *out, qk_error *e) {

@@ -83,11 +83,21 @@ typedef struct qk_intexpr {
     qk_mark mark;
 } qk_intexpr;
 
+/* The range random test data takes for a field or plane (`random: [lo, hi]`,
+ * or a list of such ranges, one picked at random for each element): raw
+ * integers for integer types, values for float types. */
+enum { QK_MAX_RANDOM_RANGES = 4 };
+typedef struct qk_random_hint {
+    uint32_t count; /* ranges; 0: no hint */
+    double lo[QK_MAX_RANDOM_RANGES], hi[QK_MAX_RANDOM_RANGES];
+} qk_random_hint;
+
 typedef struct qk_field_spec {
     char name[QK_MAX_NAME];
     qk_type type;
     uint32_t count;
     qk_mark mark;
+    qk_random_hint random;
 } qk_field_spec;
 
 /* A parameter of a format family: its values are integers or type names. */
@@ -104,7 +114,33 @@ typedef struct qk_plane_spec {
     char name[QK_MAX_NAME];
     char type[QK_MAX_NAME];
     qk_intexpr per_group; /* elements of this plane per group of the format */
+    qk_random_hint random;
 } qk_plane_spec;
+
+/* The declared reference (docs/new-format.md): `tables:` and `reference:`. */
+enum {
+    QK_MAX_TABLES = 8,
+    QK_MAX_TABLE_VALUES = 4096, /* all tables of a format together */
+    QK_MAX_LETS = 32,
+    QK_MAX_REF_TEXT = 512,
+};
+
+/* A constant table: its values are table_values[first .. first + count) of
+ * the format spec (integers; an f32 table's values as double bit patterns). */
+typedef struct qk_table_spec {
+    char name[QK_MAX_NAME];
+    char type[8]; /* u8, i8, u16, i16, u32, i32, u64, f32 */
+    uint32_t count, first;
+    qk_mark mark;
+} qk_table_spec;
+
+/* An expression of the reference and where its text starts in the YAML (the
+ * column of its first character, inside any quotes). */
+typedef struct qk_ref_expr {
+    char name[QK_MAX_NAME]; /* a let's name; "value" for the value */
+    char text[QK_MAX_REF_TEXT];
+    qk_mark mark;
+} qk_ref_expr;
 
 typedef struct qk_format_spec {
     char path[QK_MAX_PATH];
@@ -125,15 +161,24 @@ typedef struct qk_format_spec {
     uint32_t shared_memory_dot8; /* and the bytes it adds in the int8-dot kernels (mma dot8) */
     bool int8_dot;  /* the dequant code has the int8-dot hooks (qk_codes8, qk_affine8) */
     uint32_t parts; /* a staged chunk may be 1/2 .. 1/parts of a block (qk_stage_part, 1: no) */
-    /* which members of a family take every kernel's whole search space: an
-     * expression over the params ("" every member); kernel rules read it as
-     * QK_FULL_SEARCH, so that a family of many members does not multiply the
-     * bundle */
+    /* whether the format (for a family: which members) takes every kernel's
+     * whole search space: an expression over the params, or 0 / 1 ("": 1);
+     * kernel rules read it as QK_FULL_SEARCH, so that formats of little
+     * use, or a family of many members, do not multiply the bundle */
     qk_intexpr full_search;
     char c_header[QK_MAX_PATH]; /* optional layout check; resolved path */
     char c_struct[QK_MAX_NAME];
     qk_mark c_struct_mark;
     char description[256];
+    uint32_t table_count;
+    qk_table_spec tables[QK_MAX_TABLES];
+    uint32_t table_value_count;
+    int64_t table_values[QK_MAX_TABLE_VALUES];
+    bool has_reference;
+    qk_mark reference_mark;
+    uint32_t let_count;
+    qk_ref_expr lets[QK_MAX_LETS];
+    qk_ref_expr value;
 } qk_format_spec;
 
 typedef struct qk_binding_spec {
@@ -313,6 +358,9 @@ typedef struct qk_spec_set {
 } qk_spec_set;
 
 bool qk_spec_set_load(const char *dir, qk_spec_set *out, qk_error *e);
+/* Only the format specs of dir/formats (*out malloc'd, sorted by name): what
+ * the commands that run a bundle read for the formats' declared references. */
+bool qk_format_specs_load(const char *dir, qk_format_spec **out, uint32_t *count, qk_error *e);
 void qk_spec_set_free(qk_spec_set *s);
 
 /* Applies the kernel set at set_path (specs/sets/NAME.yaml; docs/ARCHITECTURE.md,

@@ -8,14 +8,15 @@ grep -h '^family:\|^kernel:' specs/kernels/*.yaml | awk '{ print $2 }' >"$scratc
 # keep.py FAMILIES FORMATS RULE < names: the names the rule keeps. A name is
 # family[-value...]_format[_option]_..., its family the longest that fits.
 cat >"$scratch/keep.py" <<'PY'
-import sys
+import re, sys
 families = open(sys.argv[1]).read().split()
 formats, rule = sys.argv[2].split(","), sys.argv[3]
 for name in sys.stdin.read().split():
     fam = max((f for f in families if name.startswith(f) and name[len(f)] in "-_"), key=len)
     head, rest = name[len(fam):].split("_", 1) if name[len(fam)] == "-" else ("", name[len(fam) + 1:])
     values = head.split("-")[1:]
-    fmt = next((f for f in formats if rest.startswith(f + "_")), None)
+    # the format, then its scale type or the activation type (mxfp4 is not mxfp4_mlx)
+    fmt = next((f for f in formats if re.match(re.escape(f) + "_(f32|f16|bf16)_", rest)), None)
     fused = any(name.endswith(s) for s in ("_swiglu", "_residual", "_residual_rmsnorm", "_renorm"))
     if not fused and eval(rule):
         print(name)

@@ -12,6 +12,7 @@
  * mat-vecs, and @TMP@ a scratch folder, the command's working folder, which
  * must stay empty. */
 #define _POSIX_C_SOURCE 200809L
+#include "format/format.h"
 #include "plan/plan.h"
 #include "spec/model.h"
 #include "spec/spec.h"
@@ -193,8 +194,12 @@ int main(int argc, char **argv) {
         qk_error e = {0};
         bool ok;
         if (format) {
+            /* expanded too: a declared reference compiles there */
             qk_format_spec *fs = malloc(sizeof *fs);
-            ok = qk_format_spec_load(path, fs, &e);
+            qk_format *fmts = NULL;
+            uint32_t nf = 0;
+            ok = qk_format_spec_load(path, fs, &e) && qk_format_expand(fs, &fmts, &nf, &e);
+            free(fmts);
             free(fs);
         } else if (family) {
             qk_family_spec fs;
