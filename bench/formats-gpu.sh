@@ -27,7 +27,12 @@ mlx) formats=${FORMATS:-$(for b in 2 3 4 5 6 8; do for g in 32 64 128; do printf
 *) echo "usage: $0 gguf|mlx" >&2; exit 2 ;;
 esac
 mkdir -p "$out"
-pack() { [ -z "${PACK:-}" ] || tar czf "$PACK.tmp" --exclude="./$(basename "$PACK")*" -C "$out" . && mv "$PACK.tmp" "$PACK"; }
+# (tar's status 1: a file changed while read, the clock log that goes on)
+pack() {
+  [ -n "${PACK:-}" ] || return 0
+  tar czf "$PACK.tmp" --warning=no-file-changed --exclude="./$(basename "$PACK")*" -C "$out" .
+  [ $? -gt 1 ] || mv "$PACK.tmp" "$PACK"
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >> "$out/gpu.txt" 2>&1
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv -lms 200 >> "$out/clocks-$part.csv" 2>/dev/null &
 logger=$!
