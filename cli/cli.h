@@ -4,6 +4,7 @@
 #define QK_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Exit statuses: 0 success, 1 a failure while working, 2 bad input (usage,
@@ -23,6 +24,14 @@ bool qk_opt_u64(qk_args *a, const char *name, uint64_t *value);
 /* Reports an unknown option or extra argument; returns QK_EXIT_USAGE. */
 int qk_bad_arg(qk_args *a);
 int qk_usage_error(const char *cmd, const char *fmt, ...);
+
+/* 0 if the command may write out (qk_output_check: not one of its inputs
+ * in[0 .. n), nor inside one, nor for a folder holding one), else prints
+ * "qkgen CMD: OPT OUT is inside the input ..." and returns QK_EXIT_USAGE.
+ * Every command calls it for each output before it reads or writes. */
+typedef struct qk_input qk_input;
+int qk_check_output(const char *cmd, const char *opt, const char *out, bool folder,
+                    const qk_input *in, size_t n);
 
 /* Defaults that follow the working directory, then the source tree. */
 const char *qk_default_specs(void);

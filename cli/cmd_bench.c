@@ -431,6 +431,9 @@ int cmd_bench(qk_args *a) {
             a->cmd, "--family: '%s' is not benchmarked (matvec, matmul, moe, moe_matmul, all)",
             family);
 
+    const qk_input in[] = {{"bundle", bundle}};
+    int out_rc = json ? qk_check_output(a->cmd, "--json", json, false, in, 1) : 0;
+    if (out_rc) return out_rc;
     qkrt_context *ctx;
     qkrt_bundle *b;
     int open_rc = qk_open(a->cmd, device, false, true, bundle, &ctx, &b);

@@ -691,6 +691,10 @@ int cmd_matmul(qk_args *a) {
                               io.format);
     if (!mlx && (io.spath || io.bpath))
         return qk_usage_error(a->cmd, "--scales and --biases are for MLX formats only");
+    const qk_input in[] = {{"--weights", io.wpath}, {"--x", io.xpath},     {"--scales", io.spath},
+                           {"--biases", io.bpath},  {"--ids", io.idspath}, {"bundle", bundle}};
+    int out_rc = qk_check_output(a->cmd, "--out", io.ypath, false, in, sizeof in / sizeof in[0]);
+    if (out_rc) return out_rc;
 
     qk_error e = {0};
     if (!qk_npy_read(io.wpath, &io.w, &e) || !qk_npy_read(io.xpath, &io.x, &e) ||

@@ -223,6 +223,10 @@ static int report(const char *dbpath, const char *svg, const char *precision, co
     qk_tune_db db;
     qk_error e = {0};
     if (!qk_is_file(dbpath)) return qk_usage_error("tune", "--report: %s: no such file", dbpath);
+    const qk_input in[] = {
+        {"database", dbpath}, {"spec folder", specs_dir}, {"kernel set", set_path}};
+    int out_rc = svg ? qk_check_output("tune", "--svg", svg, false, in, 3) : 0;
+    if (out_rc) return out_rc;
     if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
         fprintf(stderr, "qkgen tune: %s\n", e.msg);
         return QK_EXIT_FAIL;
@@ -412,6 +416,11 @@ int cmd_tune(qk_args *a) {
         for (uint32_t i = 0; i < nmerge; i++) /* before the lock, which creates a file */
             if (!qk_is_file(merge[i]))
                 return qk_usage_error(a->cmd, "--merge: %s: no such database", merge[i]);
+        qk_input in[64];
+        for (uint32_t i = 0; i < nmerge; i++)
+            in[i] = (qk_input){"database", merge[i]};
+        int out_rc = qk_check_output(a->cmd, "--db", dbpath, false, in, nmerge);
+        if (out_rc) return out_rc;
         int lock = lock_db(dbpath, wait);
         if (lock < 0) return QK_EXIT_FAIL;
         bool ok = qk_tune_db_merge(merge, nmerge, dbpath, stderr, &n, &e);
@@ -433,6 +442,23 @@ int cmd_tune(qk_args *a) {
     if (!finalists || finalists > 64)
         return qk_usage_error(a->cmd, "--finalists: %llu is out of range 1..64",
                               (unsigned long long)finalists);
+    /* the database is appended to and the candidates' bundle out/tune
+     * replaced: neither may be, or lie in, what the tune reads, nor in each
+     * other */
+    {
+        char *cand = qk_path_join(out, "tune");
+        qk_input in[] = {{"model", model},
+                         {"spec folder", specs_dir},
+                         {"template folder", templates},
+                         {"kernel set", set_path},
+                         {"candidate bundle", cand}};
+        const size_t n = sizeof in / sizeof in[0];
+        int out_rc = qk_check_output(a->cmd, "--db", dbpath, false, in, n);
+        in[n - 1] = (qk_input){"database", dbpath};
+        if (!out_rc) out_rc = qk_check_output(a->cmd, "--out", cand, true, in, n);
+        free(cand);
+        if (out_rc) return out_rc;
+    }
 
     /* the cases */
     qk_tune_case *cases = NULL;
@@ -933,6 +959,15 @@ int cmd_build_tuned(qk_args *a) {
         strcmp(precision, "any"))
         return qk_usage_error(a->cmd, "--precision: '%s' is not f32, f16, q8 or any", precision);
     if (!qk_is_file(dbpath)) return qk_usage_error(a->cmd, "--tuned: %s: no such file", dbpath);
+    char *bundle_dir = qk_path_join(out, name); /* replaced as a whole */
+    const qk_input in[] = {{"database", dbpath},
+                           {"model", model},
+                           {"spec folder", spec_dir},
+                           {"template folder", templates},
+                           {"kernel set", set_path}};
+    int out_rc = qk_check_output(a->cmd, "--out", bundle_dir, true, in, sizeof in / sizeof in[0]);
+    free(bundle_dir);
+    if (out_rc) return out_rc;
     double t0 = qk_now_s();
     static qk_model_spec ms;
     qk_model_case *mc = NULL;

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "compile/compile.h"
 #include "compile/features.h"
+#include "qk_util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -132,6 +133,13 @@ int qk_usage_error(const char *cmd, const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
     return QK_EXIT_USAGE;
+}
+
+int qk_check_output(const char *cmd, const char *opt, const char *out, bool folder,
+                    const qk_input *in, size_t n) {
+    qk_error e = {0};
+    if (qk_output_check(opt, out, folder, in, n, &e)) return 0;
+    return qk_usage_error(cmd, "%s", e.msg);
 }
 
 int qk_bad_arg(qk_args *a) {
