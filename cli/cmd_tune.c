@@ -78,6 +78,7 @@ static bool prior(void *user, const qkrt_kernel_info *k, qk_bench_result *r) {
 static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result *r,
                    const char *stage) {
     tune_run *t = user;
+    if (t->failed_write) return; /* the database stopped at its first lost record */
     qk_tune_record rec = {0};
     rec.dev = t->dev;
     snprintf(rec.variant, sizeof rec.variant, "%s", k->name);
