@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -57,7 +58,7 @@ static qkrt_result time_copy_kernels(qkrt_context *ctx, const qkrt_bundle *b, qk
                                      qkrt_buffer **dst, uint32_t nbuf, uint64_t words,
                                      double warmup_s, uint32_t n, double *best, double *best_span) {
     qkrt_result r = QKRT_OK;
-    double *ns = calloc(n, sizeof *ns);
+    double *ns = qk_xcalloc(n, sizeof *ns);
     *best = INFINITY;
     if (best_span) *best_span = INFINITY;
     for (uint32_t i = 0; b && i < qkrt_bundle_kernel_count(b) && r == QKRT_OK; i++) {
@@ -81,7 +82,7 @@ qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_benc
                           double *gbps, double *us) {
     qkrt_buffer *src = NULL, *dst = NULL;
     uint32_t n = o->runs < 20 ? 20 : o->runs;
-    double *ns = calloc(n, sizeof *ns), best = INFINITY;
+    double *ns = qk_xcalloc(n, sizeof *ns), best = INFINITY;
     qkrt_result r = qkrt_buffer_create(ctx, o->copy_bytes, &src);
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, o->copy_bytes, &dst);
     if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
@@ -144,7 +145,7 @@ qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_ben
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, N * 4, &dst);
     if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
     qkrt_dispatch *ds = copy_dispatches(b, ki, &src, &dst, 1, N, n);
-    double *ns = calloc(n, sizeof *ns), span[5];
+    double *ns = qk_xcalloc(n, sizeof *ns), span[5];
     if (r == QKRT_OK) r = qkrt_run_timed(ctx, ds, n, ns);
     for (uint32_t i = 0; i < 5 && r == QKRT_OK; i++)
         r = qkrt_run_span(ctx, ds, n, &span[i]);
@@ -263,7 +264,7 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
     cb->copies = (uint32_t)((double)rotate / wbytes + 1);
     if (cb->copies > 64) cb->copies = 64;
     if (cb->copies < 2) cb->copies = 2;
-    cb->w = calloc((size_t)cb->copies * cb->planes, sizeof *cb->w);
+    cb->w = qk_xcalloc((size_t)cb->copies * cb->planes, sizeof *cb->w);
     qkrt_result r = QKRT_OK;
     /* the first copy uploaded, the others copied from it on the device: a
      * 128-expert case makes tens of copies of 100 MB, which through the
@@ -291,7 +292,7 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
     if (r == QKRT_OK && ids) r = qkrt_buffer_upload(ctx, cb->ids, 0, ids, pairs * 4);
     if (r == QKRT_OK && ids && !strcmp(c->family, "matmul_id")) {
         /* the routing moe_route would build on the GPU, built here */
-        uint32_t *tpe = calloc(c->E, sizeof *tpe), *route = calloc((size_t)c->E * c->T, 4);
+        uint32_t *tpe = qk_xcalloc(c->E, sizeof *tpe), *route = qk_xcalloc((size_t)c->E * c->T, 4);
         /* once to count, once packed to [E, mpe] with mpe the busiest expert's count */
         qk_route_ref(ids, c->T, c->top_k, c->E, c->T, tpe, route);
         cb->mpe = 1;
@@ -329,7 +330,7 @@ static qkrt_result make_scratch(qkrt_context *ctx, const qkrt_bundle *b, const u
         if (bytes > cb->scratch_bytes) cb->scratch_bytes = bytes;
     }
     if (!cb->scratch_bytes) return QKRT_OK;
-    cb->scratch = calloc(cb->copies, sizeof *cb->scratch);
+    cb->scratch = qk_xcalloc(cb->copies, sizeof *cb->scratch);
     cb->scratch_owner = -1;
     qkrt_result r = QKRT_OK;
     for (uint32_t i = 0; i < cb->copies && r == QKRT_OK; i++)
@@ -424,7 +425,7 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, ca
                         double seconds, double steady_s) {
     enum { BATCH = 64 };
     const double window = 0.05;
-    qkrt_dispatch *d = malloc(sizeof *d * 2 * BATCH);
+    qkrt_dispatch *d = qk_xmalloc(sizeof *d * 2 * BATCH);
     uint32_t n = 0;
     for (uint32_t i = 0; i < BATCH; i++)
         n += case_dispatches(b, ki, cb, i % cb->copies, &d[n]);
@@ -524,7 +525,7 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
     if (r != QKRT_OK) return r;
     double *pre = NULL;
     if (nd == 2 * runs) { /* the quantizer's part */
-        pre = malloc(sizeof *pre * runs);
+        pre = qk_xmalloc(sizeof *pre * runs);
         for (uint32_t i = 0; i < runs; i++)
             pre[i] = ns[2 * i];
     }
@@ -550,8 +551,8 @@ static qkrt_result time_finalists(qkrt_context *ctx, const qkrt_bundle *b, const
     uint32_t rounds = runs / cb->copies;
     rounds = rounds > QK_FINALIST_ROUNDS ? QK_FINALIST_ROUNDS : rounds ? rounds : 1;
     const uint32_t n = runs;
-    double *all = malloc(sizeof *all * 2 * n * nf), *pre = all + n * nf;
-    bool *quantized = calloc(nf, sizeof *quantized); /* two dispatches a run */
+    double *all = qk_xmalloc(sizeof *all * 2 * n * nf), *pre = all + n * nf;
+    bool *quantized = qk_xcalloc(nf, sizeof *quantized); /* two dispatches a run */
     qkrt_result r = warm(ctx, b, ki[0], cb, warm_s, 0);
     for (uint32_t round = 0; round < rounds && r == QKRT_OK; round++)
         for (uint32_t j = 0; j < nf && r == QKRT_OK; j++) {
@@ -588,17 +589,23 @@ typedef struct moe_ref_job {
     const int32_t *ids;
     const double *xd;
     double *ref;
+    bool failed; /* a share found no memory for its pairs (set, never cleared) */
 } moe_ref_job;
 
 /* Share t of n (qk_parallel): the experts e = t, t + n, ..., each dequantized
  * once for all the pairs routed to it. */
 static void moe_ref_share(void *arg, uint32_t t, uint32_t n) {
-    const moe_ref_job *j = arg;
+    moe_ref_job *j = arg;
     const qk_bench_case *c = j->c;
     const uint32_t pairs = c->T * c->top_k;
     uint32_t *sel = malloc(sizeof *sel * pairs);
     double *xs = malloc(sizeof *xs * (size_t)pairs * c->K);
     double *ys = malloc(sizeof *ys * (size_t)pairs * c->M);
+    if (!sel || !xs || !ys) {
+        j->failed = true;
+        free(sel), free(xs), free(ys);
+        return;
+    }
     for (uint32_t e = t; e < c->E; e += n) {
         uint32_t np = 0;
         for (uint32_t p = 0; p < pairs; p++)
@@ -619,17 +626,18 @@ static void moe_ref_share(void *arg, uint32_t t, uint32_t n) {
 /* The float64 reference of case c on activations xd: every MoE pair (on all
  * the host's cores: a 512-token case is 6-8 G products), or the first tr
  * tokens and, where T > tr, the last one after them. */
-static void bench_ref(const qk_bench_case *c, const qk_weights *w, const int32_t *ids,
+static bool bench_ref(const qk_bench_case *c, const qk_weights *w, const int32_t *ids,
                       const double *xd, uint32_t tr, double *ref) {
     if (c->E) {
-        moe_ref_job job = {c, w, ids, xd, ref};
+        moe_ref_job job = {c, w, ids, xd, ref, false};
         qk_parallel(qk_cores() < c->E ? qk_cores() : c->E, moe_ref_share, &job);
-    } else {
-        qk_ref_matvec(w, xd, c->M, c->K, tr, ref);
-        if (c->T > tr)
-            qk_ref_matvec(w, xd + (size_t)(c->T - 1) * c->K, c->M, c->K, 1,
-                          ref + (size_t)tr * c->M);
+        return !job.failed;
     }
+    bool ok = qk_ref_matvec(w, xd, c->M, c->K, tr, ref);
+    if (ok && c->T > tr)
+        ok = qk_ref_matvec(w, xd + (size_t)(c->T - 1) * c->K, c->M, c->K, 1,
+                           ref + (size_t)tr * c->M);
+    return ok;
 }
 
 /* Adds the time since *t to phase p of o->phase_s (where set); *t = now. */
@@ -652,25 +660,47 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     }
     uint64_t rng = o->seed ^ ((uint64_t)c->M << 40) ^ ((uint64_t)c->K << 16) ^ c->T;
     uint32_t E = c->E ? c->E : 1, pairs = c->T * (c->E ? c->top_k : 1);
+    /* the host memory the case needs, at most a byte a weight (the formats
+     * are 8 bits or fewer) and the activations, results and references:
+     * refused past the host's memory before anything is allocated (where
+     * the system overcommits, a malloc that succeeds is no promise) */
+    const double need = (double)c->M * E * c->K + 24.0 * c->T * c->K + 36.0 * pairs * c->M;
+    const double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (host > 0 && need > host) {
+        snprintf(err, err_size,
+                 "out of host memory: m=%u k=%u t=%u needs about %.0f GiB, the host has %.0f GiB",
+                 c->M, c->K, c->T, need / 1073741824.0, host / 1073741824.0);
+        return QKRT_ERROR_MEMORY;
+    }
     qk_weights w;
-    if (!qk_random_weights(c->format, c->variant, c->M * E, c->K, &rng, &w)) {
-        snprintf(err, err_size, "no CPU reference for format %s", c->format);
-        return QKRT_ERROR_ARGUMENT;
+    const char *why = qk_random_weights_try(c->format, c->variant, c->M * E, c->K, &rng, &w);
+    if (why) {
+        snprintf(err, err_size, "%s", why);
+        return strstr(why, "memory") ? QKRT_ERROR_MEMORY : QKRT_ERROR_ARGUMENT;
     }
     size_t nx = (size_t)c->T * c->K, ny = (size_t)pairs * c->M;
     float *x = malloc(nx * 4), *y = malloc(ny * 4);
     double *xd = malloc(nx * 8), *ref = malloc(ny * 8);
+    int32_t *ids = c->E ? malloc(sizeof *ids * pairs) : NULL;
+    uint8_t *used = c->E ? calloc(E, 1) : NULL;
+    if (!x || !y || !xd || !ref || (c->E && (!ids || !used))) {
+        /* a shape past the host's memory: said, not a crash */
+        snprintf(err, err_size,
+                 "out of host memory for the activations, results and reference of m=%u k=%u "
+                 "t=%u",
+                 c->M, c->K, c->T);
+        free(x), free(y), free(xd), free(ref), free(ids), free(used);
+        qk_free_weights(&w);
+        return QKRT_ERROR_MEMORY;
+    }
     for (size_t i = 0; i < nx; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         xd[i] = x[i] = (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
     }
     /* MoE: top_k distinct random experts per token; only the experts touched
      * count as bytes read */
-    int32_t *ids = NULL;
     uint32_t touched = 1;
     if (c->E) {
-        ids = malloc(sizeof *ids * pairs);
-        uint8_t *used = calloc(E, 1);
         touched = 0;
         for (uint32_t t = 0; t < c->T; t++)
             for (uint32_t s = 0; s < c->top_k; s++) {
@@ -695,16 +725,23 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
      * activations rounded as they round them. */
     uint32_t tr = c->E ? pairs : c->T < 5 ? c->T : 4;
     bool last_row = !c->E && c->T > tr;
-    bench_ref(c, &w, ids, xd, tr, ref);
+    bool ref_ok = bench_ref(c, &w, ids, xd, tr, ref);
     bool any8 = false;
     for (uint32_t v = 0; v < n; v++)
         any8 |= qk_rounds_x8(qkrt_bundle_kernel(b, idx[v]));
     double *ref8 = any8 ? malloc(ny * 8) : NULL, *x8 = any8 ? malloc(nx * 8) : NULL;
-    if (any8) {
+    if (any8 && ref_ok && ref8 && x8) {
         qk_round_x8(x8, x, nx);
-        bench_ref(c, &w, ids, x8, tr, ref8);
+        ref_ok = bench_ref(c, &w, ids, x8, tr, ref8);
     }
     free(x8);
+    if (!ref_ok || (any8 && (!ref8 || !x8))) {
+        snprintf(err, err_size, "out of host memory for the reference of m=%u k=%u t=%u", c->M,
+                 c->K, c->T);
+        free(x), free(y), free(xd), free(ref), free(ref8), free(ids);
+        qk_free_weights(&w);
+        return QKRT_ERROR_MEMORY;
+    }
     double wbytes = 0;
     for (uint32_t p = 0; p < w.plane_count; p++)
         wbytes += (double)w.bytes[p];
@@ -721,8 +758,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     if (r == QKRT_OK) r = make_scratch(ctx, b, idx, n, &cb, err, err_size);
     uint32_t runs = o->runs < 20 ? 20 : o->runs;
     if (runs < cb.copies) runs = cb.copies;
-    qkrt_dispatch *d = malloc(sizeof *d * 2 * runs);
-    double *ns = malloc(sizeof *ns * 2 * runs), *per = malloc(sizeof *per * runs);
+    qkrt_dispatch *d = qk_xmalloc(sizeof *d * 2 * runs);
+    double *ns = qk_xmalloc(sizeof *ns * 2 * runs), *per = qk_xmalloc(sizeof *per * runs);
     double best_us = INFINITY;
     int best = -1;
     const uint32_t first = *count;
@@ -732,9 +769,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
      * once (run 90: 0.6-0.8 s each for the tiled matmuls, one after another,
      * most of a format's 62-96 s and each a pause that idled the GPU) */
     /* results a resumed tune has already (o->prior) are not measured again */
-    qk_bench_result *prior = calloc(n, sizeof *prior);
-    bool *had = calloc(n, sizeof *had);
-    uint32_t *fresh = malloc(sizeof *fresh * n), nfresh = 0;
+    qk_bench_result *prior = qk_xcalloc(n, sizeof *prior);
+    bool *had = qk_xcalloc(n, sizeof *had);
+    uint32_t *fresh = qk_xmalloc(sizeof *fresh * n), nfresh = 0;
     for (uint32_t v = 0; v < n; v++) {
         had[v] = o->prior && o->prior(o->user, qkrt_bundle_kernel(b, idx[v]), &prior[v]);
         if (!had[v]) fresh[nfresh++] = idx[v];
@@ -754,7 +791,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     for (uint32_t v = 0; v < n && r == QKRT_OK; v++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, idx[v]);
         qk_bench_result *out;
-        *res = realloc(*res, sizeof **res * (*count + 1));
+        *res = qk_xrealloc(*res, sizeof **res * (*count + 1));
         out = &(*res)[(*count)++];
         memset(out, 0, sizeof *out);
         snprintf(out->kernel, sizeof out->kernel, "%s", k->name);
@@ -852,7 +889,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
      * the runs, again and again, until the finalists are left (a short
      * screen's noise decides less among close variants); lost[] marks the
      * variants out of the race */
-    bool *lost = calloc(n, sizeof *lost);
+    bool *lost = qk_xcalloc(n, sizeof *lost);
     /* finalists a resumed tune has timed already (o->prior) count as such */
     uint32_t finalists = o->finalists;
     for (uint32_t i = first; i < *count && finalists; i++)
@@ -896,9 +933,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
      * warm-up where nothing ran before, as every case's timed set; after
      * the screen and the halving rounds, which kept the GPU busy, a warm-up
      * of three screens' */
-    uint32_t *fki = malloc(sizeof *fki * (finalists + 1)), nf = 0;
-    int *fpick = malloc(sizeof *fpick * (finalists + 1));
-    qk_bench_result **fout = malloc(sizeof *fout * (finalists + 1));
+    uint32_t *fki = qk_xmalloc(sizeof *fki * (finalists + 1)), nf = 0;
+    int *fpick = qk_xmalloc(sizeof *fpick * (finalists + 1));
+    qk_bench_result **fout = qk_xmalloc(sizeof *fout * (finalists + 1));
     for (; screen && r == QKRT_OK && nf < finalists; nf++) {
         int pick = -1;
         for (uint32_t i = first; i < *count; i++) {
@@ -989,7 +1026,7 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
     /* the warm-up: the copies' chains in turn, 64 dispatches at least a submission */
     uint32_t n = 0, nb = 0;
     if (r == QKRT_OK) qk_moe_layer_dispatches(L, 0, &n);
-    qkrt_dispatch *batch = malloc(sizeof *batch * (n * copies + 64 + n));
+    qkrt_dispatch *batch = qk_xmalloc(sizeof *batch * (n * copies + 64 + n));
     for (uint32_t i = 0; r == QKRT_OK && (i < copies || nb < 64); i++) {
         memcpy(&batch[nb], qk_moe_layer_dispatches(L, i % copies, &n), sizeof *batch * n);
         nb += n;
@@ -998,7 +1035,7 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
     /* each run one command buffer, timestamps before its first dispatch and
      * after its last (qkrt_run_span: barriers only before the dispatches
      * that read an earlier one's output), the copies in turn */
-    double *per = malloc(sizeof *per * runs), lo = INFINITY, hi = 0;
+    double *per = qk_xmalloc(sizeof *per * runs), lo = INFINITY, hi = 0;
     for (uint32_t i = 0; i < runs && r == QKRT_OK; i++) {
         const qkrt_dispatch *ds = qk_moe_layer_dispatches(L, i % copies, &n);
         r = qkrt_run_span(ctx, ds, n, &per[i]);
@@ -1007,7 +1044,7 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
     /* and as a model's layers follow one another: the runs' chains back to
      * back in one command buffer, a barrier before each (the next layer
      * reads this one's output), the span over all of them a run */
-    qkrt_dispatch *chain = malloc(sizeof *chain * (size_t)n * runs);
+    qkrt_dispatch *chain = qk_xmalloc(sizeof *chain * (size_t)n * runs);
     double span[3];
     for (uint32_t i = 0; i < runs && r == QKRT_OK; i++) {
         memcpy(&chain[(size_t)i * n], qk_moe_layer_dispatches(L, i % copies, &n),
@@ -1018,7 +1055,7 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
         r = qkrt_run_span(ctx, chain, n * runs, &span[i]);
     free(chain);
     /* where the time goes: each dispatch between timestamps, the runs again */
-    double *st = malloc(sizeof *st * ((size_t)n * runs + 1)), *v = malloc(sizeof *v * runs);
+    double *st = qk_xmalloc(sizeof *st * ((size_t)n * runs + 1)), *v = qk_xmalloc(sizeof *v * runs);
     for (uint32_t i = 0; i < runs && r == QKRT_OK; i++)
         r = qkrt_run_timed(ctx, qk_moe_layer_dispatches(L, i % copies, &n), n, &st[(size_t)i * n]);
     const qkrt_dispatch *ds = r == QKRT_OK ? qk_moe_layer_dispatches(L, 0, &n) : NULL;

@@ -117,6 +117,7 @@ int cmd_build(qk_args *a) {
     if (!qk_spec_dir_arg(a->cmd, spec_dir, specs_opt, &spec_dir)) return QK_EXIT_USAGE;
     if (!name[0] || strchr(name, '/') || name[0] == '.')
         return qk_usage_error(a->cmd, "--name: '%s' is not a plain folder name", name);
+    if (!out[0]) return qk_usage_error(a->cmd, "--out: an empty path");
     /* the bundle replaces DIR/NAME as a whole */
     char *bundle_dir = qk_path_join(out, name);
     const qk_input in[] = {

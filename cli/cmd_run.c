@@ -58,7 +58,7 @@ int cmd_devices(qk_args *a) {
         fprintf(stderr, "qkgen devices: %s\n", err);
         return QK_EXIT_FAIL;
     }
-    qkrt_device_info *d = calloc(n ? n : 1, sizeof *d);
+    qkrt_device_info *d = qk_xcalloc(n ? n : 1, sizeof *d);
     qkrt_enumerate_devices(d, &n, err, sizeof err);
     for (uint32_t i = 0; i < n; i++) {
         printf("%u: %s (%s)\n", d[i].index, d[i].name, d[i].type);
@@ -136,9 +136,9 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
             return QKRT_ERROR_UNSUPPORTED;
         }
     size_t pairs = (size_t)T * top_k;
-    float *x = malloc(sizeof *x * T * K), *y = malloc(sizeof *y * pairs * M);
-    double *xd = malloc(sizeof *xd * T * K), *ref = malloc(sizeof *ref * pairs * M);
-    int32_t *ids = malloc(sizeof *ids * pairs);
+    float *x = qk_xmalloc(sizeof *x * T * K), *y = qk_xmalloc(sizeof *y * pairs * M);
+    double *xd = qk_xmalloc(sizeof *xd * T * K), *ref = qk_xmalloc(sizeof *ref * pairs * M);
+    int32_t *ids = qk_xmalloc(sizeof *ids * pairs);
     for (size_t j = 0; j < (size_t)T * K; j++) {
         *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
         xd[j] = x[j] = (float)((double)(*rng >> 11) / 9007199254740992.0 * 2 - 1);
@@ -308,7 +308,7 @@ int cmd_verify(qk_args *a) {
      * cooperative-matrix-2 matmuls took 1-3 s each); a kernel the device
      * cannot run is left to the loop's check */
     uint32_t nk = qkrt_bundle_kernel_count(b), nlist = 0;
-    uint32_t *list = malloc(sizeof *list * (nk ? nk : 1));
+    uint32_t *list = qk_xmalloc(sizeof *list * (nk ? nk : 1));
     for (uint32_t i = 0; list && i < nk; i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (in_run(filter, shard_k, shard_n, i, k->name) && verify_has_reference(k))
@@ -323,7 +323,7 @@ int cmd_verify(qk_args *a) {
     uint32_t pass = 0, fail = 0, skip_device = 0, skip_family = 0;
     char first_skip[512] = "";
     uint64_t rng = seed;
-    bool *passed = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *passed);
+    bool *passed = qk_xcalloc(qkrt_bundle_kernel_count(b) + 1, sizeof *passed);
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (!in_run(filter, shard_k, shard_n, i, k->name)) continue;
@@ -738,7 +738,7 @@ int cmd_matmul(qk_args *a) {
         }
         const int32_t *ids = io.idspath ? io.ids.data : NULL;
         size_t ny = (size_t)T * (ids ? moe.top_k : 1) * M;
-        y = malloc(sizeof *y * ny);
+        y = qk_xmalloc(sizeof *y * ny);
         ki = kernel
                  ? forced_kernel(b, bundle, kernel, &w, ids != NULL, M, K, T, &moe, err, sizeof err)
                  : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, err, sizeof err);

@@ -446,6 +446,7 @@ int cmd_tune(qk_args *a) {
     /* the database is appended to and the candidates' bundle out/tune
      * replaced: neither may be, or lie in, what the tune reads, nor in each
      * other */
+    if (!out[0]) return qk_usage_error(a->cmd, "--out: an empty path");
     {
         char *cand = qk_path_join(out, "tune");
         qk_input in[] = {{"model", model},
@@ -960,6 +961,7 @@ int cmd_build_tuned(qk_args *a) {
         strcmp(precision, "any"))
         return qk_usage_error(a->cmd, "--precision: '%s' is not f32, f16, q8 or any", precision);
     if (!qk_is_file(dbpath)) return qk_usage_error(a->cmd, "--tuned: %s: no such file", dbpath);
+    if (!out[0]) return qk_usage_error(a->cmd, "--out: an empty path");
     char *bundle_dir = qk_path_join(out, name); /* replaced as a whole */
     const qk_input in[] = {{"database", dbpath},
                            {"model", model},

@@ -3,6 +3,7 @@
  * every format a bundle holds runs without code for it. */
 #include "ops.h"
 #include "ops_moe.h"
+#include "qk_util.h"
 #include "qkref.h"
 
 #include <float.h>
@@ -80,7 +81,7 @@ qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
                           char *err, size_t err_size) {
     /* the dense product is the MoE one with a single expert and one slot per
      * token; kernels without an ids binding ignore the ids */
-    int32_t *ids = calloc(T ? T : 1, sizeof *ids);
+    int32_t *ids = qk_xcalloc(T ? T : 1, sizeof *ids);
     qkrt_result r =
         qk_run_matvec_id(ctx, b, ki, w, 1, ids, x, M, K, T, 1, 1, 1, y, ns, err, err_size);
     free(ids);
@@ -110,7 +111,7 @@ static bool ref_row(const qk_weights *w, uint32_t r, uint32_t K, double *out) {
  * squares. */
 static bool ref_products(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
                          bool squares, double *y) {
-    double *row = malloc(sizeof *row * K);
+    double *row = qk_xmalloc(sizeof *row * K);
     bool ok = true;
     for (uint32_t r = 0; r < M && ok; r++) {
         ok = ref_row(w, r, K, row);
@@ -137,11 +138,12 @@ bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t
     return ref_products(w, x, M, K, T, true, y2);
 }
 
-bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
-                       uint64_t *rng, qk_weights *w) {
+const char *qk_random_weights_try(const char *format, const char *variant, uint32_t M, uint32_t K,
+                                  uint64_t *rng, qk_weights *w) {
     memset(w, 0, sizeof *w);
     w->format = format;
     w->variant = variant ? variant : "";
+    static const char *const no_memory = "out of host memory for the weights";
     uint32_t bits, group;
     if (parse_format(format, &bits, &group)) {
         const char *st = w->variant[0] ? w->variant : "bf16";
@@ -151,18 +153,31 @@ bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint
         w->bytes[1] = w->bytes[2] = (size_t)M * (K / group) * ss;
         for (int i = 0; i < 3; i++)
             w->plane[i] = malloc(w->bytes[i]);
+        if (!w->plane[0] || !w->plane[1] || !w->plane[2]) {
+            qk_free_weights(w);
+            return no_memory;
+        }
         qkref_mlx_random(bits, group, st, rng, M, K, (uint32_t *)w->plane[0], (void *)w->plane[1],
                          (void *)w->plane[2]);
-        return true;
+        return NULL;
     }
     const qkref_format *f = qkref_find(format);
-    if (!f) return false;
+    if (!f) return "no CPU reference for the format";
     w->plane_count = 1;
     size_t nblocks = (size_t)M * (K / f->elements);
     w->bytes[0] = nblocks * f->block_bytes;
     w->plane[0] = malloc(w->bytes[0]);
+    if (!w->plane[0]) {
+        qk_free_weights(w);
+        return no_memory;
+    }
     qkref_random_blocks(f, rng, (uint8_t *)w->plane[0], nblocks);
-    return true;
+    return NULL;
+}
+
+bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
+                       uint64_t *rng, qk_weights *w) {
+    return !qk_random_weights_try(format, variant, M, K, rng, w);
 }
 
 void qk_free_weights(qk_weights *w) {

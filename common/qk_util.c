@@ -380,6 +380,10 @@ uint32_t qk_remove_stale_temps(const char *dir) {
 }
 
 bool qk_mkdirs(const char *path, qk_error *e) {
+    if (!path[0]) { /* (p + 1 below would be past its end) */
+        qk_error_set(e, "'': cannot create folder: an empty path");
+        return false;
+    }
     char *p = qk_xstrdup(path);
     for (char *s = p + 1; *s; s++) {
         if (*s != '/') continue;
