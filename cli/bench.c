@@ -78,37 +78,95 @@ static qkrt_result time_copy_kernels(qkrt_context *ctx, const qkrt_bundle *b, qk
     return r;
 }
 
+/* Into how many dispatches (at most max_parts) a copy of `words` words
+ * splits so that every copy kernel's grid stays within the device's
+ * maxComputeWorkGroupCount and each buffer within its maxStorageBufferRange
+ * (Vulkan guarantees only 65,535 workgroups a dimension and 128 MiB: 1 GiB is
+ * 65,536 workgroups of 1,024 words); *chunk = the words of each, a multiple
+ * of 4. 1 where none fits: the dispatch then fails with the limit. */
+static uint32_t copy_parts(qkrt_context *ctx, const qkrt_bundle *b, uint64_t words,
+                           uint32_t max_parts, uint64_t *chunk) {
+    const qkrt_device_info *dev = qkrt_device(ctx);
+    const uint32_t *max = dev->max_workgroup_count;
+    const uint64_t range = dev->max_storage_buffer_range / 16 * 4; /* words, whole vectors */
+    static const char *const names[] = {"N"};
+    /* the parts the grids and the range ask for at the whole size, then up
+     * until all fit (rounding can leave one part a workgroup over) */
+    uint64_t need = range ? (words + range - 1) / range : 1;
+    if (!need) need = 1;
+    if (need > max_parts) {
+        *chunk = words;
+        return 1;
+    }
+    for (uint32_t parts = (uint32_t)need; parts <= max_parts;
+         parts = need > max_parts ? max_parts + 1 : (uint32_t)need) {
+        *chunk = ((words + parts - 1) / parts + 3) / 4 * 4;
+        int64_t value = (int64_t)*chunk;
+        const qkrt_shape shape = {1, names, &value};
+        need = parts;
+        for (uint32_t i = 0; b && i < qkrt_bundle_kernel_count(b); i++) {
+            if (!is_copy_kernel(ctx, b, i)) continue;
+            const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+            for (int g = 0; g < 3; g++) {
+                int64_t groups;
+                if (qkrt_eval(k->grid[g], &shape, &groups, NULL, 0) == QKRT_OK && max[g] &&
+                    groups > (int64_t)max[g]) {
+                    uint64_t more = parts * (((uint64_t)groups + max[g] - 1) / max[g]);
+                    if (more == parts) more++;
+                    if (more > need) need = more;
+                }
+            }
+        }
+        if (need == parts) return parts;
+    }
+    *chunk = words;
+    return 1;
+}
+
 qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
                           double *gbps, double *us) {
-    qkrt_buffer *src = NULL, *dst = NULL;
+    enum { MAX_PARTS = 64 };
+    uint64_t chunk = 0;
+    const uint32_t parts = copy_parts(ctx, b, o->copy_bytes / 4, MAX_PARTS, &chunk);
+    /* parts buffer pairs, a dispatch each: the copy is their sum */
+    qkrt_buffer *src[MAX_PARTS] = {0}, *dst[MAX_PARTS] = {0};
     uint32_t n = o->runs < 20 ? 20 : o->runs;
+    if (n < parts) n = parts;
     double *ns = qk_xcalloc(n, sizeof *ns), best = INFINITY;
-    qkrt_result r = qkrt_buffer_create(ctx, o->copy_bytes, &src);
-    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, o->copy_bytes, &dst);
-    if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
+    qkrt_result r = QKRT_OK;
+    for (uint32_t i = 0; i < parts && r == QKRT_OK; i++) {
+        r = qkrt_buffer_create(ctx, chunk * 4, &src[i]);
+        if (r == QKRT_OK) r = qkrt_buffer_create(ctx, chunk * 4, &dst[i]);
+        if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src[i], 0x3f800000u);
+    }
     if (r == QKRT_OK)
-        r = time_copy_kernels(ctx, b, &src, &dst, 1, o->copy_bytes / 4, o->warmup_s, n, &best,
-                              NULL);
-    if (r == QKRT_OK && best == INFINITY) {
+        r = time_copy_kernels(ctx, b, src, dst, parts, chunk, o->warmup_s, n, &best, NULL);
+    if (r == QKRT_OK && best == INFINITY) { /* no copy kernel: one copy command */
         for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < o->warmup_s;)
-            r = qkrt_copy(ctx, dst, src, o->copy_bytes, 4, NULL);
-        if (r == QKRT_OK) r = qkrt_copy(ctx, dst, src, o->copy_bytes, n, ns);
+            r = qkrt_copy(ctx, dst[0], src[0], chunk * 4, 4, NULL);
+        if (r == QKRT_OK) r = qkrt_copy(ctx, dst[0], src[0], chunk * 4, n, ns);
         if (r == QKRT_OK) best = median(ns, n);
     }
     if (r == QKRT_OK) {
-        *us = best / 1e3;
-        *gbps = 2.0 * (double)o->copy_bytes / best;
+        *us = best * parts / 1e3;
+        *gbps = 2.0 * (double)(chunk * 4) / best;
     }
-    qkrt_buffer_destroy(ctx, src);
-    qkrt_buffer_destroy(ctx, dst);
+    for (uint32_t i = 0; i < parts; i++) {
+        qkrt_buffer_destroy(ctx, src[i]);
+        qkrt_buffer_destroy(ctx, dst[i]);
+    }
     free(ns);
     return r;
 }
 
 qkrt_result qk_bench_size_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
                                double bytes, double *us, double *us_span) {
-    /* half the bytes read, half written, in whole 16-byte vectors */
-    uint64_t words = ((uint64_t)(bytes / 8) + 3) / 4 * 4;
+    /* half the bytes read, half written, in whole 16-byte vectors; a copy
+     * past the device's workgroup counts is timed as parts dispatches of a
+     * part each */
+    uint64_t words = ((uint64_t)(bytes / 8) + 3) / 4 * 4, chunk = words;
+    const uint32_t parts = copy_parts(ctx, b, words, 1u << 16, &chunk);
+    words = chunk;
     uint32_t nbuf = (uint32_t)((double)o->rotate_bytes / bytes + 1);
     nbuf = nbuf < 2 ? 2 : nbuf > 64 ? 64 : nbuf;
     uint32_t n = o->runs < 20 ? 20 : o->runs;
@@ -123,8 +181,8 @@ qkrt_result qk_bench_size_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk
     double best = INFINITY, best_span = INFINITY;
     if (r == QKRT_OK)
         r = time_copy_kernels(ctx, b, src, dst, nbuf, words, o->rewarm_s, n, &best, &best_span);
-    *us = best == INFINITY ? 0 : best / 1e3;
-    *us_span = best_span == INFINITY ? 0 : best_span / 1e3;
+    *us = best == INFINITY ? 0 : best * parts / 1e3;
+    *us_span = best_span == INFINITY ? 0 : best_span * parts / 1e3;
     for (uint32_t i = 0; i < nbuf; i++) {
         qkrt_buffer_destroy(ctx, src[i]);
         qkrt_buffer_destroy(ctx, dst[i]);
@@ -660,6 +718,11 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     }
     uint64_t rng = o->seed ^ ((uint64_t)c->M << 40) ^ ((uint64_t)c->K << 16) ^ c->T;
     uint32_t E = c->E ? c->E : 1, pairs = c->T * (c->E ? c->top_k : 1);
+    if ((uint64_t)c->M * E > UINT32_MAX || (uint64_t)c->T * (c->E ? c->top_k : 1) > UINT32_MAX) {
+        snprintf(err, err_size, "m=%u x %u experts or t=%u x top-k %u is past 2^32 rows", c->M, E,
+                 c->T, c->top_k);
+        return QKRT_ERROR_ARGUMENT;
+    }
     /* the host memory the case needs, at most a byte a weight (the formats
      * are 8 bits or fewer) and the activations, results and references:
      * refused past the host's memory before anything is allocated (where

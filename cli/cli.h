@@ -11,6 +11,12 @@
  * malformed spec, wrong .npy). */
 enum { QK_EXIT_OK = 0, QK_EXIT_FAIL = 1, QK_EXIT_USAGE = 2 };
 
+/* Ranges of the counts and sizes every command takes: rows and depth of a
+ * product as a model spec's (specs/models), timed runs, milliseconds. */
+#define QK_ARG_MAX_ROWS (1u << 20)
+#define QK_ARG_MAX_RUNS 1000000u
+#define QK_ARG_MAX_MS   600000u
+
 typedef struct qk_args {
     int argc, i;
     char **argv;
@@ -20,7 +26,11 @@ typedef struct qk_args {
 /* Option parsing: true if argv[i] is the flag (and takes its value). */
 bool qk_flag(qk_args *a, const char *name);
 bool qk_opt(qk_args *a, const char *name, const char **value);
-bool qk_opt_u64(qk_args *a, const char *name, uint64_t *value);
+/* A number option: the value as a decimal integer min..max (qk_parse_u64),
+ * else "qkgen CMD: NAME: 'V' is not a non-negative integer" (or "V is out of
+ * range MIN..MAX") and exit 2. Every count and size of a command line goes
+ * through it: nothing is truncated to a narrower type after it. */
+bool qk_opt_range(qk_args *a, const char *name, uint64_t min, uint64_t max, uint64_t *value);
 /* Reports an unknown option or extra argument; returns QK_EXIT_USAGE. */
 int qk_bad_arg(qk_args *a);
 int qk_usage_error(const char *cmd, const char *fmt, ...);

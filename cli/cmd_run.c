@@ -275,8 +275,8 @@ int cmd_verify(qk_args *a) {
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
-            qk_opt(a, "--filter", &filter) || qk_opt_u64(a, "--seed", &seed) ||
-            qk_opt_u64(a, "--m", &M) || qk_opt(a, "--shard", &shard))
+            qk_opt(a, "--filter", &filter) || qk_opt_range(a, "--seed", 0, UINT64_MAX, &seed) ||
+            qk_opt_range(a, "--m", 1, 65536, &M) || qk_opt(a, "--shard", &shard))
             continue;
         if (qk_flag(a, "--validation")) {
             validation = true;
@@ -288,14 +288,23 @@ int cmd_verify(qk_args *a) {
         }
         return qk_bad_arg(a);
     }
-    if (M < 1 || M > 65536)
-        return qk_usage_error(a->cmd, "--m: %llu is out of range 1..65536", (unsigned long long)M);
     if (shard) {
-        char tail;
-        if (sscanf(shard, "%u/%u%c", &shard_k, &shard_n, &tail) != 2 || shard_n < 1 ||
-            shard_n > 1024 || shard_k >= shard_n)
+        /* K and N as qk_parse_u64 reads them: %u wraps 4294967297 to 1 */
+        char part[2][24] = {"", ""};
+        const size_t n = strcspn(shard, "/");
+        uint64_t sk = 0, sn = 0;
+        qk_error se = {0};
+        bool ok = shard[n] == '/' && n < sizeof part[0] && strlen(shard + n + 1) < sizeof part[1];
+        if (ok) {
+            memcpy(part[0], shard, n);
+            strcpy(part[1], shard + n + 1);
+            ok = qk_parse_u64(part[1], 1, 1024, &sn, &se) &&
+                 qk_parse_u64(part[0], 0, sn - 1, &sk, &se);
+        }
+        if (!ok)
             return qk_usage_error(a->cmd, "--shard: '%s' is not K/N with 0 <= K < N <= 1024",
                                   shard);
+        shard_k = (unsigned)sk, shard_n = (unsigned)sn;
     }
     qkrt_context *ctx;
     qkrt_bundle *b;

@@ -104,24 +104,14 @@ bool qk_opt(qk_args *a, const char *name, const char **value) {
     return true;
 }
 
-bool qk_opt_u64(qk_args *a, const char *name, uint64_t *value) {
+bool qk_opt_range(qk_args *a, const char *name, uint64_t min, uint64_t max, uint64_t *value) {
     const char *s;
     if (!qk_opt(a, name, &s)) return false;
-    /* decimal digits only: strtoull alone takes "-1" (as 2^64 - 1), " 8",
-     * "+8", "0x8" and "010" (as 8) */
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (s[0] < '0' || s[0] > '9' || *end) {
-        qk_usage_error(a->cmd, "%s: '%s' is not a non-negative integer", name, s);
-        exit(QK_EXIT_USAGE);
+    qk_error e = {0};
+    if (!qk_parse_u64(s, min, max, value, &e)) {
+        qk_usage_error(a->cmd, "%s: %s", name, e.msg);
+        exit(QK_EXIT_USAGE); /* the CLI alone may exit */
     }
-    if (errno == ERANGE) {
-        qk_usage_error(a->cmd, "%s: '%s' is too large (at most %llu)", name, s,
-                       (unsigned long long)UINT64_MAX);
-        exit(QK_EXIT_USAGE);
-    }
-    *value = v;
     return true;
 }
 

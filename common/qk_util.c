@@ -454,3 +454,22 @@ bool qk_filter_match(const char *filter, const char *name) {
     }
     return false;
 }
+
+bool qk_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *value, qk_error *e) {
+    /* digits only: strtoull alone takes "-1" (as 2^64 - 1), " 8", "+8" and
+     * "0x8"; past 2^64 - 1 it says ERANGE, which is out of range as well */
+    size_t n = strspn(s, "0123456789");
+    if (!n || s[n]) {
+        qk_error_set(e, "'%s' is not a non-negative integer", s);
+        return false;
+    }
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno == ERANGE || v < min || v > max) {
+        qk_error_set(e, "%s is out of range %llu..%llu", s, (unsigned long long)min,
+                     (unsigned long long)max);
+        return false;
+    }
+    *value = v;
+    return true;
+}

@@ -129,6 +129,13 @@ typedef struct qk_input {
 bool qk_output_check(const char *opt, const char *out, bool folder, const qk_input *in, size_t n,
                      qk_error *e);
 
+/* ---- numbers from a command line or a file ---- */
+/* s as a decimal integer min..max (digits only: no sign, space or base
+ * prefix; "010" is 10), the one reader of counts and sizes that a user
+ * gives. False with "'S' is not a non-negative integer" or "S is out of
+ * range MIN..MAX" in e: nothing is truncated or wrapped. */
+bool qk_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *value, qk_error *e);
+
 /* ---- a set of strings (not copied: they must outlive it), for finding
  * duplicates among n names in O(n) rather than comparing every pair ---- */
 typedef struct qk_strset {

@@ -254,5 +254,16 @@ db("unterminated", line[:-20])
 db("deep", "[" * 5000 + "]" * 5000)
 put("tunedb_all_bad.jsonl", "garbage\n" + line[:100])  # nothing a reader can use
 put("tunedb_empty.jsonl", "")
+
+# ---- model specs that load but name what the specs lack (tune --model checks
+# them against the specs; a spec loader alone cannot)
+put("model_unknown_kernel.yaml", """# a kernel that no spec defines: only the fallbacks would be tuned
+model: unknown_kernel
+formats: [q4_0]
+tokens: { decode: [1] }
+kernels: [matvec, matvec_nope]
+ops:
+  - { name: proj, m: 64, k: 256 }
+""")
 shutil.rmtree(out + "_", ignore_errors=True)
 print(f"wrote {len(os.listdir(out))} inputs into {out}")
