@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -57,7 +58,7 @@ static qkrt_result time_copy_kernels(qkrt_context *ctx, const qkrt_bundle *b, qk
                                      qkrt_buffer **dst, uint32_t nbuf, uint64_t words,
                                      double warmup_s, uint32_t n, double *best, double *best_span) {
     qkrt_result r = QKRT_OK;
-    double *ns = calloc(n, sizeof *ns);
+    double *ns = qk_xcalloc(n, sizeof *ns);
     *best = INFINITY;
     if (best_span) *best_span = INFINITY;
     for (uint32_t i = 0; b && i < qkrt_bundle_kernel_count(b) && r == QKRT_OK; i++) {
@@ -77,37 +78,95 @@ static qkrt_result time_copy_kernels(qkrt_context *ctx, const qkrt_bundle *b, qk
     return r;
 }
 
+/* Into how many dispatches (at most max_parts) a copy of `words` words
+ * splits so that every copy kernel's grid stays within the device's
+ * maxComputeWorkGroupCount and each buffer within its maxStorageBufferRange
+ * (Vulkan guarantees only 65,535 workgroups a dimension and 128 MiB: 1 GiB is
+ * 65,536 workgroups of 1,024 words); *chunk = the words of each, a multiple
+ * of 4. 1 where none fits: the dispatch then fails with the limit. */
+static uint32_t copy_parts(qkrt_context *ctx, const qkrt_bundle *b, uint64_t words,
+                           uint32_t max_parts, uint64_t *chunk) {
+    const qkrt_device_info *dev = qkrt_device(ctx);
+    const uint32_t *max = dev->max_workgroup_count;
+    const uint64_t range = dev->max_storage_buffer_range / 16 * 4; /* words, whole vectors */
+    static const char *const names[] = {"N"};
+    /* the parts the grids and the range ask for at the whole size, then up
+     * until all fit (rounding can leave one part a workgroup over) */
+    uint64_t need = range ? (words + range - 1) / range : 1;
+    if (!need) need = 1;
+    if (need > max_parts) {
+        *chunk = words;
+        return 1;
+    }
+    for (uint32_t parts = (uint32_t)need; parts <= max_parts;
+         parts = need > max_parts ? max_parts + 1 : (uint32_t)need) {
+        *chunk = ((words + parts - 1) / parts + 3) / 4 * 4;
+        int64_t value = (int64_t)*chunk;
+        const qkrt_shape shape = {1, names, &value};
+        need = parts;
+        for (uint32_t i = 0; b && i < qkrt_bundle_kernel_count(b); i++) {
+            if (!is_copy_kernel(ctx, b, i)) continue;
+            const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+            for (int g = 0; g < 3; g++) {
+                int64_t groups;
+                if (qkrt_eval(k->grid[g], &shape, &groups, NULL, 0) == QKRT_OK && max[g] &&
+                    groups > (int64_t)max[g]) {
+                    uint64_t more = parts * (((uint64_t)groups + max[g] - 1) / max[g]);
+                    if (more == parts) more++;
+                    if (more > need) need = more;
+                }
+            }
+        }
+        if (need == parts) return parts;
+    }
+    *chunk = words;
+    return 1;
+}
+
 qkrt_result qk_bench_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
                           double *gbps, double *us) {
-    qkrt_buffer *src = NULL, *dst = NULL;
+    enum { MAX_PARTS = 64 };
+    uint64_t chunk = 0;
+    const uint32_t parts = copy_parts(ctx, b, o->copy_bytes / 4, MAX_PARTS, &chunk);
+    /* parts buffer pairs, a dispatch each: the copy is their sum */
+    qkrt_buffer *src[MAX_PARTS] = {0}, *dst[MAX_PARTS] = {0};
     uint32_t n = o->runs < 20 ? 20 : o->runs;
-    double *ns = calloc(n, sizeof *ns), best = INFINITY;
-    qkrt_result r = qkrt_buffer_create(ctx, o->copy_bytes, &src);
-    if (r == QKRT_OK) r = qkrt_buffer_create(ctx, o->copy_bytes, &dst);
-    if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
+    if (n < parts) n = parts;
+    double *ns = qk_xcalloc(n, sizeof *ns), best = INFINITY;
+    qkrt_result r = QKRT_OK;
+    for (uint32_t i = 0; i < parts && r == QKRT_OK; i++) {
+        r = qkrt_buffer_create(ctx, chunk * 4, &src[i]);
+        if (r == QKRT_OK) r = qkrt_buffer_create(ctx, chunk * 4, &dst[i]);
+        if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src[i], 0x3f800000u);
+    }
     if (r == QKRT_OK)
-        r = time_copy_kernels(ctx, b, &src, &dst, 1, o->copy_bytes / 4, o->warmup_s, n, &best,
-                              NULL);
-    if (r == QKRT_OK && best == INFINITY) {
+        r = time_copy_kernels(ctx, b, src, dst, parts, chunk, o->warmup_s, n, &best, NULL);
+    if (r == QKRT_OK && best == INFINITY) { /* no copy kernel: one copy command */
         for (double t0 = qk_now_s(); r == QKRT_OK && qk_now_s() - t0 < o->warmup_s;)
-            r = qkrt_copy(ctx, dst, src, o->copy_bytes, 4, NULL);
-        if (r == QKRT_OK) r = qkrt_copy(ctx, dst, src, o->copy_bytes, n, ns);
+            r = qkrt_copy(ctx, dst[0], src[0], chunk * 4, 4, NULL);
+        if (r == QKRT_OK) r = qkrt_copy(ctx, dst[0], src[0], chunk * 4, n, ns);
         if (r == QKRT_OK) best = median(ns, n);
     }
     if (r == QKRT_OK) {
-        *us = best / 1e3;
-        *gbps = 2.0 * (double)o->copy_bytes / best;
+        *us = best * parts / 1e3;
+        *gbps = 2.0 * (double)(chunk * 4) / best;
     }
-    qkrt_buffer_destroy(ctx, src);
-    qkrt_buffer_destroy(ctx, dst);
+    for (uint32_t i = 0; i < parts; i++) {
+        qkrt_buffer_destroy(ctx, src[i]);
+        qkrt_buffer_destroy(ctx, dst[i]);
+    }
     free(ns);
     return r;
 }
 
 qkrt_result qk_bench_size_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_opts *o,
                                double bytes, double *us, double *us_span) {
-    /* half the bytes read, half written, in whole 16-byte vectors */
-    uint64_t words = ((uint64_t)(bytes / 8) + 3) / 4 * 4;
+    /* half the bytes read, half written, in whole 16-byte vectors; a copy
+     * past the device's workgroup counts is timed as parts dispatches of a
+     * part each */
+    uint64_t words = ((uint64_t)(bytes / 8) + 3) / 4 * 4, chunk = words;
+    const uint32_t parts = copy_parts(ctx, b, words, 1u << 16, &chunk);
+    words = chunk;
     uint32_t nbuf = (uint32_t)((double)o->rotate_bytes / bytes + 1);
     nbuf = nbuf < 2 ? 2 : nbuf > 64 ? 64 : nbuf;
     uint32_t n = o->runs < 20 ? 20 : o->runs;
@@ -122,8 +181,8 @@ qkrt_result qk_bench_size_copy(qkrt_context *ctx, const qkrt_bundle *b, const qk
     double best = INFINITY, best_span = INFINITY;
     if (r == QKRT_OK)
         r = time_copy_kernels(ctx, b, src, dst, nbuf, words, o->rewarm_s, n, &best, &best_span);
-    *us = best == INFINITY ? 0 : best / 1e3;
-    *us_span = best_span == INFINITY ? 0 : best_span / 1e3;
+    *us = best == INFINITY ? 0 : best * parts / 1e3;
+    *us_span = best_span == INFINITY ? 0 : best_span * parts / 1e3;
     for (uint32_t i = 0; i < nbuf; i++) {
         qkrt_buffer_destroy(ctx, src[i]);
         qkrt_buffer_destroy(ctx, dst[i]);
@@ -144,7 +203,7 @@ qkrt_result qk_bench_floor(qkrt_context *ctx, const qkrt_bundle *b, const qk_ben
     if (r == QKRT_OK) r = qkrt_buffer_create(ctx, N * 4, &dst);
     if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, src, 0x3f800000u);
     qkrt_dispatch *ds = copy_dispatches(b, ki, &src, &dst, 1, N, n);
-    double *ns = calloc(n, sizeof *ns), span[5];
+    double *ns = qk_xcalloc(n, sizeof *ns), span[5];
     if (r == QKRT_OK) r = qkrt_run_timed(ctx, ds, n, ns);
     for (uint32_t i = 0; i < 5 && r == QKRT_OK; i++)
         r = qkrt_run_span(ctx, ds, n, &span[i]);
@@ -263,7 +322,7 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
     cb->copies = (uint32_t)((double)rotate / wbytes + 1);
     if (cb->copies > 64) cb->copies = 64;
     if (cb->copies < 2) cb->copies = 2;
-    cb->w = calloc((size_t)cb->copies * cb->planes, sizeof *cb->w);
+    cb->w = qk_xcalloc((size_t)cb->copies * cb->planes, sizeof *cb->w);
     qkrt_result r = QKRT_OK;
     /* the first copy uploaded, the others copied from it on the device: a
      * 128-expert case makes tens of copies of 100 MB, which through the
@@ -291,7 +350,7 @@ static qkrt_result make_buffers(qkrt_context *ctx, const qk_weights *w, const fl
     if (r == QKRT_OK && ids) r = qkrt_buffer_upload(ctx, cb->ids, 0, ids, pairs * 4);
     if (r == QKRT_OK && ids && !strcmp(c->family, "matmul_id")) {
         /* the routing moe_route would build on the GPU, built here */
-        uint32_t *tpe = calloc(c->E, sizeof *tpe), *route = calloc((size_t)c->E * c->T, 4);
+        uint32_t *tpe = qk_xcalloc(c->E, sizeof *tpe), *route = qk_xcalloc((size_t)c->E * c->T, 4);
         /* once to count, once packed to [E, mpe] with mpe the busiest expert's count */
         qk_route_ref(ids, c->T, c->top_k, c->E, c->T, tpe, route);
         cb->mpe = 1;
@@ -329,7 +388,7 @@ static qkrt_result make_scratch(qkrt_context *ctx, const qkrt_bundle *b, const u
         if (bytes > cb->scratch_bytes) cb->scratch_bytes = bytes;
     }
     if (!cb->scratch_bytes) return QKRT_OK;
-    cb->scratch = calloc(cb->copies, sizeof *cb->scratch);
+    cb->scratch = qk_xcalloc(cb->copies, sizeof *cb->scratch);
     cb->scratch_owner = -1;
     qkrt_result r = QKRT_OK;
     for (uint32_t i = 0; i < cb->copies && r == QKRT_OK; i++)
@@ -424,7 +483,7 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, ca
                         double seconds, double steady_s) {
     enum { BATCH = 64 };
     const double window = 0.05;
-    qkrt_dispatch *d = malloc(sizeof *d * 2 * BATCH);
+    qkrt_dispatch *d = qk_xmalloc(sizeof *d * 2 * BATCH);
     uint32_t n = 0;
     for (uint32_t i = 0; i < BATCH; i++)
         n += case_dispatches(b, ki, cb, i % cb->copies, &d[n]);
@@ -524,7 +583,7 @@ static qkrt_result time_variant(qkrt_context *ctx, const qkrt_bundle *b, uint32_
     if (r != QKRT_OK) return r;
     double *pre = NULL;
     if (nd == 2 * runs) { /* the quantizer's part */
-        pre = malloc(sizeof *pre * runs);
+        pre = qk_xmalloc(sizeof *pre * runs);
         for (uint32_t i = 0; i < runs; i++)
             pre[i] = ns[2 * i];
     }
@@ -550,8 +609,8 @@ static qkrt_result time_finalists(qkrt_context *ctx, const qkrt_bundle *b, const
     uint32_t rounds = runs / cb->copies;
     rounds = rounds > QK_FINALIST_ROUNDS ? QK_FINALIST_ROUNDS : rounds ? rounds : 1;
     const uint32_t n = runs;
-    double *all = malloc(sizeof *all * 2 * n * nf), *pre = all + n * nf;
-    bool *quantized = calloc(nf, sizeof *quantized); /* two dispatches a run */
+    double *all = qk_xmalloc(sizeof *all * 2 * n * nf), *pre = all + n * nf;
+    bool *quantized = qk_xcalloc(nf, sizeof *quantized); /* two dispatches a run */
     qkrt_result r = warm(ctx, b, ki[0], cb, warm_s, 0);
     for (uint32_t round = 0; round < rounds && r == QKRT_OK; round++)
         for (uint32_t j = 0; j < nf && r == QKRT_OK; j++) {
@@ -588,17 +647,23 @@ typedef struct moe_ref_job {
     const int32_t *ids;
     const double *xd;
     double *ref;
+    bool failed; /* a share found no memory for its pairs (set, never cleared) */
 } moe_ref_job;
 
 /* Share t of n (qk_parallel): the experts e = t, t + n, ..., each dequantized
  * once for all the pairs routed to it. */
 static void moe_ref_share(void *arg, uint32_t t, uint32_t n) {
-    const moe_ref_job *j = arg;
+    moe_ref_job *j = arg;
     const qk_bench_case *c = j->c;
     const uint32_t pairs = c->T * c->top_k;
     uint32_t *sel = malloc(sizeof *sel * pairs);
     double *xs = malloc(sizeof *xs * (size_t)pairs * c->K);
     double *ys = malloc(sizeof *ys * (size_t)pairs * c->M);
+    if (!sel || !xs || !ys) {
+        j->failed = true;
+        free(sel), free(xs), free(ys);
+        return;
+    }
     for (uint32_t e = t; e < c->E; e += n) {
         uint32_t np = 0;
         for (uint32_t p = 0; p < pairs; p++)
@@ -619,17 +684,18 @@ static void moe_ref_share(void *arg, uint32_t t, uint32_t n) {
 /* The float64 reference of case c on activations xd: every MoE pair (on all
  * the host's cores: a 512-token case is 6-8 G products), or the first tr
  * tokens and, where T > tr, the last one after them. */
-static void bench_ref(const qk_bench_case *c, const qk_weights *w, const int32_t *ids,
+static bool bench_ref(const qk_bench_case *c, const qk_weights *w, const int32_t *ids,
                       const double *xd, uint32_t tr, double *ref) {
     if (c->E) {
-        moe_ref_job job = {c, w, ids, xd, ref};
+        moe_ref_job job = {c, w, ids, xd, ref, false};
         qk_parallel(qk_cores() < c->E ? qk_cores() : c->E, moe_ref_share, &job);
-    } else {
-        qk_ref_matvec(w, xd, c->M, c->K, tr, ref);
-        if (c->T > tr)
-            qk_ref_matvec(w, xd + (size_t)(c->T - 1) * c->K, c->M, c->K, 1,
-                          ref + (size_t)tr * c->M);
+        return !job.failed;
     }
+    bool ok = qk_ref_matvec(w, xd, c->M, c->K, tr, ref);
+    if (ok && c->T > tr)
+        ok = qk_ref_matvec(w, xd + (size_t)(c->T - 1) * c->K, c->M, c->K, 1,
+                           ref + (size_t)tr * c->M);
+    return ok;
 }
 
 /* Adds the time since *t to phase p of o->phase_s (where set); *t = now. */
@@ -652,25 +718,52 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     }
     uint64_t rng = o->seed ^ ((uint64_t)c->M << 40) ^ ((uint64_t)c->K << 16) ^ c->T;
     uint32_t E = c->E ? c->E : 1, pairs = c->T * (c->E ? c->top_k : 1);
-    qk_weights w;
-    if (!qk_random_weights(c->format, c->variant, c->M * E, c->K, &rng, &w)) {
-        snprintf(err, err_size, "%s", qk_ref_why());
+    if ((uint64_t)c->M * E > UINT32_MAX || (uint64_t)c->T * (c->E ? c->top_k : 1) > UINT32_MAX) {
+        snprintf(err, err_size, "m=%u x %u experts or t=%u x top-k %u is past 2^32 rows", c->M, E,
+                 c->T, c->top_k);
         return QKRT_ERROR_ARGUMENT;
+    }
+    /* the host memory the case needs, at most a byte a weight (the formats
+     * are 8 bits or fewer) and the activations, results and references:
+     * refused past the host's memory before anything is allocated (where
+     * the system overcommits, a malloc that succeeds is no promise) */
+    const double need = (double)c->M * E * c->K + 24.0 * c->T * c->K + 36.0 * pairs * c->M;
+    const double host = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (host > 0 && need > host) {
+        snprintf(err, err_size,
+                 "out of host memory: m=%u k=%u t=%u needs about %.0f GiB, the host has %.0f GiB",
+                 c->M, c->K, c->T, need / 1073741824.0, host / 1073741824.0);
+        return QKRT_ERROR_MEMORY;
+    }
+    qk_weights w;
+    const char *why = qk_random_weights_try(c->format, c->variant, c->M * E, c->K, &rng, &w);
+    if (why) {
+        snprintf(err, err_size, "%s", why);
+        return strstr(why, "memory") ? QKRT_ERROR_MEMORY : QKRT_ERROR_ARGUMENT;
     }
     size_t nx = (size_t)c->T * c->K, ny = (size_t)pairs * c->M;
     float *x = malloc(nx * 4), *y = malloc(ny * 4);
     double *xd = malloc(nx * 8), *ref = malloc(ny * 8);
+    int32_t *ids = c->E ? malloc(sizeof *ids * pairs) : NULL;
+    uint8_t *used = c->E ? calloc(E, 1) : NULL;
+    if (!x || !y || !xd || !ref || (c->E && (!ids || !used))) {
+        /* a shape past the host's memory: said, not a crash */
+        snprintf(err, err_size,
+                 "out of host memory for the activations, results and reference of m=%u k=%u "
+                 "t=%u",
+                 c->M, c->K, c->T);
+        free(x), free(y), free(xd), free(ref), free(ids), free(used);
+        qk_free_weights(&w);
+        return QKRT_ERROR_MEMORY;
+    }
     for (size_t i = 0; i < nx; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         xd[i] = x[i] = (float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1);
     }
     /* MoE: top_k distinct random experts per token; only the experts touched
      * count as bytes read */
-    int32_t *ids = NULL;
     uint32_t touched = 1;
     if (c->E) {
-        ids = malloc(sizeof *ids * pairs);
-        uint8_t *used = calloc(E, 1);
         touched = 0;
         for (uint32_t t = 0; t < c->T; t++)
             for (uint32_t s = 0; s < c->top_k; s++) {
@@ -695,16 +788,23 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
      * activations rounded as they round them. */
     uint32_t tr = c->E ? pairs : c->T < 5 ? c->T : 4;
     bool last_row = !c->E && c->T > tr;
-    bench_ref(c, &w, ids, xd, tr, ref);
+    bool ref_ok = bench_ref(c, &w, ids, xd, tr, ref);
     bool any8 = false;
     for (uint32_t v = 0; v < n; v++)
         any8 |= qk_rounds_x8(qkrt_bundle_kernel(b, idx[v]));
     double *ref8 = any8 ? malloc(ny * 8) : NULL, *x8 = any8 ? malloc(nx * 8) : NULL;
-    if (any8) {
+    if (any8 && ref_ok && ref8 && x8) {
         qk_round_x8(x8, x, nx);
-        bench_ref(c, &w, ids, x8, tr, ref8);
+        ref_ok = bench_ref(c, &w, ids, x8, tr, ref8);
     }
     free(x8);
+    if (!ref_ok || (any8 && (!ref8 || !x8))) {
+        snprintf(err, err_size, "out of host memory for the reference of m=%u k=%u t=%u", c->M,
+                 c->K, c->T);
+        free(x), free(y), free(xd), free(ref), free(ref8), free(ids);
+        qk_free_weights(&w);
+        return QKRT_ERROR_MEMORY;
+    }
     double wbytes = 0;
     for (uint32_t p = 0; p < w.plane_count; p++)
         wbytes += (double)w.bytes[p];
@@ -721,8 +821,8 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     if (r == QKRT_OK) r = make_scratch(ctx, b, idx, n, &cb, err, err_size);
     uint32_t runs = o->runs < 20 ? 20 : o->runs;
     if (runs < cb.copies) runs = cb.copies;
-    qkrt_dispatch *d = malloc(sizeof *d * 2 * runs);
-    double *ns = malloc(sizeof *ns * 2 * runs), *per = malloc(sizeof *per * runs);
+    qkrt_dispatch *d = qk_xmalloc(sizeof *d * 2 * runs);
+    double *ns = qk_xmalloc(sizeof *ns * 2 * runs), *per = qk_xmalloc(sizeof *per * runs);
     double best_us = INFINITY;
     int best = -1;
     const uint32_t first = *count;
@@ -732,9 +832,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
      * once (run 90: 0.6-0.8 s each for the tiled matmuls, one after another,
      * most of a format's 62-96 s and each a pause that idled the GPU) */
     /* results a resumed tune has already (o->prior) are not measured again */
-    qk_bench_result *prior = calloc(n, sizeof *prior);
-    bool *had = calloc(n, sizeof *had);
-    uint32_t *fresh = malloc(sizeof *fresh * n), nfresh = 0;
+    qk_bench_result *prior = qk_xcalloc(n, sizeof *prior);
+    bool *had = qk_xcalloc(n, sizeof *had);
+    uint32_t *fresh = qk_xmalloc(sizeof *fresh * n), nfresh = 0;
     for (uint32_t v = 0; v < n; v++) {
         had[v] = o->prior && o->prior(o->user, qkrt_bundle_kernel(b, idx[v]), &prior[v]);
         if (!had[v]) fresh[nfresh++] = idx[v];
@@ -754,7 +854,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     for (uint32_t v = 0; v < n && r == QKRT_OK; v++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, idx[v]);
         qk_bench_result *out;
-        *res = realloc(*res, sizeof **res * (*count + 1));
+        *res = qk_xrealloc(*res, sizeof **res * (*count + 1));
         out = &(*res)[(*count)++];
         memset(out, 0, sizeof *out);
         snprintf(out->kernel, sizeof out->kernel, "%s", k->name);
@@ -852,7 +952,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
      * the runs, again and again, until the finalists are left (a short
      * screen's noise decides less among close variants); lost[] marks the
      * variants out of the race */
-    bool *lost = calloc(n, sizeof *lost);
+    bool *lost = qk_xcalloc(n, sizeof *lost);
     /* finalists a resumed tune has timed already (o->prior) count as such */
     uint32_t finalists = o->finalists;
     for (uint32_t i = first; i < *count && finalists; i++)
@@ -896,9 +996,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
      * warm-up where nothing ran before, as every case's timed set; after
      * the screen and the halving rounds, which kept the GPU busy, a warm-up
      * of three screens' */
-    uint32_t *fki = malloc(sizeof *fki * (finalists + 1)), nf = 0;
-    int *fpick = malloc(sizeof *fpick * (finalists + 1));
-    qk_bench_result **fout = malloc(sizeof *fout * (finalists + 1));
+    uint32_t *fki = qk_xmalloc(sizeof *fki * (finalists + 1)), nf = 0;
+    int *fpick = qk_xmalloc(sizeof *fpick * (finalists + 1));
+    qk_bench_result **fout = qk_xmalloc(sizeof *fout * (finalists + 1));
     for (; screen && r == QKRT_OK && nf < finalists; nf++) {
         int pick = -1;
         for (uint32_t i = first; i < *count; i++) {
@@ -989,7 +1089,7 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
     /* the warm-up: the copies' chains in turn, 64 dispatches at least a submission */
     uint32_t n = 0, nb = 0;
     if (r == QKRT_OK) qk_moe_layer_dispatches(L, 0, &n);
-    qkrt_dispatch *batch = malloc(sizeof *batch * (n * copies + 64 + n));
+    qkrt_dispatch *batch = qk_xmalloc(sizeof *batch * (n * copies + 64 + n));
     for (uint32_t i = 0; r == QKRT_OK && (i < copies || nb < 64); i++) {
         memcpy(&batch[nb], qk_moe_layer_dispatches(L, i % copies, &n), sizeof *batch * n);
         nb += n;
@@ -998,7 +1098,7 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
     /* each run one command buffer, timestamps before its first dispatch and
      * after its last (qkrt_run_span: barriers only before the dispatches
      * that read an earlier one's output), the copies in turn */
-    double *per = malloc(sizeof *per * runs), lo = INFINITY, hi = 0;
+    double *per = qk_xmalloc(sizeof *per * runs), lo = INFINITY, hi = 0;
     for (uint32_t i = 0; i < runs && r == QKRT_OK; i++) {
         const qkrt_dispatch *ds = qk_moe_layer_dispatches(L, i % copies, &n);
         r = qkrt_run_span(ctx, ds, n, &per[i]);
@@ -1007,7 +1107,7 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
     /* and as a model's layers follow one another: the runs' chains back to
      * back in one command buffer, a barrier before each (the next layer
      * reads this one's output), the span over all of them a run */
-    qkrt_dispatch *chain = malloc(sizeof *chain * (size_t)n * runs);
+    qkrt_dispatch *chain = qk_xmalloc(sizeof *chain * (size_t)n * runs);
     double span[3];
     for (uint32_t i = 0; i < runs && r == QKRT_OK; i++) {
         memcpy(&chain[(size_t)i * n], qk_moe_layer_dispatches(L, i % copies, &n),
@@ -1018,7 +1118,7 @@ qkrt_result qk_bench_layer(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe
         r = qkrt_run_span(ctx, chain, n * runs, &span[i]);
     free(chain);
     /* where the time goes: each dispatch between timestamps, the runs again */
-    double *st = malloc(sizeof *st * ((size_t)n * runs + 1)), *v = malloc(sizeof *v * runs);
+    double *st = qk_xmalloc(sizeof *st * ((size_t)n * runs + 1)), *v = qk_xmalloc(sizeof *v * runs);
     for (uint32_t i = 0; i < runs && r == QKRT_OK; i++)
         r = qkrt_run_timed(ctx, qk_moe_layer_dispatches(L, i % copies, &n), n, &st[(size_t)i * n]);
     const qkrt_dispatch *ds = r == QKRT_OK ? qk_moe_layer_dispatches(L, 0, &n) : NULL;

@@ -4,11 +4,18 @@
 #define QK_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Exit statuses: 0 success, 1 a failure while working, 2 bad input (usage,
  * malformed spec, wrong .npy). */
 enum { QK_EXIT_OK = 0, QK_EXIT_FAIL = 1, QK_EXIT_USAGE = 2 };
+
+/* Ranges of the counts and sizes every command takes: rows and depth of a
+ * product as a model spec's (specs/models), timed runs, milliseconds. */
+#define QK_ARG_MAX_ROWS (1u << 20)
+#define QK_ARG_MAX_RUNS 1000000u
+#define QK_ARG_MAX_MS   600000u
 
 typedef struct qk_args {
     int argc, i;
@@ -19,10 +26,22 @@ typedef struct qk_args {
 /* Option parsing: true if argv[i] is the flag (and takes its value). */
 bool qk_flag(qk_args *a, const char *name);
 bool qk_opt(qk_args *a, const char *name, const char **value);
-bool qk_opt_u64(qk_args *a, const char *name, uint64_t *value);
+/* A number option: the value as a decimal integer min..max (qk_parse_u64),
+ * else "qkgen CMD: NAME: 'V' is not a non-negative integer" (or "V is out of
+ * range MIN..MAX") and exit 2. Every count and size of a command line goes
+ * through it: nothing is truncated to a narrower type after it. */
+bool qk_opt_range(qk_args *a, const char *name, uint64_t min, uint64_t max, uint64_t *value);
 /* Reports an unknown option or extra argument; returns QK_EXIT_USAGE. */
 int qk_bad_arg(qk_args *a);
 int qk_usage_error(const char *cmd, const char *fmt, ...);
+
+/* 0 if the command may write out (qk_output_check: not one of its inputs
+ * in[0 .. n), nor inside one, nor for a folder holding one), else prints
+ * "qkgen CMD: OPT OUT is inside the input ..." and returns QK_EXIT_USAGE.
+ * Every command calls it for each output before it reads or writes. */
+typedef struct qk_input qk_input;
+int qk_check_output(const char *cmd, const char *opt, const char *out, bool folder,
+                    const qk_input *in, size_t n);
 
 /* Defaults that follow the working directory, then the source tree. */
 const char *qk_default_specs(void);

@@ -344,15 +344,20 @@ int cmd_bench(qk_args *a) {
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
             qk_opt(a, "--json", &json) || qk_opt(a, "--formats", &formats) ||
             qk_opt(a, "--filter", &filter) || qk_opt(a, "--family", &family) ||
-            qk_opt_u64(a, "--m", &m) || qk_opt_u64(a, "--k", &k) ||
-            qk_opt(a, "--tokens", &tokens_s) || qk_opt_u64(a, "--runs", &runs) ||
-            qk_opt_u64(a, "--seed", &seed) || qk_opt_u64(a, "--copy-mb", &copy_mb) ||
-            qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
-            qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
-            qk_opt_u64(a, "--finalists", &finalists) ||
-            qk_opt_u64(a, "--decode-tokens", &decode_max) || qk_opt(a, "--gate-up", &gate_up) ||
-            qk_opt(a, "--router", &router) || qk_opt(a, "--down", &down) ||
-            qk_opt(a, "--activations", &activation) || qk_opt(a, "--specs", &specs_dir))
+            qk_opt_range(a, "--m", 1, QK_ARG_MAX_ROWS, &m) ||
+            qk_opt_range(a, "--k", 1, QK_ARG_MAX_ROWS, &k) || qk_opt(a, "--tokens", &tokens_s) ||
+            qk_opt_range(a, "--runs", 20, QK_ARG_MAX_RUNS, &runs) ||
+            qk_opt_range(a, "--seed", 0, UINT64_MAX, &seed) ||
+            qk_opt_range(a, "--copy-mb", 1, 8192, &copy_mb) ||
+            qk_opt_range(a, "--warmup-ms", 0, QK_ARG_MAX_MS, &warm_ms) ||
+            qk_opt_range(a, "--rotate-mb", 0, 65536, &rotate_mb) ||
+            qk_opt_range(a, "--experts", 1, 512, &experts) ||
+            qk_opt_range(a, "--top-k", 1, 64, &topk) ||
+            qk_opt_range(a, "--finalists", 0, 64, &finalists) ||
+            qk_opt_range(a, "--decode-tokens", 0, 65535, &decode_max) ||
+            qk_opt(a, "--gate-up", &gate_up) || qk_opt(a, "--router", &router) ||
+            qk_opt(a, "--down", &down) || qk_opt(a, "--activations", &activation) ||
+            qk_opt(a, "--specs", &specs_dir))
             continue;
         if (qk_flag(a, "--all-variants")) {
             all = true;
@@ -374,16 +379,19 @@ int cmd_bench(qk_args *a) {
     }
     /* --tokens: a count, or with --layer a list of them */
     uint32_t tokens[16], ntokens = 0;
-    for (const char *p = tokens_s; p && *p;) {
-        char *end;
-        unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || v == 0 || v > 65535 || (*end && *end != ',') || ntokens == 16)
+    for (const char *p = tokens_s; p && (p == tokens_s || p[-1]);) {
+        char count[24] = "";
+        const size_t n = strcspn(p, ",");
+        uint64_t v = 0;
+        qk_error te = {0};
+        if (n < sizeof count) memcpy(count, p, n);
+        if (n >= sizeof count || ntokens == 16 || !qk_parse_u64(count, 1, 65535, &v, &te))
             return qk_usage_error(a->cmd,
                                   "--tokens: '%s' is not a list of 1 to 16 counts of 1 "
                                   "to 65535 tokens",
                                   tokens_s);
         tokens[ntokens++] = (uint32_t)v;
-        p = *end ? end + 1 : end;
+        p += n + 1;
     }
     t = ntokens ? tokens[0] : 0;
     if ((decode_max || gate_up || router || down) && !layer)
@@ -417,9 +425,8 @@ int cmd_bench(qk_args *a) {
             memcpy(tokens, layer_tokens, sizeof layer_tokens);
             ntokens = sizeof layer_tokens / sizeof layer_tokens[0];
         }
-        if (m > 65535 || k > 65535 || experts > 512 || topk > 16 || decode_max > 65535)
-            return qk_usage_error(a->cmd, "--layer: --m, --k and --decode-tokens up to 65535, "
-                                          "--experts up to 512, --top-k up to 16");
+        if (m > 65535 || k > 65535 || topk > 16)
+            return qk_usage_error(a->cmd, "--layer: --m and --k up to 65535, --top-k up to 16");
         t = tokens[0];
     }
     if ((m || k || t) && !(m && k && t))
@@ -429,18 +436,15 @@ int cmd_bench(qk_args *a) {
     if (topk > experts)
         return qk_usage_error(a->cmd, "--top-k %llu is more than --experts %llu",
                               (unsigned long long)topk, (unsigned long long)experts);
-    if (runs < 20)
-        return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
-    if (copy_mb < 1) return qk_usage_error(a->cmd, "--copy-mb must be at least 1");
-    if (finalists > 64)
-        return qk_usage_error(a->cmd, "--finalists: %llu is more than 64 (0 times every variant)",
-                              (unsigned long long)finalists);
     if (strcmp(family, "matvec") && strcmp(family, "matmul") && strcmp(family, "moe") &&
         strcmp(family, "moe_matmul") && strcmp(family, "all"))
         return qk_usage_error(
             a->cmd, "--family: '%s' is not benchmarked (matvec, matmul, moe, moe_matmul, all)",
             family);
 
+    const qk_input in[] = {{"bundle", bundle}};
+    int out_rc = json ? qk_check_output(a->cmd, "--json", json, false, in, 1) : 0;
+    if (out_rc) return out_rc;
     qkrt_context *ctx;
     qkrt_bundle *b;
     int open_rc = qk_declare_refs(a->cmd, specs_dir);

@@ -117,6 +117,14 @@ int cmd_build(qk_args *a) {
     if (!qk_spec_dir_arg(a->cmd, spec_dir, specs_opt, &spec_dir)) return QK_EXIT_USAGE;
     if (!name[0] || strchr(name, '/') || name[0] == '.')
         return qk_usage_error(a->cmd, "--name: '%s' is not a plain folder name", name);
+    if (!out[0]) return qk_usage_error(a->cmd, "--out: an empty path");
+    /* the bundle replaces DIR/NAME as a whole */
+    char *bundle_dir = qk_path_join(out, name);
+    const qk_input in[] = {
+        {"spec folder", spec_dir}, {"template folder", templates}, {"kernel set", set_path}};
+    int out_rc = qk_check_output(a->cmd, "--out", bundle_dir, true, in, sizeof in / sizeof in[0]);
+    free(bundle_dir);
+    if (out_rc) return out_rc;
     double t0 = qk_now_s();
     qk_spec_set specs;
     qk_plan plan;

@@ -31,7 +31,8 @@ int cmd_dequant(qk_args *a) {
         }
         if (qk_opt(a, "--format", &format) || qk_opt(a, "--in", &in) || qk_opt(a, "--out", &out) ||
             qk_opt(a, "--blocks-out", &blocks_out) || qk_opt(a, "--specs", &specs_dir) ||
-            qk_opt_u64(a, "--random", &random_n) || qk_opt_u64(a, "--seed", &seed))
+            qk_opt_range(a, "--random", 1, 1u << 24, &random_n) ||
+            qk_opt_range(a, "--seed", 0, UINT64_MAX, &seed))
             continue;
         return qk_bad_arg(a);
     }
@@ -43,7 +44,12 @@ int cmd_dequant(qk_args *a) {
     if (random_n > (1u << 24))
         return qk_usage_error(a->cmd, "--random: %llu is more than %u blocks",
                               (unsigned long long)random_n, 1u << 24);
-    int rc = qk_declare_refs(a->cmd, specs_dir);
+    /* no output over an input: the blocks read, the spec folder, each other */
+    const qk_input ins[] = {{"--in", in}, {"--specs", specs_dir}, {"--blocks-out", blocks_out}};
+    int rc = qk_check_output(a->cmd, "--out", out, false, ins, 3);
+    if (!rc && blocks_out) rc = qk_check_output(a->cmd, "--blocks-out", blocks_out, false, ins, 2);
+    if (rc) return rc;
+    rc = qk_declare_refs(a->cmd, specs_dir);
     if (rc) return rc;
     uint32_t elements, bytes;
     if (!qk_ref_block_format(format, "", &elements, &bytes)) {

@@ -618,6 +618,9 @@ int cmd_export(qk_args *a) {
     if (!bundle)
         return qk_usage_error(a->cmd, "no bundle folder given (see 'qkgen export --help')");
     if (!out) return qk_usage_error(a->cmd, "--c FILE.h is required");
+    const qk_input in[] = {{"bundle", bundle}};
+    int out_rc = qk_check_output(a->cmd, "--c", out, false, in, 1);
+    if (out_rc) return out_rc;
     bool ident = prefix[0] && strlen(prefix) < 48 && !isdigit((unsigned char)prefix[0]);
     for (const char *s = prefix; *s; s++)
         ident &= isalnum((unsigned char)*s) || *s == '_';

@@ -59,7 +59,7 @@ int cmd_devices(qk_args *a) {
         fprintf(stderr, "qkgen devices: %s\n", err);
         return QK_EXIT_FAIL;
     }
-    qkrt_device_info *d = calloc(n ? n : 1, sizeof *d);
+    qkrt_device_info *d = qk_xcalloc(n ? n : 1, sizeof *d);
     qkrt_enumerate_devices(d, &n, err, sizeof err);
     for (uint32_t i = 0; i < n; i++) {
         printf("%u: %s (%s)\n", d[i].index, d[i].name, d[i].type);
@@ -138,9 +138,9 @@ static qkrt_result verify_product(qkrt_context *ctx, const qkrt_bundle *b, uint3
             return QKRT_ERROR_ARGUMENT;
         }
     size_t pairs = (size_t)T * top_k;
-    float *x = malloc(sizeof *x * T * K), *y = malloc(sizeof *y * pairs * M);
-    double *xd = malloc(sizeof *xd * T * K), *ref = malloc(sizeof *ref * pairs * M);
-    int32_t *ids = malloc(sizeof *ids * pairs);
+    float *x = qk_xmalloc(sizeof *x * T * K), *y = qk_xmalloc(sizeof *y * pairs * M);
+    double *xd = qk_xmalloc(sizeof *xd * T * K), *ref = qk_xmalloc(sizeof *ref * pairs * M);
+    int32_t *ids = qk_xmalloc(sizeof *ids * pairs);
     for (size_t j = 0; j < (size_t)T * K; j++) {
         *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
         xd[j] = x[j] = (float)((double)(*rng >> 11) / 9007199254740992.0 * 2 - 1);
@@ -287,8 +287,8 @@ int cmd_verify(qk_args *a) {
             return QK_EXIT_OK;
         }
         if (qk_opt(a, "--bundle", &bundle) || qk_opt(a, "--device", &device) ||
-            qk_opt(a, "--filter", &filter) || qk_opt_u64(a, "--seed", &seed) ||
-            qk_opt_u64(a, "--m", &M) || qk_opt(a, "--shard", &shard) ||
+            qk_opt(a, "--filter", &filter) || qk_opt_range(a, "--seed", 0, UINT64_MAX, &seed) ||
+            qk_opt_range(a, "--m", 1, 65536, &M) || qk_opt(a, "--shard", &shard) ||
             qk_opt(a, "--specs", &specs_dir))
             continue;
         if (qk_flag(a, "--validation")) {
@@ -301,14 +301,23 @@ int cmd_verify(qk_args *a) {
         }
         return qk_bad_arg(a);
     }
-    if (M < 1 || M > 65536)
-        return qk_usage_error(a->cmd, "--m: %llu is out of range 1..65536", (unsigned long long)M);
     if (shard) {
-        char tail;
-        if (sscanf(shard, "%u/%u%c", &shard_k, &shard_n, &tail) != 2 || shard_n < 1 ||
-            shard_n > 1024 || shard_k >= shard_n)
+        /* K and N as qk_parse_u64 reads them: %u wraps 4294967297 to 1 */
+        char part[2][24] = {"", ""};
+        const size_t n = strcspn(shard, "/");
+        uint64_t sk = 0, sn = 0;
+        qk_error se = {0};
+        bool ok = shard[n] == '/' && n < sizeof part[0] && strlen(shard + n + 1) < sizeof part[1];
+        if (ok) {
+            memcpy(part[0], shard, n);
+            strcpy(part[1], shard + n + 1);
+            ok = qk_parse_u64(part[1], 1, 1024, &sn, &se) &&
+                 qk_parse_u64(part[0], 0, sn - 1, &sk, &se);
+        }
+        if (!ok)
             return qk_usage_error(a->cmd, "--shard: '%s' is not K/N with 0 <= K < N <= 1024",
                                   shard);
+        shard_k = (unsigned)sk, shard_n = (unsigned)sn;
     }
     qkrt_context *ctx;
     qkrt_bundle *b;
@@ -326,7 +335,7 @@ int cmd_verify(qk_args *a) {
      * cooperative-matrix-2 matmuls took 1-3 s each); a kernel the device
      * cannot run is left to the loop's check */
     uint32_t nk = qkrt_bundle_kernel_count(b), nlist = 0;
-    uint32_t *list = malloc(sizeof *list * (nk ? nk : 1));
+    uint32_t *list = qk_xmalloc(sizeof *list * (nk ? nk : 1));
     for (uint32_t i = 0; list && i < nk; i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (in_run(filter, shard_k, shard_n, i, k->name) && verify_has_reference(k) &&
@@ -342,7 +351,7 @@ int cmd_verify(qk_args *a) {
     uint32_t pass = 0, fail = 0, skip_device = 0, skip_family = 0, skip_format = 0;
     char first_skip[512] = "", no_ref[512] = "";
     uint64_t rng = seed;
-    bool *passed = calloc(qkrt_bundle_kernel_count(b) + 1, sizeof *passed);
+    bool *passed = qk_xcalloc(qkrt_bundle_kernel_count(b) + 1, sizeof *passed);
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
         if (!in_run(filter, shard_k, shard_n, i, k->name)) continue;
@@ -725,6 +734,10 @@ int cmd_matmul(qk_args *a) {
                               io.format);
     if (!mlx && (io.spath || io.bpath))
         return qk_usage_error(a->cmd, "--scales and --biases are for MLX formats only");
+    const qk_input in[] = {{"--weights", io.wpath}, {"--x", io.xpath},     {"--scales", io.spath},
+                           {"--biases", io.bpath},  {"--ids", io.idspath}, {"bundle", bundle}};
+    int out_rc = qk_check_output(a->cmd, "--out", io.ypath, false, in, sizeof in / sizeof in[0]);
+    if (out_rc) return out_rc;
 
     qk_error e = {0};
     if (!qk_npy_read(io.wpath, &io.w, &e) || !qk_npy_read(io.xpath, &io.x, &e) ||
@@ -768,7 +781,7 @@ int cmd_matmul(qk_args *a) {
         }
         const int32_t *ids = io.idspath ? io.ids.data : NULL;
         size_t ny = (size_t)T * (ids ? moe.top_k : 1) * M;
-        y = malloc(sizeof *y * ny);
+        y = qk_xmalloc(sizeof *y * ny);
         ki = kernel
                  ? forced_kernel(b, bundle, kernel, &w, ids != NULL, M, K, T, &moe, err, sizeof err)
                  : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, err, sizeof err);

@@ -79,6 +79,7 @@ static bool prior(void *user, const qkrt_kernel_info *k, qk_bench_result *r) {
 static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result *r,
                    const char *stage) {
     tune_run *t = user;
+    if (t->failed_write) return; /* the database stopped at its first lost record */
     qk_tune_record rec = {0};
     rec.dev = t->dev;
     snprintf(rec.variant, sizeof rec.variant, "%s", k->name);
@@ -224,6 +225,10 @@ static int report(const char *dbpath, const char *svg, const char *precision, co
     qk_tune_db db;
     qk_error e = {0};
     if (!qk_is_file(dbpath)) return qk_usage_error("tune", "--report: %s: no such file", dbpath);
+    const qk_input in[] = {
+        {"database", dbpath}, {"spec folder", specs_dir}, {"kernel set", set_path}};
+    int out_rc = svg ? qk_check_output("tune", "--svg", svg, false, in, 3) : 0;
+    if (out_rc) return out_rc;
     if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
         fprintf(stderr, "qkgen tune: %s\n", e.msg);
         return QK_EXIT_FAIL;
@@ -391,14 +396,20 @@ int cmd_tune(qk_args *a) {
             qk_opt(a, "--out", &out) || qk_opt(a, "--report", &report_db) ||
             qk_opt(a, "--svg", &svg) || qk_opt(a, "--specs", &specs_dir) ||
             qk_opt(a, "--set", &set_path) || qk_opt(a, "--templates", &templates) ||
-            qk_opt(a, "--activations", &activations) || qk_opt_u64(a, "--m", &m) ||
-            qk_opt_u64(a, "--k", &k) || qk_opt_u64(a, "--tokens", &t) ||
-            qk_opt_u64(a, "--experts", &experts) || qk_opt_u64(a, "--top-k", &topk) ||
-            qk_opt_u64(a, "--budget", &budget) || qk_opt_u64(a, "--runs", &runs) ||
-            qk_opt_u64(a, "--warmup-ms", &warm_ms) || qk_opt_u64(a, "--rotate-mb", &rotate_mb) ||
-            qk_opt_u64(a, "--finalists", &finalists) || qk_opt_u64(a, "--seed", &seed) ||
-            qk_opt_u64(a, "--screen-warmup-ms", &screen_warm_ms) ||
-            qk_opt_u64(a, "--steady-ms", &steady_ms))
+            qk_opt(a, "--activations", &activations) ||
+            qk_opt_range(a, "--m", 1, QK_ARG_MAX_ROWS, &m) ||
+            qk_opt_range(a, "--k", 1, QK_ARG_MAX_ROWS, &k) ||
+            qk_opt_range(a, "--tokens", 1, 65536, &t) ||
+            qk_opt_range(a, "--experts", 1, 4096, &experts) ||
+            qk_opt_range(a, "--top-k", 1, 64, &topk) ||
+            qk_opt_range(a, "--budget", 0, 366u * 86400, &budget) ||
+            qk_opt_range(a, "--runs", 20, QK_ARG_MAX_RUNS, &runs) ||
+            qk_opt_range(a, "--warmup-ms", 0, QK_ARG_MAX_MS, &warm_ms) ||
+            qk_opt_range(a, "--rotate-mb", 0, 65536, &rotate_mb) ||
+            qk_opt_range(a, "--finalists", 1, 64, &finalists) ||
+            qk_opt_range(a, "--seed", 0, UINT64_MAX, &seed) ||
+            qk_opt_range(a, "--screen-warmup-ms", 0, QK_ARG_MAX_MS, &screen_warm_ms) ||
+            qk_opt_range(a, "--steady-ms", 0, QK_ARG_MAX_MS, &steady_ms))
             continue;
         return qk_bad_arg(a);
     }
@@ -414,6 +425,11 @@ int cmd_tune(qk_args *a) {
         for (uint32_t i = 0; i < nmerge; i++) /* before the lock, which creates a file */
             if (!qk_is_file(merge[i]))
                 return qk_usage_error(a->cmd, "--merge: %s: no such database", merge[i]);
+        qk_input in[64];
+        for (uint32_t i = 0; i < nmerge; i++)
+            in[i] = (qk_input){"database", merge[i]};
+        int out_rc = qk_check_output(a->cmd, "--db", dbpath, false, in, nmerge);
+        if (out_rc) return out_rc;
         int lock = lock_db(dbpath, wait);
         if (lock < 0) return QK_EXIT_FAIL;
         bool ok = qk_tune_db_merge(merge, nmerge, dbpath, stderr, &n, &e);
@@ -430,11 +446,24 @@ int cmd_tune(qk_args *a) {
     if (!model == !family) return qk_usage_error(a->cmd, "either --model FILE or --family F");
     if (strcmp(strategy, "halving") && strcmp(strategy, "exhaustive"))
         return qk_usage_error(a->cmd, "--strategy: '%s' is not halving or exhaustive", strategy);
-    if (runs < 20)
-        return qk_usage_error(a->cmd, "--runs: %llu is fewer than 20", (unsigned long long)runs);
-    if (!finalists || finalists > 64)
-        return qk_usage_error(a->cmd, "--finalists: %llu is out of range 1..64",
-                              (unsigned long long)finalists);
+    /* the database is appended to and the candidates' bundle out/tune
+     * replaced: neither may be, or lie in, what the tune reads, nor in each
+     * other */
+    if (!out[0]) return qk_usage_error(a->cmd, "--out: an empty path");
+    {
+        char *cand = qk_path_join(out, "tune");
+        qk_input in[] = {{"model", model},
+                         {"spec folder", specs_dir},
+                         {"template folder", templates},
+                         {"kernel set", set_path},
+                         {"candidate bundle", cand}};
+        const size_t n = sizeof in / sizeof in[0];
+        int out_rc = qk_check_output(a->cmd, "--db", dbpath, false, in, n);
+        in[n - 1] = (qk_input){"database", dbpath};
+        if (!out_rc) out_rc = qk_check_output(a->cmd, "--out", cand, true, in, n);
+        free(cand);
+        if (out_rc) return out_rc;
+    }
 
     /* the cases */
     qk_tune_case *cases = NULL;
@@ -502,6 +531,11 @@ int cmd_tune(qk_args *a) {
     if (!planned) {
         free(cases);
         return QK_EXIT_USAGE;
+    }
+    qk_error ke = {0};
+    if (model && !qk_model_spec_check_kernels(&ms, &specs, &ke)) {
+        fprintf(stderr, "qkgen tune: %s\n", ke.msg);
+        return setup_failed(QK_EXIT_USAGE, -1, cases, &plan, &specs);
     }
     for (uint32_t i = 0; i < nc; i++) {
         const qk_format *f = qk_plan_find_format(&plan, cases[i].format);
@@ -921,7 +955,7 @@ int cmd_build_tuned(qk_args *a) {
         if (qk_opt(a, "--tuned", &dbpath) || qk_opt(a, "--model", &model) ||
             qk_opt(a, "--out", &out) || qk_opt(a, "--name", &name) ||
             qk_opt(a, "--templates", &templates) || qk_opt(a, "--precision", &precision) ||
-            qk_opt(a, "--set", &set_path) || qk_opt_u64(a, "--within", &within) ||
+            qk_opt(a, "--set", &set_path) || qk_opt_range(a, "--within", 0, 100, &within) ||
             qk_opt(a, "--specs", &specs_opt))
             continue;
         if (qk_flag(a, "--quiet") || qk_flag(a, "-q")) {
@@ -945,6 +979,16 @@ int cmd_build_tuned(qk_args *a) {
         strcmp(precision, "any"))
         return qk_usage_error(a->cmd, "--precision: '%s' is not f32, f16, q8 or any", precision);
     if (!qk_is_file(dbpath)) return qk_usage_error(a->cmd, "--tuned: %s: no such file", dbpath);
+    if (!out[0]) return qk_usage_error(a->cmd, "--out: an empty path");
+    char *bundle_dir = qk_path_join(out, name); /* replaced as a whole */
+    const qk_input in[] = {{"database", dbpath},
+                           {"model", model},
+                           {"spec folder", spec_dir},
+                           {"template folder", templates},
+                           {"kernel set", set_path}};
+    int out_rc = qk_check_output(a->cmd, "--out", bundle_dir, true, in, sizeof in / sizeof in[0]);
+    free(bundle_dir);
+    if (out_rc) return out_rc;
     double t0 = qk_now_s();
     static qk_model_spec ms;
     qk_model_case *mc = NULL;
@@ -960,6 +1004,13 @@ int cmd_build_tuned(qk_args *a) {
     qk_spec_set specs;
     qk_plan plan;
     if (!load_plan(spec_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
+    if (model && !qk_model_spec_check_kernels(&ms, &specs, &e)) {
+        fprintf(stderr, "qkgen build: %s\n", e.msg);
+        free(mc);
+        qk_plan_free(&plan);
+        qk_spec_set_free(&specs);
+        return QK_EXIT_USAGE;
+    }
     qk_tune_db db;
     if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "compile/compile.h"
 #include "compile/features.h"
+#include "qk_util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -104,24 +105,14 @@ bool qk_opt(qk_args *a, const char *name, const char **value) {
     return true;
 }
 
-bool qk_opt_u64(qk_args *a, const char *name, uint64_t *value) {
+bool qk_opt_range(qk_args *a, const char *name, uint64_t min, uint64_t max, uint64_t *value) {
     const char *s;
     if (!qk_opt(a, name, &s)) return false;
-    /* decimal digits only: strtoull alone takes "-1" (as 2^64 - 1), " 8",
-     * "+8", "0x8" and "010" (as 8) */
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (s[0] < '0' || s[0] > '9' || *end) {
-        qk_usage_error(a->cmd, "%s: '%s' is not a non-negative integer", name, s);
-        exit(QK_EXIT_USAGE);
+    qk_error e = {0};
+    if (!qk_parse_u64(s, min, max, value, &e)) {
+        qk_usage_error(a->cmd, "%s: %s", name, e.msg);
+        exit(QK_EXIT_USAGE); /* the CLI alone may exit */
     }
-    if (errno == ERANGE) {
-        qk_usage_error(a->cmd, "%s: '%s' is too large (at most %llu)", name, s,
-                       (unsigned long long)UINT64_MAX);
-        exit(QK_EXIT_USAGE);
-    }
-    *value = v;
     return true;
 }
 
@@ -133,6 +124,13 @@ int qk_usage_error(const char *cmd, const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
     return QK_EXIT_USAGE;
+}
+
+int qk_check_output(const char *cmd, const char *opt, const char *out, bool folder,
+                    const qk_input *in, size_t n) {
+    qk_error e = {0};
+    if (qk_output_check(opt, out, folder, in, n, &e)) return 0;
+    return qk_usage_error(cmd, "%s", e.msg);
 }
 
 int qk_bad_arg(qk_args *a) {

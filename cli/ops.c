@@ -83,7 +83,7 @@ qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
                           char *err, size_t err_size) {
     /* the dense product is the MoE one with a single expert and one slot per
      * token; kernels without an ids binding ignore the ids */
-    int32_t *ids = calloc(T ? T : 1, sizeof *ids);
+    int32_t *ids = qk_xcalloc(T ? T : 1, sizeof *ids);
     qkrt_result r =
         qk_run_matvec_id(ctx, b, ki, w, 1, ids, x, M, K, T, 1, 1, 1, y, ns, err, err_size);
     free(ids);
@@ -220,7 +220,7 @@ typedef struct products_job {
 /* Share t of n: rows t, t + n, ... (each output written by one share). */
 static void products_share(void *arg, uint32_t t, uint32_t n) {
     products_job *j = arg;
-    double *row = malloc(sizeof *row * j->K);
+    double *row = qk_xmalloc(sizeof *row * j->K);
     for (uint32_t r = t; r < j->M; r += n) {
         if (!ref_row(j->w, r, j->K, row)) {
             j->failed[t] = true; /* (a declared reference is checked finite when made) */
@@ -286,7 +286,7 @@ typedef struct check_job {
 static void check_share(void *arg, uint32_t t, uint32_t n) {
     check_job *j = arg;
     size_t lo = j->count * t / n, hi = j->count * (t + 1) / n;
-    double *y = malloc(sizeof *y * qk_decode_elements(j->d));
+    double *y = qk_xmalloc(sizeof *y * qk_decode_elements(j->d));
     char err[256];
     for (size_t g = lo; g < hi; g++)
         if (!qk_decode_block(j->d, j->blocks + g * j->block_bytes, y, err, sizeof err)) {
@@ -306,14 +306,14 @@ static bool declared_random(const qk_decode *d, uint32_t M, uint32_t K, uint64_t
                             qk_weights *w) {
     uint32_t n = qk_decode_elements(d);
     size_t groups = (size_t)M * (K / n);
-    double *y = malloc(sizeof *y * n);
+    double *y = qk_xmalloc(sizeof *y * n);
     char err[256];
     bool ok = true;
     if (qk_decode_planar(d)) {
         w->plane_count = qk_decode_plane_count(d);
         for (uint32_t p = 0; p < w->plane_count; p++) {
             w->bytes[p] = groups * plane_group_bytes(d, p);
-            w->plane[p] = malloc(w->bytes[p] ? w->bytes[p] : 1);
+            w->plane[p] = qk_xmalloc(w->bytes[p] ? w->bytes[p] : 1);
         }
         for (size_t g = 0; g < groups && ok; g++) {
             uint8_t *planes[4];
@@ -330,7 +330,7 @@ static bool declared_random(const qk_decode *d, uint32_t M, uint32_t K, uint64_t
         size_t bb = qk_decode_block_bytes(d);
         w->plane_count = 1;
         w->bytes[0] = groups * bb;
-        w->plane[0] = malloc(w->bytes[0] ? w->bytes[0] : 1);
+        w->plane[0] = qk_xmalloc(w->bytes[0] ? w->bytes[0] : 1);
         for (size_t g = 0; g < groups; g++)
             qk_decode_random_block(d, rng, (uint8_t *)w->plane[0] + g * bb);
         /* checked on all cores (the blocks made in order, for the seed) */
@@ -349,14 +349,15 @@ static bool declared_random(const qk_decode *d, uint32_t M, uint32_t K, uint64_t
     return ok;
 }
 
-bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
-                       uint64_t *rng, qk_weights *w) {
+const char *qk_random_weights_try(const char *format, const char *variant, uint32_t M, uint32_t K,
+                                  uint64_t *rng, qk_weights *w) {
     memset(w, 0, sizeof *w);
     w->format = format;
     w->variant = variant ? variant : "";
     ref_why[0] = 0;
+    static const char *const no_memory = "out of host memory for the weights";
     const qk_decode *d = find_declared(format, variant);
-    if (d) return declared_random(d, M, K, rng, w);
+    if (d) return declared_random(d, M, K, rng, w) ? NULL : ref_why;
     uint32_t bits, group;
     if (parse_format(format, &bits, &group)) {
         const char *st = w->variant[0] ? w->variant : "bf16";
@@ -366,21 +367,34 @@ bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint
         w->bytes[1] = w->bytes[2] = (size_t)M * (K / group) * ss;
         for (int i = 0; i < 3; i++)
             w->plane[i] = malloc(w->bytes[i]);
+        if (!w->plane[0] || !w->plane[1] || !w->plane[2]) {
+            qk_free_weights(w);
+            return no_memory;
+        }
         qkref_mlx_random(bits, group, st, rng, M, K, (uint32_t *)w->plane[0], (void *)w->plane[1],
                          (void *)w->plane[2]);
-        return true;
+        return NULL;
     }
     const qkref_format *f = qkref_find(format);
     if (!f) {
         snprintf(ref_why, sizeof ref_why, QK_NO_REFERENCE, format);
-        return false;
+        return ref_why;
     }
     w->plane_count = 1;
     size_t nblocks = (size_t)M * (K / f->elements);
     w->bytes[0] = nblocks * f->block_bytes;
     w->plane[0] = malloc(w->bytes[0]);
+    if (!w->plane[0]) {
+        qk_free_weights(w);
+        return no_memory;
+    }
     qkref_random_blocks(f, rng, (uint8_t *)w->plane[0], nblocks);
-    return true;
+    return NULL;
+}
+
+bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
+                       uint64_t *rng, qk_weights *w) {
+    return !qk_random_weights_try(format, variant, M, K, rng, w);
 }
 
 void qk_free_weights(qk_weights *w) {

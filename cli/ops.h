@@ -101,8 +101,12 @@ bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t
                       double *y2);
 
 /* Random valid weights for M x K: fills planes (malloc'd, caller frees each
- * plane) from the seed. false (qk_ref_why says why) if the format has no
- * reference, or its declared reference is not finite on a random block. */
+ * plane) from the seed. NULL, or why not (the format has no reference,
+ * its declared reference is not finite on a random block, or the host has
+ * no memory for them: nothing is left allocated; qk_ref_why says it too). */
+const char *qk_random_weights_try(const char *format, const char *variant, uint32_t M, uint32_t K,
+                                  uint64_t *rng, qk_weights *w);
+/* qk_random_weights_try: true where it made them. */
 bool qk_random_weights(const char *format, const char *variant, uint32_t M, uint32_t K,
                        uint64_t *rng, qk_weights *w);
 void qk_free_weights(qk_weights *w);

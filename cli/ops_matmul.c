@@ -212,7 +212,8 @@ qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
                              size_t err_size) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
     if (!qk_matmul_k_ok(k, s->K, err, err_size)) return QKRT_ERROR_ARGUMENT;
-    uint32_t *tpe = calloc(s->E, sizeof *tpe), *ids = calloc((size_t)s->E * s->T, sizeof *ids);
+    uint32_t *tpe = qk_xcalloc(s->E, sizeof *tpe),
+             *ids = qk_xcalloc((size_t)s->E * s->T, sizeof *ids);
     qk_route_ref(topk, s->T, s->top_k, s->E, s->T, tpe, ids);
     pool p = {.ctx = ctx};
     qkrt_result r = QKRT_OK;
@@ -281,7 +282,7 @@ qk_weights qk_weights_expert(const qk_weights *w, uint32_t e, uint32_t E) {
 bool qk_ref_matmul(const qk_weights *w, uint32_t nw, const double *x, uint32_t M, uint32_t K,
                    uint32_t T, double *y) {
     if (nw == 1) return qk_ref_matvec(w, x, M, K, T, y);
-    double *u = malloc(sizeof *u * T * M);
+    double *u = qk_xmalloc(sizeof *u * T * M);
     bool ok = qk_ref_matvec(&w[0], x, M, K, T, y) && qk_ref_matvec(&w[1], x, M, K, T, u);
     for (size_t i = 0; ok && i < (size_t)T * M; i++)
         y[i] = y[i] / (1 + exp(-y[i])) * u[i];
@@ -307,8 +308,9 @@ static void ref_id_share(void *arg, uint32_t t, uint32_t n) {
     ref_id_job *j = arg;
     const qk_moe_shape *s = j->s;
     const uint32_t npairs = s->T * s->top_k;
-    uint32_t *pairs = malloc(sizeof *pairs * npairs);
-    double *xe = malloc(sizeof *xe * npairs * s->K), *ye = malloc(sizeof *ye * npairs * s->M);
+    uint32_t *pairs = qk_xmalloc(sizeof *pairs * npairs);
+    double *xe = qk_xmalloc(sizeof *xe * npairs * s->K),
+           *ye = qk_xmalloc(sizeof *ye * npairs * s->M);
     bool ok = true;
     for (uint32_t e = t; e < s->E && ok; e += n) {
         uint32_t np = 0;

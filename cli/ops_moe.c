@@ -2,6 +2,7 @@
  * manifest (so a new fusion's bindings need no code here), and float64 CPU
  * references written from FORMATS.md's MoE conventions. */
 #include "ops_moe.h"
+#include "qk_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -149,7 +150,7 @@ double qk_ref_swiglu(double g, double u) {
 bool qk_ref_matvec_id(const qk_weights *experts, const qk_weights *up, const int32_t *ids,
                       const double *x, uint32_t M, uint32_t K, uint32_t T, uint32_t top_k,
                       uint32_t ne11, double *y) {
-    double *u = up ? malloc(sizeof *u * M) : NULL;
+    double *u = up ? qk_xmalloc(sizeof *u * M) : NULL;
     bool ok = true;
     for (uint32_t p = 0; p < T * top_k && ok; p++) {
         const double *xr = x + ((size_t)(p / top_k) * ne11 + (p % top_k) % ne11) * K;
@@ -178,7 +179,7 @@ bool qk_ranked_name(const char *name, char *out, size_t out_size) {
 
 void qk_ref_router(const double *logits, uint32_t T, uint32_t E, uint32_t top_k, bool renorm,
                    int32_t *ids, double *w) {
-    bool *taken = malloc(E);
+    bool *taken = qk_xmalloc(E);
     for (uint32_t t = 0; t < T; t++) {
         const double *l = logits + (size_t)t * E;
         double mx = -INFINITY, sum = 0, sel = 0;

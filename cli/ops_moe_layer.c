@@ -1,6 +1,7 @@
 /* The MoE layer's kernels chosen as an engine chooses them, its buffers and
  * dispatches (every weight copy's chain), and its float64 check. */
 #include "ops_moe_layer.h"
+#include "qk_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -521,14 +522,22 @@ static bool make_data(qk_moe_layer *L, char *err, size_t err_size) {
     const qk_moe_layer_desc *d = &L->d;
     const uint32_t rows[W_COUNT] = {d->E, d->E * d->F, d->E * d->F, d->E * d->H};
     const uint32_t depth[W_COUNT] = {d->H, d->H, d->H, d->F};
-    for (int i = 0; i < W_COUNT; i++)
-        if (!qk_random_weights(L->format, L->variant, rows[i], depth[i], d->rng, &L->w[i])) {
-            snprintf(err, err_size, "%s", qk_ref_why());
+    for (int i = 0; i < W_COUNT; i++) {
+        const char *why =
+            qk_random_weights_try(L->format, L->variant, rows[i], depth[i], d->rng, &L->w[i]);
+        if (why) {
+            snprintf(err, err_size, "%s: %s", L->format, why);
             return false;
         }
+    }
     size_t nx = (size_t)d->T * d->H;
     L->x = malloc(4 * nx), L->res = malloc(4 * nx), L->norm_w = malloc(4 * (size_t)d->H);
     L->xd = malloc(8 * nx), L->resd = malloc(8 * nx), L->norm_wd = malloc(8 * (size_t)d->H);
+    if (!L->x || !L->res || !L->norm_w || !L->xd || !L->resd || !L->norm_wd) {
+        snprintf(err, err_size, "out of host memory for the activations of %u tokens of %u", d->T,
+                 d->H);
+        return false;
+    }
     struct {
         float *f;
         double *dd;
@@ -541,7 +550,7 @@ static bool make_data(qk_moe_layer *L, char *err, size_t err_size) {
                 (float)((double)(*d->rng >> 11) / 9007199254740992.0 * 2 - 1);
         }
     qk_weights g0 = qk_weights_expert(&L->w[W_GATE], 0, d->E);
-    double *g = malloc(8 * (size_t)d->F), ss = 0;
+    double *g = qk_xmalloc(8 * (size_t)d->F), ss = 0;
     qk_ref_matvec(&g0, L->xd, d->F, d->H, 1, g);
     for (uint32_t i = 0; i < d->F; i++)
         ss += g[i] * g[i];
@@ -577,7 +586,7 @@ static uint32_t copies_for(const qk_moe_layer *L) {
 
 /* A layer of kernels k for problem d, nothing on the device yet. */
 static qk_moe_layer *layer_new(const qk_moe_kernels *k, const qk_moe_layer_desc *d) {
-    qk_moe_layer *L = calloc(1, sizeof *L);
+    qk_moe_layer *L = qk_xcalloc(1, sizeof *L);
     L->k = *k, L->d = *d, L->quant = -1;
     snprintf(L->format, sizeof L->format, "%s", d->format);
     snprintf(L->variant, sizeof L->variant, "%s", d->variant ? d->variant : "");
@@ -624,8 +633,8 @@ static qkrt_result layer_buffers(qkrt_context *ctx, const qkrt_bundle *b, qk_moe
     for (int i = 0; i < B_COUNT && r == QKRT_OK; i++)
         r = qk_buffer_from(ctx, spec[i].data, spec[i].bytes, &L->buf[i]);
     if (r == QKRT_OK) {
-        L->d_all = calloc((size_t)L->copies * QK_MOE_LAYER_MAX_DISPATCHES, sizeof *L->d_all);
-        L->slots = calloc((size_t)L->copies * QK_MOE_LAYER_MAX_DISPATCHES, sizeof *L->slots);
+        L->d_all = qk_xcalloc((size_t)L->copies * QK_MOE_LAYER_MAX_DISPATCHES, sizeof *L->d_all);
+        L->slots = qk_xcalloc((size_t)L->copies * QK_MOE_LAYER_MAX_DISPATCHES, sizeof *L->slots);
     }
     return r;
 }
@@ -808,7 +817,7 @@ static void reference_of(qk_moe_layer *L, const outputs *o, reference *ref) {
     const qk_moe_layer_desc *d = &L->d;
     const size_t T = d->T, P = T * d->top_k;
     qk_ref_matvec(&L->w[W_ROUTER], L->xd, d->E, d->H, d->T, ref->logits);
-    double *glog = malloc(8 * T * d->E);
+    double *glog = qk_xmalloc(8 * T * d->E);
     for (size_t i = 0; i < T * d->E; i++)
         glog[i] = o->logits[i];
     qk_ref_router(glog, d->T, d->E, d->top_k, true, ref->ids, ref->rw);
@@ -819,7 +828,7 @@ static void reference_of(qk_moe_layer *L, const outputs *o, reference *ref) {
     qk_ref_matmul_id(&L->w[W_DOWN], 1, ref->act, ref->ids, &sd, ref->slots);
     qk_ref_combine(ref->slots, ref->rw, L->resd, L->norm_wd, QK_MOE_EPS, d->T, d->top_k, d->H,
                    ref->y, ref->normed);
-    uint8_t *used = calloc(d->E, 1);
+    uint8_t *used = qk_xcalloc(d->E, 1);
     L->experts = 0;
     for (size_t p = 0; p < P; p++)
         if (ref->ids[p] >= 0 && (uint32_t)ref->ids[p] < d->E && !used[ref->ids[p]])
@@ -842,6 +851,11 @@ qkrt_result qk_moe_layer_check(qkrt_context *ctx, qk_moe_layer *L, qk_moe_check 
                      malloc(8 * P * d->H), malloc(8 * T * d->H), malloc(8 * T * d->H),
                      malloc(4 * P)};
     qkrt_result r = QKRT_OK;
+    if (!o.logits || !o.rw || !o.act || !o.slots || !o.y || !o.normed || !o.ids || !ref.logits ||
+        !ref.rw || !ref.act || !ref.slots || !ref.y || !ref.normed || !ref.ids) {
+        r = QKRT_ERROR_MEMORY;
+        snprintf(c->error, sizeof c->error, "out of host memory for the layer's check");
+    }
     c->ids_match = true;
     for (uint32_t copy = 0; copy < L->copies && r == QKRT_OK; copy++) {
         r = run_and_download(ctx, L, copy, &o);
@@ -859,7 +873,7 @@ qkrt_result qk_moe_layer_check(qkrt_context *ctx, qk_moe_layer *L, qk_moe_check 
             *worst[i] = fmax(*worst[i], e[i]);
     }
     if (r != QKRT_OK) {
-        snprintf(c->error, sizeof c->error, "%s", qkrt_last_error(ctx));
+        if (!c->error[0]) snprintf(c->error, sizeof c->error, "%s", qkrt_last_error(ctx));
     } else {
         c->ok = c->ids_match && c->logits <= c->bound_logits && c->route_w <= 1e-6 &&
                 c->act <= c->bound && c->slots <= c->bound && c->y <= c->bound &&

@@ -380,6 +380,10 @@ uint32_t qk_remove_stale_temps(const char *dir) {
 }
 
 bool qk_mkdirs(const char *path, qk_error *e) {
+    if (!path[0]) { /* (p + 1 below would be past its end) */
+        qk_error_set(e, "'': cannot create folder: an empty path");
+        return false;
+    }
     char *p = qk_xstrdup(path);
     for (char *s = p + 1; *s; s++) {
         if (*s != '/') continue;
@@ -449,4 +453,23 @@ bool qk_filter_match(const char *filter, const char *name) {
         f += n + (f[n] == ',');
     }
     return false;
+}
+
+bool qk_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *value, qk_error *e) {
+    /* digits only: strtoull alone takes "-1" (as 2^64 - 1), " 8", "+8" and
+     * "0x8"; past 2^64 - 1 it says ERANGE, which is out of range as well */
+    size_t n = strspn(s, "0123456789");
+    if (!n || s[n]) {
+        qk_error_set(e, "'%s' is not a non-negative integer", s);
+        return false;
+    }
+    errno = 0;
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno == ERANGE || v < min || v > max) {
+        qk_error_set(e, "%s is out of range %llu..%llu", s, (unsigned long long)min,
+                     (unsigned long long)max);
+        return false;
+    }
+    *value = v;
+    return true;
 }

@@ -112,6 +112,30 @@ char *qk_path_join(const char *dir, const char *name);
 /* The folder part of a path ("." for a bare name); caller frees. */
 char *qk_path_dir(const char *path);
 
+/* ---- outputs that must not overwrite inputs (qk_path.c) ---- */
+/* One input of a command: what names it in messages ("bundle", "database",
+ * "--x"), and its path (NULL or "": the command has none). */
+typedef struct qk_input {
+    const char *what;
+    const char *path;
+} qk_input;
+/* Whether a command may write out (named opt in messages; folder: a folder
+ * the command replaces as a whole): out must not be one of in[0 .. n), nor
+ * lie inside one (every file of a folder input is an input), nor, for a
+ * folder, hold one. Paths compare resolved (the realpath of their longest
+ * existing part, then the rest) and, where files exist, by device and inode
+ * (hard links, bind mounts). False with "OPT OUT is inside the input WHAT
+ * PATH" ("is the input", "holds the input") in e; an empty out is refused. */
+bool qk_output_check(const char *opt, const char *out, bool folder, const qk_input *in, size_t n,
+                     qk_error *e);
+
+/* ---- numbers from a command line or a file ---- */
+/* s as a decimal integer min..max (digits only: no sign, space or base
+ * prefix; "010" is 10), the one reader of counts and sizes that a user
+ * gives. False with "'S' is not a non-negative integer" or "S is out of
+ * range MIN..MAX" in e: nothing is truncated or wrapped. */
+bool qk_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *value, qk_error *e);
+
 /* ---- a set of strings (not copied: they must outlive it), for finding
  * duplicates among n names in O(n) rather than comparing every pair ---- */
 typedef struct qk_strset {

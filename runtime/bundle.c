@@ -417,6 +417,55 @@ static qkrt_result read_specialization(loader *ld, const qkrt_json *k, qkrt_kern
     return QKRT_OK;
 }
 
+/* Each specialization constant within what the kernel's entry says of it
+ * (its id the one of its name, docs/manifest.md): NR0, NR1 and NK the tile's
+ * values, TPR at most the workgroup, SK at most the tile bound, INSTANCE
+ * below 8 (WG is the module's workgroup width, which qkrt_kernel_check holds
+ * to the entry's). A value past them is a kernel nobody
+ * checked, which may run for minutes (NR1 100000 where the tile says 1). */
+static qkrt_result check_specialization(loader *ld, const qkrt_json *k, const qkrt_kernel *kernel) {
+    static const char *const names[] = {"WG", "NR0", "NR1", "NK", "TPR", "SK", "INSTANCE"};
+    enum { WG, NR0, NR1, NK, TPR, SK, INSTANCE, N_NAMES };
+    const qkrt_kernel_info *info = &kernel->info;
+    const qkrt_json *list = qkrt_json_get(k, "specialization_constants");
+    const qkrt_json *tile = qkrt_json_get(k, "tile");
+    const uint32_t *wg = info->workgroup_size;
+    const uint64_t invocations = (uint64_t)wg[0] * wg[1] * wg[2];
+    for (uint32_t i = 0; i < info->specialization_count; i++) {
+        const qkrt_specialization_info *si = &info->specialization[i];
+        const qkrt_json *at = &list->items[i];
+        uint32_t p = 0, v = si->data;
+        while (p < N_NAMES && strcmp(names[p], si->name))
+            p++;
+        if (p == N_NAMES)
+            return bad(ld, at,
+                       "specialization constant '%s': not a tile parameter (WG, NR0, NR1, NK, "
+                       "TPR, SK, INSTANCE)",
+                       si->name);
+        if (si->id != p || strcmp(si->type, "u32"))
+            return bad(ld, at, "specialization constant '%s': expected id %u and type u32",
+                       si->name, p);
+        if (p == NR0 || p == NR1 || p == NK) {
+            const uint32_t want = p == NR0 ? info->nr0 : p == NR1 ? info->nr1 : info->nk;
+            if (!tile || !qkrt_json_get(tile, si->name))
+                return bad(ld, at, "specialization constant '%s': the kernel's tile has no %s",
+                           si->name, si->name);
+            if (v != want)
+                return bad(ld, at,
+                           "specialization constant '%s' is %u, but the kernel's tile has %s = %u",
+                           si->name, v, si->name, want);
+        } else if ((p == TPR && (v < 1 || v > invocations)) ||
+                   (p == SK && (v < 1 || v > TILE_MAX)) || (p == INSTANCE && v >= 8)) {
+            return bad(ld, at, "specialization constant '%s' is %u, out of range %u..%llu",
+                       si->name, v, p == INSTANCE ? 0 : 1,
+                       p == TPR  ? (unsigned long long)invocations
+                       : p == SK ? TILE_MAX
+                                 : 7ull);
+        }
+    }
+    return QKRT_OK;
+}
+
 static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kernel) {
     qkrt_kernel_info *info = &kernel->info;
     info->family = info->format = info->activation = info->format_variant = "";
@@ -449,6 +498,7 @@ static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kern
     if (r == QKRT_OK) r = read_bindings(ld, k, kernel);
     if (r == QKRT_OK) r = read_push(ld, k, info);
     if (r == QKRT_OK) r = read_specialization(ld, k, kernel);
+    if (r == QKRT_OK) r = check_specialization(ld, k, kernel);
     if (r != QKRT_OK) return r;
     info->spv = kernel->spv;
     info->family_id = (qkrt_family)name_index(FAMILIES, N_FAMILIES, info->family);
@@ -511,6 +561,21 @@ static qkrt_result load_module(loader *ld, const char *dir, qkrt_bundle *bundle,
     mod->code = (uint32_t *)(void *)data; /* malloc'ed: aligned for words */
     mod->code_size = size;
     kernel->module = bundle->module_count++;
+    return QKRT_OK;
+}
+
+/* The kernel's entry point is in its module: a pipeline of a name the
+ * module lacks fails only at creation, as VK_ERROR_UNKNOWN or a crash in a
+ * driver or layer. (Checked once per module and entry: most kernels of a
+ * module share one.) */
+static qkrt_result check_entry(loader *ld, const qkrt_json *k, qkrt_bundle *bundle,
+                               const qkrt_kernel *kernel) {
+    qkrt_module *mod = &bundle->modules[kernel->module];
+    if (mod->entry_checked && !strcmp(mod->entry_checked, kernel->entry)) return QKRT_OK;
+    if (!qkrt_spirv_has_entry(mod->code, mod->code_size / 4, kernel->entry))
+        return bad(ld, k, "entry_point '%s': %s has no GLCompute entry point of that name",
+                   kernel->entry, mod->spv);
+    mod->entry_checked = kernel->entry;
     return QKRT_OK;
 }
 
@@ -617,6 +682,7 @@ static qkrt_result read_manifest(loader *ld, const char *dir, const qkrt_json *r
         if (added < 0) r = qkrt_fail(ld->ctx, QKRT_ERROR_MEMORY, "out of memory");
         if (added == 0) r = bad(ld, k, "name also used by kernels[%u]", earlier);
         if (r == QKRT_OK) r = load_module(ld, dir, bundle, kernel);
+        if (r == QKRT_OK) r = check_entry(ld, k, bundle, kernel);
         if (r == QKRT_OK) r = find_pipeline(ld, kernel, i);
         if (r != QKRT_OK) return r;
     }
@@ -995,6 +1061,10 @@ static qkrt_result check_module(qkrt_context *ctx, const qkrt_bundle *bundle,
                              "the kernel's manifest entry does not list it",
                              k->info.name, mod->spv, qkrt_capability_name(r->capability[b]),
                              feature_name(1u << b));
+    if (!r->entry_found)
+        return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                         "kernel %s: %s has no GLCompute entry point '%s'", k->info.name, mod->spv,
+                         k->entry);
     if (!r->size_known)
         return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
                          "kernel %s: %s has no GLCompute entry point '%s' with a workgroup size",

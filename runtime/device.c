@@ -311,6 +311,9 @@ void qkrt_device_query(VkInstance instance, uint32_t instance_api, VkPhysicalDev
     info->api_version = props.apiVersion;
     info->max_shared_memory = props.limits.maxComputeSharedMemorySize;
     info->max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
+    memcpy(info->max_workgroup_count, props.limits.maxComputeWorkGroupCount,
+           sizeof info->max_workgroup_count);
+    info->max_storage_buffer_range = props.limits.maxStorageBufferRange;
     info->int64 = core.shaderInt64;
     c->int16 = core.shaderInt16;
     c->dynamic_indexing = core.shaderStorageBufferArrayDynamicIndexing;

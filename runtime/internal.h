@@ -91,6 +91,7 @@ enum { QKRT_REFLECT_MAX_PUSH = 64 };
 typedef struct qkrt_reflection {
     uint32_t features;       /* QKRT_FEATURE_* its capabilities need */
     uint32_t capability[32]; /* per feature bit: a capability that needs it */
+    bool entry_found;        /* the module has the GLCompute entry point */
     bool size_known;         /* the entry point and its workgroup size were found */
     uint32_t size[3];        /* the workgroup size, spec constants at their defaults */
     int32_t size_spec[3];    /* the SpecId that sets each dimension, or -1 */
@@ -108,6 +109,9 @@ typedef struct qkrt_reflection {
  * block of the GLCompute entry point called entry from a module; what it
  * cannot find stays zero. */
 void qkrt_reflect(const uint32_t *code, size_t words, const char *entry, qkrt_reflection *out);
+/* Whether the module declares a GLCompute entry point called entry (read
+ * from its first instructions only: cheap enough for every kernel a load). */
+bool qkrt_spirv_has_entry(const uint32_t *code, size_t words, const char *entry);
 /* "Float16" for 9, ...; "?" for a capability reflect.c does not map. */
 const char *qkrt_capability_name(uint32_t capability);
 
@@ -118,6 +122,7 @@ typedef struct qkrt_module {
     size_t code_size;
     VkShaderModule handle;      /* made before the first pipeline of its kernels */
     const char *reflected;      /* the entry point reflection is of, or NULL */
+    const char *entry_checked;  /* an entry point the loader found in it, or NULL */
     qkrt_reflection reflection; /* made at the first check of one of its kernels */
 } qkrt_module;
 

@@ -91,7 +91,9 @@ typedef struct qkrt_device_info {
                                          addressing, per-element operations) on Vulkan 1.3 */
     uint32_t coopmat_m, coopmat_n, coopmat_k; /* first usable NV f16 shape, 0 if none */
     uint64_t device_local_bytes;
-    double timestamp_period_ns; /* 0 if compute queue has no timestamps */
+    double timestamp_period_ns;        /* 0 if compute queue has no timestamps */
+    uint32_t max_workgroup_count[3];   /* maxComputeWorkGroupCount: a dispatch's groups */
+    uint32_t max_storage_buffer_range; /* maxStorageBufferRange: bytes a binding sees */
 } qkrt_device_info;
 
 /* Count-then-fill: with infos NULL, *count receives the number of devices;

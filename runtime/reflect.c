@@ -8,7 +8,15 @@
 
 /* SPIR-V opcodes, execution modes and decorations read here (SPIR-V 1.6 spec). */
 enum {
+    OP_NOP = 0,
+    OP_SOURCE_CONTINUED = 2,
+    OP_SOURCE = 3,
+    OP_SOURCE_EXTENSION = 4,
     OP_MEMBER_NAME = 6,
+    OP_STRING = 7,
+    OP_EXTENSION = 10,
+    OP_EXT_INST_IMPORT = 11,
+    OP_MEMORY_MODEL = 14,
     OP_ENTRY_POINT = 15,
     OP_EXECUTION_MODE = 16,
     OP_CAPABILITY = 17,
@@ -291,7 +299,9 @@ void qkrt_reflect(const uint32_t *code, size_t words, const char *entry, qkrt_re
             have_ids = true;
         }
     }
-    if (have_ids) {
+    /* the WorkgroupSize built-in belongs to the module, not to an entry
+     * point: without the named entry point the size is of nothing */
+    if (have_ids && entry_id) {
         bool ok = true;
         for (int d = 0; d < 3; d++)
             ok = ok && ids[d] < bound;
@@ -301,8 +311,29 @@ void qkrt_reflect(const uint32_t *code, size_t words, const char *entry, qkrt_re
         }
         out->size_known = ok;
     }
+    out->entry_found = entry_id != 0;
+    if (!entry_id) out->size_known = false;
     if (entry_id) reflect_globals(&g, out);
     free(value);
     free(spec);
     free(def);
+}
+
+bool qkrt_spirv_has_entry(const uint32_t *code, size_t words, const char *entry) {
+    /* entry points come before the first instruction past the execution
+     * modes (the module's logical layout): only its first words are read */
+    for (size_t at = 5; at < words;) {
+        uint32_t count = code[at] >> 16, op = code[at] & 0xffff;
+        const uint32_t *w = code + at;
+        if (count == 0 || at + count > words) break;
+        at += count;
+        if (op == OP_ENTRY_POINT && count >= 4 && w[1] == MODEL_GL_COMPUTE &&
+            string_is(w + 3, count - 3, entry))
+            return true;
+        if (op != OP_ENTRY_POINT && op != OP_CAPABILITY && op != OP_EXTENSION &&
+            op != OP_EXT_INST_IMPORT && op != OP_MEMORY_MODEL && op != OP_SOURCE_CONTINUED &&
+            op != OP_SOURCE && op != OP_SOURCE_EXTENSION && op != OP_STRING && op != OP_NOP)
+            break;
+    }
+    return false;
 }

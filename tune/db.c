@@ -231,6 +231,12 @@ bool qk_tune_db_load(const char *path, qk_tune_db *db, FILE *log, qk_error *e) {
         } else if (why && why[0]) {
             db->bad++;
             if (log) fprintf(log, "%s:%u%s: %s, ignored\n", path, line + 1, where, why);
+            if (j || !last_torn) { /* a whole line: kept as it is by a merge */
+                db->unread = qk_grow(db->unread, db->unread_count, sizeof *db->unread);
+                qk_str keep = {0};
+                qk_str_addn(&keep, text + at, len);
+                db->unread[db->unread_count++] = qk_str_take(&keep);
+            }
         }
         qkrt_json_free(j);
         at += len + 1;
@@ -305,18 +311,48 @@ void qk_tune_record_json(qk_str *o, const qk_tune_record *r) {
 }
 
 bool qk_tune_db_append(qk_tune_db *db, const qk_tune_record *r, qk_error *e) {
+    if (db->failed) {
+        qk_error_set(e, "%s: not appended: an earlier append failed", db->path);
+        return false;
+    }
     if (db->fd < 0 && !qk_tune_db_open_append(db, e)) return false;
+    /* where the file ends: a write cut short is cut back to here, and a
+     * record after a line that does not end (another writer's, killed)
+     * starts a line of its own */
+    off_t end = lseek(db->fd, 0, SEEK_END);
+    char last = '\n';
+    if (end > 0 && pread(db->fd, &last, 1, end - 1) != 1) last = '\n';
     qk_str line = {0};
+    if (last != '\n') qk_str_add(&line, "\n");
     qk_tune_record_json(&line, r);
     qk_str_add(&line, "\n");
     /* one write of the whole line: a kill leaves the line whole or a torn
-     * tail that loading reports, never two records interleaved */
-    ssize_t w = write(db->fd, line.s, line.len);
-    bool ok = w == (ssize_t)line.len && fsync(db->fd) == 0;
-    if (!ok) qk_error_set(e, "%s: cannot append a record: %s", db->path, strerror(errno));
+     * tail that loading reports, never two records interleaved. A short
+     * write says nothing of why: the next write of the rest does (ENOSPC,
+     * EFBIG), or completes the line. */
+    size_t done = 0;
+    int err = 0;
+    while (done < line.len && !err) {
+        ssize_t w = write(db->fd, line.s + done, line.len - done);
+        if (w > 0)
+            done += (size_t)w;
+        else if (w < 0 && errno != EINTR)
+            err = errno;
+        else if (w == 0)
+            err = EIO; /* (a regular file never writes nothing without a reason) */
+    }
+    if (!err && fsync(db->fd) != 0) err = errno;
     qk_str_free(&line);
-    if (ok) push(db, r);
-    return ok;
+    if (!err) {
+        push(db, r);
+        return true;
+    }
+    db->failed = true;
+    /* the torn part off again, so that the file holds whole records only */
+    bool cut = end < 0 || (ftruncate(db->fd, end) == 0 && fsync(db->fd) == 0);
+    qk_error_set(e, "%s: cannot append a record: %s%s", db->path, strerror(err),
+                 cut ? "" : " (and its torn part stays at the end of the file)");
+    return false;
 }
 
 uint32_t qk_tune_db_keep(qk_tune_db *db, const qk_tune_device *dev, qk_tune_hash_fn hash,
@@ -351,6 +387,9 @@ uint32_t qk_tune_db_keep(qk_tune_db *db, const qk_tune_device *dev, qk_tune_hash
 void qk_tune_db_free(qk_tune_db *db) {
     if (db->fd >= 0) close(db->fd);
     free(db->recs);
+    for (uint32_t i = 0; i < db->unread_count; i++)
+        free(db->unread[i]);
+    free(db->unread);
     memset(db, 0, sizeof *db);
     db->fd = -1;
 }
@@ -369,30 +408,53 @@ int qk_tune_db_lock(const char *path, bool wait, FILE *log, bool *busy, qk_error
     return fd;
 }
 
+/* Adds db's unread lines to text, each distinct line once (seen). */
+static void keep_unread(const qk_tune_db *db, qk_strset *seen, qk_str *text, uint32_t *kept) {
+    for (uint32_t i = 0; i < db->unread_count; i++)
+        if (qk_strset_add(seen, db->unread[i], i, NULL) == 1) {
+            qk_str_add(text, db->unread[i]);
+            qk_str_add(text, "\n");
+            (*kept)++;
+        }
+}
+
 bool qk_tune_db_merge(const char *const *inputs, uint32_t n, const char *out, FILE *log,
                       uint32_t *written, qk_error *e) {
     qk_tune_db all;
     bool ok = qk_tune_db_load(out, &all, log, e);
+    /* the inputs stay loaded: their unread lines are kept after the records */
+    qk_tune_db *in = qk_xcalloc(n ? n : 1, sizeof *in);
+    uint32_t loaded = 0;
     for (uint32_t i = 0; ok && i < n; i++) {
-        qk_tune_db in;
         if (!qk_is_file(inputs[i])) {
             qk_error_set(e, "%s: no such database", inputs[i]);
             ok = false;
             break;
         }
-        ok = qk_tune_db_load(inputs[i], &in, log, e);
-        for (uint32_t j = 0; ok && j < in.count; j++)
-            add_unique(&all, &in.recs[j]);
-        qk_tune_db_free(&in);
+        ok = qk_tune_db_load(inputs[i], &in[i], log, e);
+        if (ok) loaded++;
+        for (uint32_t j = 0; ok && j < in[i].count; j++)
+            add_unique(&all, &in[i].recs[j]);
     }
     qk_str text = {0};
     for (uint32_t i = 0; ok && i < all.count; i++) {
         qk_tune_record_json(&text, &all.recs[i]);
         qk_str_add(&text, "\n");
     }
+    qk_strset seen = {0};
+    uint32_t kept = 0;
+    if (ok) keep_unread(&all, &seen, &text, &kept);
+    for (uint32_t i = 0; ok && i < loaded; i++)
+        keep_unread(&in[i], &seen, &text, &kept);
+    qk_strset_free(&seen);
+    if (ok && kept && log)
+        fprintf(log, "%s: %u lines this qkgen cannot read kept as they are\n", out, kept);
     if (ok) ok = qk_write_file(out, text.s ? text.s : "", text.len, e);
     if (written) *written = all.count;
     qk_str_free(&text);
+    for (uint32_t i = 0; i < loaded; i++)
+        qk_tune_db_free(&in[i]);
+    free(in);
     qk_tune_db_free(&all);
     return ok;
 }

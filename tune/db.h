@@ -53,7 +53,12 @@ typedef struct qk_tune_db {
     qk_tune_record *recs;
     uint32_t count;
     uint32_t torn, bad, dup; /* lines ignored on loading: torn last line, malformed, repeated */
-    int fd;                  /* open for appending, or -1 */
+    /* the whole lines loading could not read (malformed, or of a newer
+     * version), verbatim without their newline: what a merge keeps */
+    char **unread;
+    uint32_t unread_count;
+    int fd;      /* open for appending, or -1 */
+    bool failed; /* an append failed: nothing more is appended */
 } qk_tune_db;
 
 /* Loads path (a missing file is an empty database). Malformed lines, a torn
@@ -64,7 +69,11 @@ bool qk_tune_db_load(const char *path, qk_tune_db *db, FILE *log, qk_error *e);
  * next record starts a line of its own. */
 bool qk_tune_db_open_append(qk_tune_db *db, qk_error *e);
 /* Appends one record as one line with a single write, then fsync; the record
- * is also added to db->recs. */
+ * is also added to db->recs. The record starts a line of its own (a newline
+ * first where the file does not end in one). A write cut short (a full disk,
+ * a file size limit) is cut back off the file, the system's reason is in e,
+ * and every later append fails at once: a tune stops at its first lost
+ * record, and never leaves a torn line followed by a record. */
 bool qk_tune_db_append(qk_tune_db *db, const qk_tune_record *r, qk_error *e);
 void qk_tune_db_free(qk_tune_db *db);
 /* Takes the database's lock, .NAME.lock beside it (the folder made where
@@ -93,7 +102,9 @@ uint32_t qk_tune_db_keep(qk_tune_db *db, const qk_tune_device *dev, qk_tune_hash
 /* Appends a record's line (no newline) to o. */
 void qk_tune_record_json(qk_str *o, const qk_tune_record *r);
 /* Writes the records of inputs[0 .. n) into out (its own records first when
- * it exists), each distinct record once, atomically. */
+ * it exists), each distinct record once, atomically; the whole lines of any
+ * of them that it cannot read (malformed, or of a newer version) are kept
+ * verbatim after the records, each distinct line once. */
 bool qk_tune_db_merge(const char *const *inputs, uint32_t n, const char *out, FILE *log,
                       uint32_t *written, qk_error *e);
 

@@ -88,6 +88,8 @@ static bool load_model(yw *w, qk_model_spec *m) {
         !yw_str_list(w, n, "kernels", m->kernels[0], sizeof m->kernels[0], QK_MAX_LIST,
                      &m->kernel_count))
         return false;
+    for (uint32_t i = 0; n && i < m->kernel_count; i++)
+        m->kernel_marks[i] = yw_mark(yw_list_item(w, n, i));
     n = yw_get(w, root, "ops");
     if (!yw_is_seq(n)) return yw_fail(w, n, "ops", "expected a list of ops");
     if (!yw_seq_len(n)) return yw_fail(w, n, "ops", "the list is empty");
@@ -105,6 +107,21 @@ bool qk_model_spec_load(const char *path, qk_model_spec *out, qk_error *e) {
     bool ok = load_model(&w, out);
     yw_close(&w);
     return ok;
+}
+
+bool qk_model_spec_check_kernels(const qk_model_spec *m, const qk_spec_set *specs, qk_error *e) {
+    for (uint32_t i = 0; i < m->kernel_count; i++) {
+        bool known = false;
+        for (uint32_t j = 0; j < specs->kernel_count && !known; j++)
+            known = !strcmp(m->kernels[i], specs->kernels[j].name) ||
+                    !strcmp(m->kernels[i], specs->kernels[j].origin);
+        if (!known) {
+            qk_error_set(e, "%s:%d:%d: kernels: no kernel or family '%s' in the specs", m->path,
+                         m->kernel_marks[i].line, m->kernel_marks[i].col, m->kernels[i]);
+            return false;
+        }
+    }
+    return true;
 }
 
 static void add_case(qk_model_case **out, uint32_t *n, const qk_model_case *c) {

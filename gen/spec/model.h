@@ -30,12 +30,18 @@ typedef struct qk_model_spec {
      * small search for CI */
     uint32_t kernel_count;
     char kernels[QK_MAX_LIST][QK_MAX_NAME];
+    qk_mark kernel_marks[QK_MAX_LIST]; /* where each is named, for "no such kernel" */
     uint32_t op_count;
     qk_model_op ops[QK_MAX_MODEL_OPS];
 } qk_model_spec;
 
 /* Loads a model spec; false with "file:line:col: key.path: message" in e. */
 bool qk_model_spec_load(const char *path, qk_model_spec *out, qk_error *e);
+/* Every name of m's kernels: list is a kernel of specs or a family spec
+ * (a kernel's origin); false with "file:line:col: kernels: no kernel or
+ * family 'X' in the specs" in e. A model that names only what the specs lack
+ * would tune the fallbacks alone and call it done. */
+bool qk_model_spec_check_kernels(const qk_model_spec *m, const qk_spec_set *specs, qk_error *e);
 
 /* One product to tune: the family ("matvec", "matvec_id", "matmul",
  * "matmul_id"), the format and the shape. */

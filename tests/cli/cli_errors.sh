@@ -70,7 +70,7 @@ expect 2 "/dev/zero: cannot read: a character device" -- timeout 20 "$qkgen" mat
 # the arrays read before the bundle failed to load leaked (seen under LeakSanitizer)
 expect 2 "nobundle/manifest.json: cannot open" -- "$qkgen" matmul --format q4_0 --weights "$scratch/w.npy" --x "$scratch/x.npy" --out "$scratch/y.npy" --bundle "$scratch/nobundle"
 [ ! -e "$scratch/y.npy" ] || fail "y.npy written despite errors"
-expect 2 "\-\-finalists: 65 is more than 64" -- "$qkgen" bench --finalists 65 --json "$scratch/b.json" $b
-expect 2 "\-\-runs: 5 is fewer than 20" -- "$qkgen" bench --runs 5 --json "$scratch/b.json" $b
+expect 2 "\-\-finalists: 65 is out of range 0..64" -- "$qkgen" bench --finalists 65 --json "$scratch/b.json" $b
+expect 2 "\-\-runs: 5 is out of range 20..1000000" -- "$qkgen" bench --runs 5 --json "$scratch/b.json" $b
 [ ! -e "$scratch/b.json" ] || fail "bench JSON written despite a bad argument"
 echo "$n passed, 0 failed"

@@ -1,6 +1,7 @@
 # `qkgen verify` fails, naming the kernel and what differs, when a bundle's
 # module does not match its manifest entry: a workgroup size, a module swapped
-# for another (its hash fixed or not), bindings and push constants edited.
+# for another (its hash fixed or not), bindings and push constants edited, an
+# entry point the module lacks, a specialization constant off the tile.
 . "$(dirname "$0")/lib.sh"
 qkgen=$1
 good="$scratch/out/default"
@@ -51,4 +52,17 @@ edit push_type 'k["push_constants"][2]["type"] = "f32"'
 expect push_type 1 "FAIL: kernel $kernel: $spv has push constant 'T' (u32) at offset 8, but the manifest has 'T' (f32) there"
 edit push_gone 'k["push_constants"] = k["push_constants"][:2]; k["push_constant_size"] = 8'
 expect push_gone 1 "FAIL: kernel $kernel: $spv reads push constant 'T' (u32) at offset 8, where the manifest entry has none"
+# refused when loaded: a pipeline of a missing entry point fails at creation
+# (VK_ERROR_UNKNOWN, or a crash under the validation layer), and NR1 100000
+# where the tile says 1 ran for minutes
+edit entry 'k["entry_point"] = "nomain"'
+expect entry 2 "entry_point 'nomain': $spv has no GLCompute entry point of that name"
+edit nr1 'next(c for c in k["specialization_constants"] if c["name"] == "NR1")["value"] = 100000'
+expect nr1 2 "specialization constant 'NR1' is 100000, but the kernel's tile has NR1 = 1"
+edit nr0_id 'next(c for c in k["specialization_constants"] if c["name"] == "NR0")["id"] = 5'
+expect nr0_id 2 "specialization constant 'NR0': expected id 1 and type u32"
+edit wg_spec 'next(c for c in k["specialization_constants"] if c["name"] == "WG")["value"] = 4096'
+expect wg_spec 1 "FAIL: kernel $kernel: $spv under the kernel's specialization constants has a workgroup of 4096x1x1, but the manifest says 64x1x1"
+edit spec_unknown 'k["specialization_constants"].append({"id": 9, "name": "ROWS", "type": "u32", "value": 7})'
+expect spec_unknown 2 "specialization constant 'ROWS': not a tile parameter"
 echo "$n broken bundles refused, the untouched one verified"

@@ -108,9 +108,10 @@ good = {
 }
 
 
-# a module whose hash the manifests give: the loader reads and hashes it
-# before the checks that come after (reflection refuses it later)
-SPV = struct.pack("<5I", 0x07230203, 0x00010500, 0, 8, 0)
+# a module whose hash the manifests give, a header and the entry point they
+# name: the loader reads it, hashes it and finds "main" before the checks that
+# come after (reflection refuses it later: it has no workgroup size)
+SPV = struct.pack("<8I", 0x07230203, 0x00010500, 0, 8, 0, (5 << 16) | 15, 5, 1) + b"main\0\0\0\0"
 
 
 def manifest(name, edit=None, text=None, spv=SPV):
@@ -186,6 +187,22 @@ manifest("hash_wrong", setm("spv_sha256", "0" * 64))
 manifest("hash_short", setm("spv_sha256", "abc"))
 manifest("spv_odd_size", lambda m, k: None, spv=SPV[:6])
 manifest("spv_not_spirv", lambda m, k: None, spv=b"\0" * 20)
+manifest("entry_missing", setk("entry_point", "nomain"))
+
+
+def spec(*constants, tile=None):
+    def edit(m, k):
+        k["specialization_constants"] = [{"id": i, "name": n, "type": "u32", "value": v} for i, n, v in constants]
+        if tile:
+            k["tile"] = tile
+    return edit
+
+
+manifest("spec_off_tile", spec((2, "NR1", 100000), tile={"NR0": 1, "NR1": 1, "NK": 8}))
+manifest("spec_no_tile", spec((1, "NR0", 4)))
+manifest("spec_unknown", spec((9, "ROWS", 7)))
+manifest("spec_instance", spec((6, "INSTANCE", 8)))
+manifest("spec_sk_zero", spec((5, "SK", 0)))
 
 # ---- tuning databases, read by `qkgen tune --report`: a good record, then broken ones
 rec = {"v": 1, "device": {"vendor_id": 65541, "device_id": 0, "driver_version": 1,
@@ -237,5 +254,16 @@ db("unterminated", line[:-20])
 db("deep", "[" * 5000 + "]" * 5000)
 put("tunedb_all_bad.jsonl", "garbage\n" + line[:100])  # nothing a reader can use
 put("tunedb_empty.jsonl", "")
+
+# ---- model specs that load but name what the specs lack (tune --model checks
+# them against the specs; a spec loader alone cannot)
+put("model_unknown_kernel.yaml", """# a kernel that no spec defines: only the fallbacks would be tuned
+model: unknown_kernel
+formats: [q4_0]
+tokens: { decode: [1] }
+kernels: [matvec, matvec_nope]
+ops:
+  - { name: proj, m: 64, k: 256 }
+""")
 shutil.rmtree(out + "_", ignore_errors=True)
 print(f"wrote {len(os.listdir(out))} inputs into {out}")

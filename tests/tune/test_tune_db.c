@@ -1,13 +1,17 @@
-/* The tuning database: round trip, merge, records of another device and stale
- * ones, and a writer killed with SIGKILL at random moments (at least 20 times)
+/* The tuning database: round trip, merge (keeping what it cannot read),
+ * records of another device and stale ones, a full disk (a file size limit),
+ * and a writer killed with SIGKILL at random moments (at least 20 times)
  * that resumes: no record lost, repeated or torn. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -164,6 +168,120 @@ static void merge(const char *dir) {
     qk_tune_db_free(&dc);
 }
 
+/* What a merge cannot read it keeps, verbatim: the output's own records of a
+ * newer version and malformed lines, and an input's. */
+static void merge_unread(const char *dir) {
+    char a[512], c[512];
+    snprintf(a, sizeof a, "%s/ua.jsonl", dir), snprintf(c, sizeof c, "%s/uc.jsonl", dir);
+    const char *newer = "{\"v\": 99, \"device\": {\"future\": true}, \"variant\": \"x\"}";
+    const char *garbage = "not a record";
+    const char *newer_a = "{\"v\": 3, \"variant\": \"from a\"}";
+    qk_tune_db da, dc;
+    qk_error e = {0};
+    qk_tune_db_load(a, &da, NULL, &e), qk_tune_db_load(c, &dc, NULL, &e);
+    qk_tune_record r = rec(1, &dev_a);
+    qk_tune_db_append(&da, &r, &e);
+    r = rec(2, &dev_a);
+    qk_tune_db_append(&dc, &r, &e);
+    qk_tune_db_free(&da), qk_tune_db_free(&dc);
+    FILE *f = fopen(c, "a");
+    fprintf(f, "%s\n%s\n", newer, garbage);
+    fclose(f);
+    f = fopen(a, "a");
+    fprintf(f, "%s\n%s\n", newer_a, newer); /* newer: in both, kept once */
+    fclose(f);
+    const char *in[1] = {a};
+    uint32_t n = 0;
+    CHECK(qk_tune_db_merge(in, 1, c, stdout, &n, &e) && n == 2, "merge: %u records: %s", n, e.msg);
+    char *text = qk_read_file(c, NULL, &e);
+    const char *lines[] = {newer, garbage, newer_a};
+    for (int i = 0; i < 3; i++) {
+        char *at = text ? strstr(text, lines[i]) : NULL;
+        CHECK(at && (at == text || at[-1] == '\n') && at[strlen(lines[i])] == '\n',
+              "merge dropped the line it cannot read: %s", lines[i]);
+        CHECK(!at || !strstr(at + 1, lines[i]), "merge kept a line twice: %s", lines[i]);
+    }
+    free(text);
+    CHECK(qk_tune_db_load(c, &dc, NULL, &e) && dc.count == 2 && dc.bad == 3,
+          "merged: %u records, %u unread", dc.count, dc.bad);
+    qk_tune_db_free(&dc);
+}
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* A full disk: a file size limit (RLIMIT_FSIZE, SIGXFSZ ignored, so that
+ * the write past it fails with EFBIG) in a child. The append that does not
+ * fit fails with the system's reason, the file is left as it was, and no
+ * later append is made; a later writer appends after whole lines only. */
+static void full(const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/full.jsonl", dir);
+    qk_tune_db db;
+    qk_error e = {0};
+    qk_tune_db_load(path, &db, stdout, &e);
+    for (uint32_t i = 0; i < 2; i++) {
+        qk_tune_record r = rec(i, &dev_a);
+        qk_tune_db_append(&db, &r, &e);
+    }
+    qk_tune_db_free(&db);
+    const long good = file_size(path);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int bad = 0;
+        struct rlimit lim;
+        getrlimit(RLIMIT_FSIZE, &lim);
+        lim.rlim_cur = (rlim_t)good + 300; /* a record is longer: a short write */
+        signal(SIGXFSZ, SIG_IGN);
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(77);
+        qk_tune_db_load(path, &db, NULL, &e);
+        qk_tune_record r = rec(2, &dev_a);
+        qk_error we = {0};
+        if (qk_tune_db_append(&db, &r, &we)) printf("FAIL full: a record past the limit\n"), bad++;
+        if (!strstr(we.msg, strerror(EFBIG)))
+            printf("FAIL full: '%s' does not give the reason (%s)\n", we.msg, strerror(EFBIG)),
+                bad++;
+        if (file_size(path) != good)
+            printf("FAIL full: %ld bytes after the failed append, %ld before\n", file_size(path),
+                   good),
+                bad++;
+        r = rec(3, &dev_a); /* would fit: the writer has stopped */
+        qk_error we2 = {0};
+        if (qk_tune_db_append(&db, &r, &we2) || file_size(path) != good)
+            printf("FAIL full: appended after a failed append\n"), bad++;
+        fflush(stdout);
+        _exit(bad ? 1 : 0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77),
+          "full: the limited writer failed (%d)", st);
+    qk_tune_record r = rec(4, &dev_a);
+    CHECK(qk_tune_db_load(path, &db, stdout, &e) && qk_tune_db_append(&db, &r, &e), "after: %s",
+          e.msg);
+    qk_tune_db_free(&db);
+    CHECK(qk_tune_db_load(path, &db, stdout, &e) && db.count == 3 && !db.bad && !db.torn,
+          "full: %u records, %u bad, %u torn (expected 3, 0, 0)", db.count, db.bad, db.torn);
+    qk_tune_db_free(&db);
+    /* a torn line another writer left (killed mid-write): the next record
+     * starts a line of its own though the file was opened before */
+    qk_tune_db_load(path, &db, stdout, &e);
+    r = rec(5, &dev_a);
+    qk_tune_db_append(&db, &r, &e);
+    FILE *f = fopen(path, "a");
+    fputs("{\"v\": 1, \"dev", f);
+    fclose(f);
+    r = rec(6, &dev_a);
+    CHECK(qk_tune_db_append(&db, &r, &e), "after a torn line: %s", e.msg);
+    qk_tune_db_free(&db);
+    CHECK(qk_tune_db_load(path, &db, stdout, &e) && db.count == 5 && db.bad == 1,
+          "after another's torn line: %u records, %u bad (expected 5, 1)", db.count, db.bad);
+    qk_tune_db_free(&db);
+}
+
 static void torn(const char *dir) {
     char path[512];
     snprintf(path, sizeof path, "%s/torn.jsonl", dir);
@@ -254,7 +372,9 @@ int main(void) {
     activations(dir);
     stale(dir);
     merge(dir);
+    merge_unread(dir);
     torn(dir);
+    full(dir);
     killed(dir, seed);
     if (!fails) qk_rmtree(dir);
     printf("%s\n", fails ? "FAILED" : "all passed");

@@ -250,6 +250,9 @@ int main(void) {
     unlink(path);
     test_npy_bad();
     test_read_file();
+    /* an empty path: refused, not read past its end (ASan: heap overflow) */
+    e = (qk_error){0};
+    CHECK(!qk_mkdirs("", &e) && strstr(e.msg, "an empty path"), "qk_mkdirs(\"\"): %s", e.msg);
     printf("%s: %d failures\n", failures ? "FAILED" : "passed", failures);
     return failures ? 1 : 0;
 }

@@ -134,7 +134,9 @@ static void test_many_keys(qkrt_context *ctx) {
  * minutes; 3.5 s now (15 s under ASan) */
 static void test_many_kernels(qkrt_context *ctx) {
     enum { KERNELS = 150000 };
-    static const uint32_t spv[5] = {0x07230203, 0x00010500, 0, 1, 0}; /* a header only */
+    /* a header and the entry point the kernels name, nothing else */
+    static const uint32_t spv[10] = {
+        0x07230203, 0x00010500, 0, 2, 0, 0x0005000f, 5, 1, 0x6e69616d /* "main" */, 0};
     char hex[65];
     qk_sha256_hex(spv, sizeof spv, hex);
     FILE *f = fopen(path_of("k.spv"), "wb");
@@ -144,9 +146,10 @@ static void test_many_kernels(qkrt_context *ctx) {
     qk_str_addf(&t, "{\"schema\": \"%s\", \"kernels\": [", schema);
     for (int i = 0; i < KERNELS; i++)
         qk_str_addf(&t,
-                    "%s\n{\"name\": \"k%d\", \"module\": \"k\", \"specialization_constants\": "
+                    "%s\n{\"name\": \"k%d\", \"module\": \"k\", \"tile\": {\"NR0\": %d}, "
+                    "\"specialization_constants\": "
                     "[{\"id\": 1, \"name\": \"NR0\", \"type\": \"u32\", \"value\": %d}]}",
-                    i ? "," : "", i, i % (KERNELS / 2));
+                    i ? "," : "", i, i % 60000, i % 60000);
     /* the fields they have alike in their module's entry */
     qk_str_addf(&t,
                 "],\n\"modules\": [{\"name\": \"k\", \"spv\": \"k.spv\", \"spv_sha256\": \"%s\", "
