@@ -143,4 +143,18 @@ typedef struct {
 } block_iq4_nl;
 static_assert(sizeof(block_iq4_nl) == 18, "wrong iq4_nl block size/padding");
 
+// 2.06-bit codebook quantization: 8 sub-blocks of 32, each 4 grid indices and a scale/sign word
+typedef struct {
+    ggml_half d;
+    uint16_t qs[QK_K / 8];
+} block_iq2_xxs;
+static_assert(sizeof(block_iq2_xxs) == 66, "wrong iq2_xxs block size/padding");
+
+// 3.06-bit codebook quantization: 64 grid indices, then 8 scale/sign words
+typedef struct {
+    ggml_half d;
+    uint8_t qs[3 * QK_K / 8];
+} block_iq3_xxs;
+static_assert(sizeof(block_iq3_xxs) == 98, "wrong iq3_xxs block size/padding");
+
 #endif
