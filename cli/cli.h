@@ -58,6 +58,7 @@ int cmd_matmul(qk_args *a);
 int cmd_bench(qk_args *a);
 int cmd_export(qk_args *a);
 int cmd_tune(qk_args *a);
+int cmd_dequant(qk_args *a);
 /* qkgen build --tuned DB: a bundle of the tuned winners and fallbacks with a
  * select table (cli/cmd_tune.c). */
 int cmd_build_tuned(qk_args *a);

@@ -328,7 +328,8 @@ int cmd_verify(qk_args *a) {
     uint32_t *list = malloc(sizeof *list * (nk ? nk : 1));
     for (uint32_t i = 0; list && i < nk; i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if (in_run(filter, shard_k, shard_n, i, k->name) && verify_has_reference(k))
+        if (in_run(filter, shard_k, shard_n, i, k->name) && verify_has_reference(k) &&
+            qk_ref_has(k->format, k->format_variant))
             list[nlist++] = i;
     }
     double t_made = qk_now_s();

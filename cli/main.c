@@ -32,6 +32,7 @@ static const struct {
     {"bench", cmd_bench, "time kernels on the device against its copy bandwidth"},
     {"export", cmd_export, "write a bundle as one C header (SPIR-V arrays, manifest as C data)"},
     {"tune", cmd_tune, "autotune kernels on the device into a tuning database"},
+    {"dequant", cmd_dequant, "dequantize blocks through a format's CPU reference (.npy)"},
 };
 
 static void help(FILE *f) {

@@ -137,6 +137,18 @@ const char *qk_ref_why(void) {
     return ref_why;
 }
 
+bool qk_ref_block_format(const char *format, const char *variant, uint32_t *elements,
+                         uint32_t *bytes) {
+    const qk_decode *d = find_declared(format, variant);
+    if (d && !qk_decode_planar(d)) {
+        *elements = qk_decode_elements(d), *bytes = qk_decode_block_bytes(d);
+        return true;
+    }
+    const qkref_format *f = d ? NULL : qkref_find(format);
+    if (f) *elements = f->elements, *bytes = f->block_bytes;
+    return f != NULL;
+}
+
 /* Bytes of one group of plane p of a planar declared format. */
 static size_t plane_group_bytes(const qk_decode *d, uint32_t p) {
     return (size_t)qk_decode_plane_per_group(d, p) * qk_dtype_size(qk_decode_plane_type(d, p));
@@ -210,6 +222,13 @@ static bool ref_products(const qk_weights *w, const double *x, uint32_t M, uint3
         }
     }
     free(row);
+    return ok;
+}
+
+bool qk_ref_dequant(const qk_weights *w, uint32_t M, uint32_t K, double *out) {
+    bool ok = true;
+    for (uint32_t r = 0; r < M && ok; r++)
+        ok = ref_row(w, r, K, out + (size_t)r * K);
     return ok;
 }
 

@@ -81,6 +81,13 @@ const char *qk_ref_why(void);
 #define QK_NO_REFERENCE                                                                            \
     "no CPU reference for format %s: declare reference: in its YAML (docs/new-format.md)"
 
+/* Elements and bytes of a block of a block format with a reference; false
+ * for a planar format or one without. */
+bool qk_ref_block_format(const char *format, const char *variant, uint32_t *elements,
+                         uint32_t *bytes);
+/* out[M * K] = the M rows of w through its reference (false: qk_ref_why). */
+bool qk_ref_dequant(const qk_weights *w, uint32_t M, uint32_t K, double *out);
+
 /* The CPU reference in float64 (a declared one, else tests/ref's); false if
  * there is none for the format or it fails (qk_ref_why says which). */
 bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,

@@ -132,8 +132,8 @@ typedef struct var {
     char *name;
     qk_dtype type;
     uint32_t offset, count;
-    bool has_random;
-    double lo, hi;
+    uint32_t ranges;
+    double lo[QK_DECODE_MAX_RANGES], hi[QK_DECODE_MAX_RANGES];
 } var;
 
 typedef struct table {
@@ -564,8 +564,14 @@ qk_decode *qk_decode_new(const qk_decode_desc *desc, qk_decode_error *err) {
     d->vars = zalloc(desc->var_count, sizeof *d->vars);
     for (uint32_t i = 0; i < desc->var_count; i++) {
         const qk_decode_var *s = &desc->vars[i];
-        d->vars[i] = (var){dup_str(s->name), s->type,      s->offset,   s->count ? s->count : 1,
-                           s->has_random,    s->random_lo, s->random_hi};
+        var *v = &d->vars[i];
+        v->name = dup_str(s->name);
+        v->type = s->type;
+        v->offset = s->offset;
+        v->count = s->count ? s->count : 1;
+        v->ranges = s->random_count < QK_DECODE_MAX_RANGES ? s->random_count : QK_DECODE_MAX_RANGES;
+        memcpy(v->lo, s->random_lo, sizeof v->lo);
+        memcpy(v->hi, s->random_hi, sizeof v->hi);
     }
     d->table_count = desc->table_count;
     d->tables = zalloc(desc->table_count, sizeof *d->tables);
@@ -894,8 +900,10 @@ static double eval_r(ctx *c, int32_t ni) {
         return bf16_value((uint32_t)eval_i(c, n->a) & 0xffff);
     case OP_E4M3:
         return qk_decode_e4m3((uint32_t)eval_i(c, n->a) & 0xff);
-    case OP_UE4M3:
-        return qk_decode_e4m3((uint32_t)eval_i(c, n->a) & 0x7f);
+    case OP_UE4M3: { /* as GGUF's NVFP4 scales: byte 0x7f is 0, else bit 7 is ignored */
+        uint32_t b = (uint32_t)eval_i(c, n->a) & 0xff, e = (b >> 3) & 15, m = b & 7;
+        return b == 0x7f ? 0 : e == 0 ? ldexp(m, -9) : ldexp(8 + m, (int)e - 10);
+    }
     case OP_E8M0: {
         int64_t b = eval_i(c, n->a) & 0xff;
         return b == 255 ? NAN : ldexp(1.0, (int)b - 127);
@@ -992,13 +1000,15 @@ static uint64_t float_bits(qk_dtype t, double v) {
 /* The raw bits of one random element of v. */
 static uint64_t random_elem(const var *v, uint64_t *rng) {
     uint64_t r = next(rng);
-    if (v->has_random) {
+    if (v->ranges) {
+        uint32_t k = v->ranges > 1 ? (uint32_t)(next(rng) % v->ranges) : 0;
+        double lo = v->lo[k], hi = v->hi[k];
         if (qk_dtype_is_float(v->type)) {
             double u = (double)(r >> 11) * 0x1p-53; /* [0, 1) */
-            return float_bits(v->type, v->lo + (v->hi - v->lo) * u);
+            return float_bits(v->type, lo + (hi - lo) * u);
         }
-        uint64_t span = (uint64_t)((int64_t)v->hi - (int64_t)v->lo) + 1;
-        return (uint64_t)((int64_t)v->lo + (int64_t)(span ? r % span : r));
+        uint64_t span = (uint64_t)((int64_t)hi - (int64_t)lo) + 1;
+        return (uint64_t)((int64_t)lo + (int64_t)(span ? r % span : r));
     }
     if (qk_dtype_is_float(v->type)) {
         /* magnitude in [2^-10, 1), random sign: finite, modest, exact in f16 */
@@ -1018,7 +1028,7 @@ void qk_decode_random_block(const qk_decode *d, uint64_t *rng, uint8_t *block) {
         store_le(block + i, next(rng), d->block_bytes - i < 8 ? d->block_bytes - i : 8);
     for (uint32_t f = 0; f < d->var_count; f++) {
         const var *v = &d->vars[f];
-        if (!v->has_random && !qk_dtype_is_float(v->type)) continue; /* random bits already */
+        if (!v->ranges && !qk_dtype_is_float(v->type)) continue; /* random bits already */
         uint32_t size = qk_dtype_size(v->type);
         for (uint32_t i = 0; i < v->count; i++)
             store_le(block + v->offset + i * size, random_elem(v, rng), size);

@@ -28,15 +28,16 @@ bool qk_dtype_is_float(qk_dtype t);
 
 /* A field of a block (offset in bytes, count elements) or a plane of a
  * planar format (count = elements per group; offset unused). random: the
- * range random data takes (raw integers for integer types, values for float
+ * ranges random data takes (raw integers for integer types, values for float
  * types); without it, random bits, or for float types a magnitude in
  * [2^-10, 1) with a random sign. */
+enum { QK_DECODE_MAX_RANGES = 4 };
 typedef struct qk_decode_var {
     const char *name;
     qk_dtype type;
     uint32_t offset, count;
-    bool has_random;
-    double random_lo, random_hi;
+    uint32_t random_count; /* ranges [random_lo[i], random_hi[i]]; each element takes one */
+    double random_lo[QK_DECODE_MAX_RANGES], random_hi[QK_DECODE_MAX_RANGES];
 } qk_decode_var;
 
 /* A constant table: ints for integer types (u64 as its bit pattern), reals

@@ -116,9 +116,9 @@ static bool resolve(qk_format *f, qk_error *e) {
             const char *t = param_value(f, s->planes[i].type);
             p->type = qk_type_parse(t ? t : s->planes[i].type);
             if (p->type != QK_TYPE_U32 && p->type != QK_TYPE_F32 && p->type != QK_TYPE_F16 &&
-                p->type != QK_TYPE_BF16) {
+                p->type != QK_TYPE_BF16 && p->type != QK_TYPE_U8) {
                 qk_error_set(e,
-                             "%s: planes[%u]: type '%s' must be u32, f32, f16 or bf16 (or a "
+                             "%s: planes[%u]: type '%s' must be u32, f32, f16, bf16 or u8 (or a "
                              "parameter naming one)",
                              s->path, i, t ? t : s->planes[i].type);
                 return false;
@@ -180,10 +180,10 @@ bool qk_format_decode(const qk_format *f, qk_decode **out, qk_error *e) {
             .type = dtype_of(planar ? f->planes[i].type : f->fields[i].type),
             .offset = planar ? 0 : f->fields[i].offset,
             .count = planar ? f->planes[i].per_group : f->fields[i].count,
-            .has_random = h->set,
-            .random_lo = h->lo,
-            .random_hi = h->hi,
+            .random_count = h->count,
         };
+        for (uint32_t k = 0; k < h->count && k < QK_DECODE_MAX_RANGES; k++)
+            vars[i].random_lo[k] = h->lo[k], vars[i].random_hi[k] = h->hi[k];
     }
     qk_decode_table tables[QK_MAX_TABLES];
     double *reals[QK_MAX_TABLES] = {0};
@@ -439,6 +439,18 @@ static void emit_planes(const qk_format *f, uint32_t nw, uint32_t binding, qk_st
                     "(QKP_%s_PER_GROUP / 4u) + i]; }\n",
                     binding, p->name, p->name, nw, p->name, p->name, p->name, p->name);
             }
+            break;
+        case QK_TYPE_U8: /* bytes, four to a word (MLX's e8m0 and e4m3 scales) */
+            qk_str_addf(o,
+                        "uint qkp_%s(uint m, uint g, uint i) { uint j = g * QKP_%s_PER_GROUP + i; "
+                        "return bitfieldExtract(qkp_%s_buf[m].data[j >> 2], int(j & 3u) * 8, 8); "
+                        "}\n",
+                        p->name, p->name, p->name);
+            if (p->per_group % 4 == 0) /* whole words a group: four bytes at once */
+                qk_str_addf(o,
+                            "uint qkp_%s_u32(uint m, uint g, uint i) { return "
+                            "qkp_%s_buf[m].data[g * (QKP_%s_PER_GROUP / 4u) + i]; }\n",
+                            p->name, p->name, p->name);
             break;
         default: /* 16-bit values, two to a word */
             qk_str_addf(

@@ -116,18 +116,35 @@ static bool number_field(yw *w, ynode *n, const char *where, bool *is_int, int64
     return true;
 }
 
-/* random: [lo, hi] of a field or plane (its type decides the meaning; the
- * bounds are checked against it when the format is resolved). */
-static bool random_hint(yw *w, ynode *n, const char *where, qk_random_hint *h) {
+/* One [lo, hi] range of a random hint. */
+static bool random_range(yw *w, ynode *n, const char *where, double *lo, double *hi) {
     if (!yw_is_seq(n) || yw_seq_len(n) != 2)
-        return yw_fail(w, n, where, "expected [lo, hi]: the range random data takes");
+        return yw_fail(w, n, where,
+                       "expected [lo, hi] or a list of them: the range random data takes");
     bool is_int;
     int64_t iv;
-    if (!number_field(w, yw_seq_at(w, n, 0), where, &is_int, &iv, &h->lo) ||
-        !number_field(w, yw_seq_at(w, n, 1), where, &is_int, &iv, &h->hi))
+    if (!number_field(w, yw_seq_at(w, n, 0), where, &is_int, &iv, lo) ||
+        !number_field(w, yw_seq_at(w, n, 1), where, &is_int, &iv, hi))
         return false;
-    if (h->lo > h->hi) return yw_fail(w, n, where, "lo %g is above hi %g", h->lo, h->hi);
-    h->set = true;
+    if (*lo > *hi) return yw_fail(w, n, where, "lo %g is above hi %g", *lo, *hi);
+    return true;
+}
+
+/* random: [lo, hi], or [[lo, hi], [lo, hi], ...] (an element takes one of
+ * the ranges at random), of a field or plane. */
+static bool random_hint(yw *w, ynode *n, const char *where, qk_random_hint *h) {
+    if (!yw_is_seq(n) || !yw_seq_len(n))
+        return yw_fail(w, n, where,
+                       "expected [lo, hi] or a list of them: the range random data takes");
+    if (!yw_is_seq(yw_seq_at(w, n, 0))) {
+        h->count = 1;
+        return random_range(w, n, where, &h->lo[0], &h->hi[0]);
+    }
+    if (yw_seq_len(n) > QK_MAX_RANDOM_RANGES)
+        return yw_fail(w, n, where, "more than %d ranges", QK_MAX_RANDOM_RANGES);
+    for (size_t i = 0; i < yw_seq_len(n); i++)
+        if (!random_range(w, yw_seq_at(w, n, i), where, &h->lo[i], &h->hi[i])) return false;
+    h->count = (uint32_t)yw_seq_len(n);
     return true;
 }
 
@@ -320,9 +337,10 @@ static bool load_planes(yw *w, ynode *seq, qk_format_spec *f) {
         for (uint32_t j = 0; j < f->param_count; j++)
             is_param |= !strcmp(f->params[j].name, p->type);
         if (!is_param && t != QK_TYPE_U32 && t != QK_TYPE_F32 && t != QK_TYPE_F16 &&
-            t != QK_TYPE_BF16)
+            t != QK_TYPE_BF16 && t != QK_TYPE_U8)
             return yw_fail(w, yw_get(w, m, "type"), where,
-                           "plane type '%s' must be u32, f32, f16, bf16 or a parameter", p->type);
+                           "plane type '%s' must be u32, f32, f16, bf16, u8 or a parameter",
+                           p->type);
     }
     return true;
 }

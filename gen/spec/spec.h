@@ -83,11 +83,13 @@ typedef struct qk_intexpr {
     qk_mark mark;
 } qk_intexpr;
 
-/* The range random test data takes for a field or plane (`random: [lo, hi]`):
- * raw integers for integer types, values for float types. */
+/* The range random test data takes for a field or plane (`random: [lo, hi]`,
+ * or a list of such ranges, one picked at random for each element): raw
+ * integers for integer types, values for float types. */
+enum { QK_MAX_RANDOM_RANGES = 4 };
 typedef struct qk_random_hint {
-    bool set;
-    double lo, hi;
+    uint32_t count; /* ranges; 0: no hint */
+    double lo[QK_MAX_RANDOM_RANGES], hi[QK_MAX_RANDOM_RANGES];
 } qk_random_hint;
 
 typedef struct qk_field_spec {

@@ -135,6 +135,24 @@ typedef struct {
 } block_q6_K;
 static_assert(sizeof(block_q6_K) == 210, "wrong q6_K block size/padding");
 
+// 4.25 bits: eight 32-element sub-blocks with 6-bit scales (4 low bits in
+// scales_l, 2 high in scales_h), 4-bit indices into the iq4_nl table
+typedef struct {
+    ggml_half d;
+    uint16_t scales_h;
+    uint8_t scales_l[QK_K / 64];
+    uint8_t qs[QK_K / 2];
+} block_iq4_xs;
+static_assert(sizeof(block_iq4_xs) == 136, "wrong iq4_xs block size/padding");
+
+// NVIDIA fp4: 64 E2M1 codes, one UE4M3 scale per 16
+#define QK_NVFP4 64
+typedef struct {
+    uint8_t d[QK_NVFP4 / 16];
+    uint8_t qs[QK_NVFP4 / 2];
+} block_nvfp4;
+static_assert(sizeof(block_nvfp4) == 36, "wrong nvfp4 block size/padding");
+
 // Non-linear 4-bit quantization
 #define QK4_NL 32
 typedef struct {

@@ -159,14 +159,19 @@ static void tabled(uint64_t *rng) {
             double want = b * h + (e < 8 ? fp4[e] : -fp4[e - 8]) + 1.0 + 1.0 - 1.0;
             CHECK(y[e] == want, "tabled element %d: %.17g, want %.17g", e, y[e], want);
         }
-        /* the hints: d in [0.5, 1], idx in 0..3; sg anything */
+        /* the hints: d in [0.5, 1], idx in 0..3, sg in 0..3 or 0x8000..0x8003 */
+        int high = 0;
         for (int i = 0; i < 1000; i++) {
             uint8_t b[6];
             qk_decode_random_block(d, rng, b);
             double dv = qk_decode_f16((uint32_t)(b[0] | b[1] << 8));
-            CHECK(dv >= 0.5 && dv <= 1.0 && b[2] <= 3 && b[3] <= 3,
-                  "random block out of its hints: d %g, idx %u %u", dv, b[2], b[3]);
+            uint32_t sg = (uint32_t)(b[4] | b[5] << 8);
+            high += sg >= 0x8000;
+            CHECK(dv >= 0.5 && dv <= 1.0 && b[2] <= 3 && b[3] <= 3 &&
+                      (sg <= 3 || (sg >= 0x8000 && sg <= 0x8003)),
+                  "random block out of its hints: d %g, idx %u %u, sg 0x%x", dv, b[2], b[3], sg);
         }
+        CHECK(high > 350 && high < 650, "of two ranges, the second taken %d times in 1000", high);
     }
     qk_str g = {0};
     qk_format_emit_glsl(&fs[0], 1, 0, &g);
@@ -197,8 +202,8 @@ static void errors(void) {
         {"d * 2 )", "unexpected ')'", 6},       {"sqrt(d)", "unknown function", 0},
         {"min(d)", "expected ','", 5},
     };
-    const qk_decode_var vars[] = {{"d", QK_DT_F16, 0, 1, false, 0, 0},
-                                  {"qs", QK_DT_U8, 2, 16, false, 0, 0}};
+    const qk_decode_var vars[] = {{.name = "d", .type = QK_DT_F16, .offset = 0, .count = 1},
+                                  {.name = "qs", .type = QK_DT_U8, .offset = 2, .count = 16}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *ln[] = {"later"}, *lt[] = {"1"};
         bool use_let = strstr(cases[i].value, "later") != NULL;
@@ -241,9 +246,132 @@ static void errors(void) {
     qk_decode_free(d);
 }
 
+/* MLX's own definitions (mlx/backend/metal/kernels/fp8.h, fp4.h and
+ * fp_quantized.h), rebuilt as MLX computes them, through f16 bit patterns:
+ * E4M3 as the half with the code's bits moved up, times 256; E2M1 as the
+ * half (code & 7) << 9, times 16384; E8M0 as the f32 bits b << 23 (0: 2^-127).
+ * A group of 16 takes an E4M3 scale, else E8M0; 4-bit codes low nibble
+ * first, 8-bit values a byte each. */
+static double mlx_e4m3(uint32_t b) {
+    uint32_t v = b & 127, u = (v << 7) | (((v + 1) >> 7) << 14);
+    double h = qkref_f16_to_f32((uint16_t)u) * 256.0;
+    return (b & 128) ? -h : h;
+}
+
+static double mlx_e2m1(uint32_t b) {
+    double h = qkref_f16_to_f32((uint16_t)((b & 7) << 9)) * 16384.0;
+    return (b & 8) ? -h : h;
+}
+
+static double mlx_e8m0(uint32_t b) {
+    uint32_t u = b == 0 ? 0x400000u : b << 23;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* The MLX modes of specs/formats (mxfp4_mlx, nvfp4_mlx, mxfp8_mlx) against
+ * MLX's definitions on random groups of their declared random data. */
+static void mlx_modes(const char *specs_dir, uint64_t *rng) {
+    qk_format_spec *fs;
+    uint32_t n;
+    qk_error e = {0};
+    if (!qk_format_specs_load(specs_dir, &fs, &n, &e)) {
+        printf("FAIL %s\n", e.msg);
+        fails++;
+        return;
+    }
+    static const struct {
+        const char *name;
+        uint32_t group, bits;
+    } modes[] = {{"mxfp4_mlx", 32, 4}, {"nvfp4_mlx", 16, 4}, {"mxfp8_mlx", 32, 8}};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        const qk_format_spec *sp = NULL;
+        for (uint32_t i = 0; i < n; i++)
+            if (!strcmp(fs[i].name, modes[m].name)) sp = &fs[i];
+        CHECK(sp, "no %s in %s", modes[m].name, specs_dir);
+        if (!sp) continue;
+        qk_format *f;
+        uint32_t nf;
+        qk_decode *d = NULL;
+        if (!qk_format_expand(sp, &f, &nf, &e) || !(d = decode_of(&f[0]))) {
+            printf("FAIL %s: %s\n", modes[m].name, e.msg);
+            fails++;
+            continue;
+        }
+        CHECK(qk_decode_elements(d) == modes[m].group && qk_decode_plane_count(d) == 2,
+              "%s: group %u, %u planes", modes[m].name, qk_decode_elements(d),
+              qk_decode_plane_count(d));
+        uint8_t w[32], sc[4];
+        double y[32];
+        size_t bad = 0;
+        for (int g = 0; g < 2000; g++) {
+            uint8_t *planes[2] = {w, sc};
+            qk_decode_random_group(d, rng, planes);
+            char err[256];
+            bool ok = qk_decode_group(d, (const uint8_t *const *)planes, y, err, sizeof err);
+            CHECK(ok, "%s group %d: %s", modes[m].name, g, err);
+            double s = modes[m].group == 16 ? mlx_e4m3(sc[0]) : mlx_e8m0(sc[0]);
+            for (uint32_t i = 0; ok && i < modes[m].group; i++) {
+                double v =
+                    modes[m].bits == 8 ? mlx_e4m3(w[i]) : mlx_e2m1(w[i / 2] >> (4 * (i % 2)));
+                if (y[i] != s * v && !bad++)
+                    printf("FAIL %s element %u: declared %.17g, MLX's %.17g\n", modes[m].name, i,
+                           y[i], s * v);
+            }
+        }
+        fails += bad > 0;
+        printf("%s: 2000 random groups against MLX's definitions, %zu elements differ\n",
+               modes[m].name, bad);
+        qk_decode_free(d);
+        free(f);
+    }
+    free(fs);
+}
+
+/* The small-float functions on their special codes. */
+static void smallfloats(void) {
+    const qk_decode_var vars[] = {{.name = "b", .type = QK_DT_U8, .offset = 0, .count = 8}};
+    static const struct {
+        const char *fn;
+        double want[8]; /* of the bytes below */
+    } cases[] = {
+        /* GGUF's UE4M3: 0x7f is 0, bit 7 otherwise ignored (0xfe is 448) */
+        {"ue4m3", {0, 448, 1, 1.0 / 512, 448, 0, 1, 0.015625}},
+        {"e4m3", {NAN, -448, -1, 1.0 / 512, 448, 0, 1, 0.015625}},
+        {"e8m0", {0x1p0, 0x1p127, 0x1p57, 0x1p-126, 0x1p-1, 0x1p-127, 0x1p-71, 0x1p-119}},
+        {"e2m1", {-6, -4, -0.0, 0.5, -4, 0, -0.0, 0.0}},
+    };
+    const uint8_t bytes[8] = {0x7f, 0xfe, 0xb8, 0x01, 0x7e, 0x00, 0x38, 0x08};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char value[32];
+        snprintf(value, sizeof value, "%s(b[e])", cases[i].fn);
+        qk_decode_desc desc = {
+            .elements = 8, .block_bytes = 8, .var_count = 1, .vars = vars, .value = value};
+        qk_decode_error err;
+        qk_decode *d = qk_decode_new(&desc, &err);
+        double y[8];
+        char msg[256] = "";
+        /* e4m3's 0x7f is NaN: the reference of element 0 fails, naming it */
+        bool nan0 = isnan(cases[i].want[0]);
+        bool ok = d && qk_decode_block(d, bytes, y, msg, sizeof msg);
+        CHECK(nan0 ? !ok && strstr(msg, "element 0: the value is NaN") : ok, "%s: %s", value,
+              d ? msg : err.msg);
+        if (nan0) {
+            static const uint8_t shifted[8] = {0x00, 0xfe, 0xb8, 0x01, 0x7e, 0x00, 0x38, 0x08};
+            ok = d && qk_decode_block(d, shifted, y, msg, sizeof msg);
+            y[0] = NAN; /* not compared */
+        }
+        for (int k = nan0; ok && k < 8; k++)
+            CHECK(y[k] == cases[i].want[k], "%s(0x%02x) = %.17g, want %.17g", cases[i].fn, bytes[k],
+                  y[k], cases[i].want[k]);
+        qk_decode_free(d);
+    }
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_decode SPEC_DIR (tests/decl)\n");
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_decode TEST_SPECS (tests/decl) SPECS (specs)\n");
         return 2;
     }
     uint64_t seed = (uint64_t)time(NULL), rng = seed;
@@ -258,6 +386,8 @@ int main(int argc, char **argv) {
     mlx_vs_c(&rng);
     tabled(&rng);
     errors();
+    smallfloats();
+    mlx_modes(argv[2], &rng);
     free(specs);
     printf("%s\n", fails ? "FAILED" : "all passed");
     return fails ? 1 : 0;

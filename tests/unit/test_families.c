@@ -136,7 +136,8 @@ static bool axes_match(const char *have, const char *want) {
  *   @added-fusion FAMILY FUSION   a fusion of a family
  *   @added-wg FAMILY WG           a workgroup size of a family (or kernel)
  *   @added-axis FAMILY AXIS=VALUE an axis value of a family
- *   @added-activation FAMILY TYPE an activation type of a family */
+ *   @added-activation FAMILY TYPE an activation type of a family
+ *   @added-format NAME            a format, in every kernel that lists it */
 typedef struct added_point {
     char kind[16], family[64], value[64];
 } added_point;
@@ -145,7 +146,7 @@ typedef struct added_point {
 static bool parse_added(const char *line, added_point *a) {
     memset(a, 0, sizeof *a);
     if (sscanf(line, "@added-%15s %63s %63s", a->kind, a->family, a->value) < 2) return false;
-    if (!strcmp(a->kind, "mma")) { /* one argument: the path */
+    if (!strcmp(a->kind, "mma") || !strcmp(a->kind, "format")) { /* one argument */
         if (a->value[0]) return false;
         memcpy(a->value, a->family, sizeof a->value);
         a->family[0] = 0;
@@ -161,6 +162,7 @@ static bool parse_added(const char *line, added_point *a) {
 static bool is_added(const qk_variant *v, const added_point *a) {
     const qk_kernel_spec *k = v->kernel;
     if (!strcmp(a->kind, "mma")) return !strcmp(v->mma, a->value);
+    if (!strcmp(a->kind, "format")) return !strcmp(v->format->name, a->value);
     if (strcmp(k->origin[0] ? k->origin : k->name, a->family)) return false;
     if (!strcmp(a->kind, "fusion")) return v->fusion && !strcmp(v->fusion->name, a->value);
     if (!strcmp(a->kind, "wg")) return v->wg == strtoul(a->value, NULL, 10);
@@ -415,19 +417,20 @@ int main(int argc, char **argv) {
         sorted[i] = p.variants[i].name;
     qsort(sorted, p.variant_count, sizeof *sorted, cmp_str);
     uint32_t old_count = 0, compared = 0, modules = 0, old_modules = 0, added = 0;
-    added_point later_pts[16]; /* the file's "@added-KIND" lines */
+    added_point later_pts[32]; /* the file's "@added-KIND" lines */
     uint32_t nlater = 0;
     for (char *line = names, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
         if (!line[0] || line[0] == '#') continue;
         if (!strncmp(line, "@added-", 7)) {
-            if (nlater < 16 && parse_added(line, &later_pts[nlater]))
+            if (nlater < 32 && parse_added(line, &later_pts[nlater]))
                 nlater++;
             else
-                FAIL(
-                    "%s: expected @added-mma PATH or @added-fusion|wg|axis|activation FAMILY VALUE",
-                    line);
+                FAIL("%s: expected @added-mma PATH, @added-format NAME or "
+                     "@added-fusion|wg|axis|activation "
+                     "FAMILY VALUE",
+                     line);
             continue;
         }
         old_count++;
