@@ -41,13 +41,6 @@ typedef struct qkrt_bundle qkrt_bundle;
 int qk_open(const char *cmd, const char *device, bool validation, bool stats, const char *bundle,
             qkrt_context **ctx, qkrt_bundle **b);
 
-/* Registers the declared reference (`reference:`) of every format under
- * specs_dir/formats with the host operations (cli/ops.h), for verify, bench,
- * tune and dequant; the built-in formats keep their C references. On a
- * spec error prints "qkgen CMD: file:line:col: ..." and returns
- * QK_EXIT_USAGE. qk_ref_declared_clear frees them. */
-int qk_declare_refs(const char *cmd, const char *specs_dir);
-
 int cmd_build(qk_args *a);
 int cmd_list(qk_args *a);
 int cmd_emit(qk_args *a);

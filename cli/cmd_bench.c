@@ -4,6 +4,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "qk_util.h"
+#include "refs.h"
 
 #include <math.h>
 #include <stdio.h>

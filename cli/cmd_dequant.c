@@ -5,6 +5,7 @@
 #include "ops.h"
 #include "qk_npy.h"
 #include "qk_util.h"
+#include "refs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

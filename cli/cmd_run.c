@@ -6,6 +6,7 @@
 #include "ops_moe.h"
 #include "qk_npy.h"
 #include "qk_util.h"
+#include "refs.h"
 
 #include <math.h>
 #include <stdio.h>

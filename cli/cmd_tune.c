@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "compile/compile.h"
 #include "qk_util.h"
+#include "refs.h"
 #include "spec/model.h"
 #include "json.h" /* libqkrt's reader, for the manifest's kernel entries */
 #include "tune.h"

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "format/format.h"
 #include "ops.h"
+#include "refs.h"
 
 #include <stdio.h>
 #include <stdlib.h>

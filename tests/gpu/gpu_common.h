@@ -5,6 +5,7 @@
 #define QK_GPU_COMMON_H
 
 #include "ops_moe.h"
+#include "refs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +55,13 @@ static inline bool gpu_open(const char *bundle, qkrt_context **ctx, qkrt_bundle 
         return false;
     }
     printf("device: %s\n", qkrt_device(*ctx)->name);
+    /* the declared references (reference: in a format's YAML) of the source
+     * specs, for the formats that have no built-in C reference */
+    if (qk_declare_refs("test", QKGEN_TEST_SPECS)) {
+        qkrt_bundle_destroy(*ctx, *b);
+        qkrt_destroy(*ctx);
+        return false;
+    }
     return true;
 }
 
