@@ -1,5 +1,5 @@
 /* The GGUF block structs exactly as ggml-common.h declares them for C (field order, the
- * anonymous d/m unions, sizes asserted as in FORMATS.md): the reference for the layout check,
+ * anonymous d/m unions, sizes asserted as in docs/formats.md): the reference for the layout check,
  * shipped with the format specs (their c_struct: header) so that a copy of specs/ checks alone. */
 #ifndef GGML_BLOCKS_H
 #define GGML_BLOCKS_H
