@@ -7,8 +7,17 @@
 #include "include/lut.glsl"
 #include "include/fp8.glsl"
 
+#ifdef MMA_dot8
+shared uint qk_nvfp4_lut8[16]; // the codes as bytes for the int8 hooks (shared_memory_dot8: 64)
+#endif
+
 void qk_format_init() {
-    qk_lut_init(QK_E2M1X2_TABLE);
+#ifdef MMA_dot8
+    const uint n = gl_WorkGroupSize.x * gl_WorkGroupSize.y * gl_WorkGroupSize.z;
+    for (uint i = gl_LocalInvocationIndex; i < 16u; i += n)
+        qk_nvfp4_lut8[i] = uint(qk_lut16(QK_E2M1X2_TABLE, i)) & 0xffu;
+#endif
+    qk_lut_init(QK_E2M1X2_TABLE); // its barrier makes both tables visible
 }
 
 void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
@@ -22,3 +31,32 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
         }
     }
 }
+
+#ifdef MMA_dot8
+// int8-dot hooks (int8_dot: true; templates/matvec_xq.comp): group g is
+// sub-blocks 2g and 2g + 1, each with its scale (QK_DOT8_HALVES); the codes
+// are twice the E2M1 values (-12 .. 12) and a = ue4m3(d[s]) / 2.
+#define QK_DOT8_HALVES 1
+
+// The codes of the four nibbles at bit `shift` of the bytes of w, as bytes.
+uint qk_nvfp4_codes(uint w, uint shift) {
+    uint r = 0u;
+    for (uint k = 0u; k < 4u; k++) r |= qk_nvfp4_lut8[(w >> (8u * k + shift)) & 15u] << (8u * k);
+    return r;
+}
+
+void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
+    const uint qs = blk * QK_BYTES + QKF_qs_OFFSET + 16u * g;
+    for (uint h = 0u; h < 2u; h++) { // sub-block 2g + h: elements 16h .. 16h + 15 of the group
+        const uint w0 = qk_u32(m, qs + 8u * h), w1 = qk_u32(m, qs + 8u * h + 4u);
+        q[4u * h] = qk_nvfp4_codes(w0, 0u);
+        q[4u * h + 1u] = qk_nvfp4_codes(w1, 0u);
+        q[4u * h + 2u] = qk_nvfp4_codes(w0, 4u);
+        q[4u * h + 3u] = qk_nvfp4_codes(w1, 4u);
+    }
+}
+
+vec3 qk_affine8(uint m, uint blk, uint g) {
+    return vec3(0.5 * qk_ue4m3(qkf_d(m, blk, 2u * g)), 0.5 * qk_ue4m3(qkf_d(m, blk, 2u * g + 1u)), 0.0);
+}
+#endif

@@ -270,9 +270,10 @@ static double mlx_e8m0(uint32_t b) {
     return f;
 }
 
-/* The MLX modes of specs/formats (mxfp4_mlx, nvfp4_mlx, mxfp8_mlx) against
- * MLX's definitions on random groups of their declared random data. */
-static void mlx_modes(const char *specs_dir, uint64_t *rng) {
+/* The MLX modes of specs/formats named by the arguments NAME:GROUP:BITS (the
+ * CMake test names them: no C of qkgen names a format) against MLX's
+ * definitions on random groups of their declared random data. */
+static void mlx_modes(const char *specs_dir, char **args, int nargs, uint64_t *rng) {
     qk_format_spec *fs;
     uint32_t n;
     qk_error e = {0};
@@ -281,11 +282,24 @@ static void mlx_modes(const char *specs_dir, uint64_t *rng) {
         fails++;
         return;
     }
-    static const struct {
-        const char *name;
+    struct {
+        char name[64];
         uint32_t group, bits;
-    } modes[] = {{"mxfp4_mlx", 32, 4}, {"nvfp4_mlx", 16, 4}, {"mxfp8_mlx", 32, 8}};
-    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+    } modes[8];
+    int nm = 0;
+    for (int a = 0; a < nargs && nm < 8; a++) {
+        if (sscanf(args[a], "%63[^:]:%u:%u", modes[nm].name, &modes[nm].group, &modes[nm].bits) !=
+                3 ||
+            (modes[nm].group != 16 && modes[nm].group != 32) ||
+            (modes[nm].bits != 4 && modes[nm].bits != 8)) {
+            printf("FAIL argument '%s': not NAME:GROUP:BITS (group 16 or 32, bits 4 or 8)\n",
+                   args[a]);
+            fails++;
+            continue;
+        }
+        nm++;
+    }
+    for (int m = 0; m < nm; m++) {
         const qk_format_spec *sp = NULL;
         for (uint32_t i = 0; i < n; i++)
             if (!strcmp(fs[i].name, modes[m].name)) sp = &fs[i];
@@ -370,8 +384,9 @@ static void smallfloats(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_decode TEST_SPECS (tests/decl) SPECS (specs)\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_decode TEST_SPECS (tests/decl) SPECS (specs) "
+                        "[MLX_MODE:GROUP:BITS ...]\n");
         return 2;
     }
     uint64_t seed = (uint64_t)time(NULL), rng = seed;
@@ -387,7 +402,7 @@ int main(int argc, char **argv) {
     tabled(&rng);
     errors();
     smallfloats();
-    mlx_modes(argv[2], &rng);
+    mlx_modes(argv[2], argv + 3, argc - 3, &rng);
     free(specs);
     printf("%s\n", fails ? "FAILED" : "all passed");
     return fails ? 1 : 0;
