@@ -4,10 +4,12 @@
 #include "ops.h"
 #include "ops_moe.h"
 #include "qk_decode.h"
+#include "qk_util.h" /* qk_parallel */
 #include "qkref.h"
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,23 +208,53 @@ static bool ref_row(const qk_weights *w, uint32_t r, uint32_t K, double *out) {
 
 /* y[t][r] = sum_i W[r][i] x[t][i], or with squares the sum of the terms'
  * squares. */
-static bool ref_products(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
-                         bool squares, double *y) {
-    double *row = malloc(sizeof *row * K);
-    bool ok = true;
-    for (uint32_t r = 0; r < M && ok; r++) {
-        ok = ref_row(w, r, K, row);
-        for (uint32_t t = 0; t < T && ok; t++) {
+typedef struct products_job {
+    const qk_weights *w;
+    const double *x;
+    uint32_t M, K, T;
+    bool squares;
+    double *y;
+    bool failed[QK_MAX_THREADS]; /* each share's own */
+} products_job;
+
+/* Share t of n: rows t, t + n, ... (each output written by one share). */
+static void products_share(void *arg, uint32_t t, uint32_t n) {
+    products_job *j = arg;
+    double *row = malloc(sizeof *row * j->K);
+    for (uint32_t r = t; r < j->M; r += n) {
+        if (!ref_row(j->w, r, j->K, row)) {
+            j->failed[t] = true; /* (a declared reference is checked finite when made) */
+            break;
+        }
+        for (uint32_t tk = 0; tk < j->T; tk++) {
             double s = 0;
-            for (uint32_t i = 0; i < K; i++) {
-                double p = row[i] * x[(size_t)t * K + i];
-                s += squares ? p * p : p;
+            for (uint32_t i = 0; i < j->K; i++) {
+                double p = row[i] * j->x[(size_t)tk * j->K + i];
+                s += j->squares ? p * p : p;
             }
-            y[(size_t)t * M + r] = s;
+            j->y[(size_t)tk * j->M + r] = s;
         }
     }
     free(row);
-    return ok;
+}
+
+/* Elements from which a declared reference's rows are shared among the
+ * cores: its evaluator takes ~100 ns an element (a dense 4096 x 14336
+ * matrix ~6 s on one), where the C references take a few. Below it (the
+ * MoE references' experts, themselves run a thread each) one thread. */
+enum { QK_REF_PARALLEL_ELEMENTS = 1 << 22 };
+
+static bool ref_products(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
+                         bool squares, double *y) {
+    products_job j = {w, x, M, K, T, squares, y, {false}};
+    bool declared = find_declared(w->format, w->variant) != NULL;
+    uint32_t n = declared && (uint64_t)M * K >= QK_REF_PARALLEL_ELEMENTS ? qk_cores() : 1;
+    n = n < M ? n : M ? M : 1;
+    n = n < QK_MAX_THREADS ? n : QK_MAX_THREADS;
+    qk_parallel(n, products_share, &j);
+    for (uint32_t t = 0; t < n; t++)
+        if (j.failed[t]) return false;
+    return true;
 }
 
 bool qk_ref_dequant(const qk_weights *w, uint32_t M, uint32_t K, double *out) {
@@ -240,6 +272,32 @@ bool qk_ref_matvec(const qk_weights *w, const double *x, uint32_t M, uint32_t K,
 bool qk_ref_matvec_sq(const qk_weights *w, const double *x, uint32_t M, uint32_t K, uint32_t T,
                       double *y2) {
     return ref_products(w, x, M, K, T, true, y2);
+}
+
+/* The blocks of a declared format checked in shares: bad is the first
+ * block (of the lowest share that found one) whose reference fails. */
+typedef struct check_job {
+    const qk_decode *d;
+    const uint8_t *blocks;
+    size_t block_bytes, count, bad;
+    char why[256];
+} check_job;
+
+static void check_share(void *arg, uint32_t t, uint32_t n) {
+    check_job *j = arg;
+    size_t lo = j->count * t / n, hi = j->count * (t + 1) / n;
+    double *y = malloc(sizeof *y * qk_decode_elements(j->d));
+    char err[256];
+    for (size_t g = lo; g < hi; g++)
+        if (!qk_decode_block(j->d, j->blocks + g * j->block_bytes, y, err, sizeof err)) {
+            /* shares are block ranges in order: the lowest failing block wins */
+            static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+            pthread_mutex_lock(&lock);
+            if (g < j->bad) j->bad = g, snprintf(j->why, sizeof j->why, "%s", err);
+            pthread_mutex_unlock(&lock);
+            break;
+        }
+    free(y);
 }
 
 /* Random weights for a declared format, each block (group) checked to
@@ -273,14 +331,17 @@ static bool declared_random(const qk_decode *d, uint32_t M, uint32_t K, uint64_t
         w->plane_count = 1;
         w->bytes[0] = groups * bb;
         w->plane[0] = malloc(w->bytes[0] ? w->bytes[0] : 1);
-        for (size_t g = 0; g < groups && ok; g++) {
-            uint8_t *blk = (uint8_t *)w->plane[0] + g * bb;
-            qk_decode_random_block(d, rng, blk);
-            ok = qk_decode_block(d, blk, y, err, sizeof err);
-            if (!ok)
-                snprintf(ref_why, sizeof ref_why,
-                         "the reference of format %s is not finite on random block %zu: %s",
-                         w->format, g, err);
+        for (size_t g = 0; g < groups; g++)
+            qk_decode_random_block(d, rng, (uint8_t *)w->plane[0] + g * bb);
+        /* checked on all cores (the blocks made in order, for the seed) */
+        check_job j = {d, (const uint8_t *)w->plane[0], bb, groups, groups, ""};
+        uint64_t el = (uint64_t)groups * n;
+        qk_parallel(el >= QK_REF_PARALLEL_ELEMENTS ? qk_cores() : 1, check_share, &j);
+        if (j.bad < groups) {
+            snprintf(ref_why, sizeof ref_why,
+                     "the reference of format %s is not finite on random block %zu: %s", w->format,
+                     j.bad, j.why);
+            ok = false;
         }
     }
     free(y);
