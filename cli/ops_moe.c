@@ -1,6 +1,6 @@
 /* MoE and post-op host operations: kernels bound by binding name from the
  * manifest (so a new fusion's bindings need no code here), and float64 CPU
- * references written from FORMATS.md's MoE conventions. */
+ * references written from docs/formats.md's MoE conventions. */
 #include "ops_moe.h"
 #include "qk_util.h"
 

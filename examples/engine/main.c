@@ -1,6 +1,6 @@
 /* An engine that runs qkgen's kernels with nothing of qkgen inside: a q4_0
  * mat-vec, a q4_K MoE mat-vec with expert ids and a tiled matmul, each on fresh
- * random data against its own CPU reference (../shared/FORMATS.md's rules). */
+ * random data against its own CPU reference (qkgen's docs/formats.md's rules). */
 #include "engine.h"
 #include "vk.h"
 

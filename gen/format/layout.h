@@ -47,7 +47,7 @@ uint32_t qk_layout_type_bytes(const char *type);
 
 /* Checks the layout a C header gives (from_c) against the one a YAML declares. The YAML lists
  * no offsets, so the expected offsets are those of a packed block (each field right after the
- * previous one, as FORMATS.md's blocks are); expected_from_yaml's offset members are ignored.
+ * previous one, as docs/formats.md's blocks are); expected_from_yaml's offset members are ignored.
  * Types are compared by element size only (u16 and f16 agree). Returns 0 when the field count,
  * each field's offset, count and element size, and the total size all agree; else -1 with the
  * first difference in err, e.g. "block_q4_0 in tests/ggml_blocks_wrong.h: field qs: count 15,

@@ -1,5 +1,5 @@
 /* The GGUF block structs exactly as ggml-common.h declares them for C (field order, the
- * anonymous d/m unions, sizes asserted as in FORMATS.md): the reference for the layout check,
+ * anonymous d/m unions, sizes asserted as in docs/formats.md): the reference for the layout check,
  * shipped with the format specs (their c_struct: header) so that a copy of specs/ checks alone. */
 #ifndef GGML_BLOCKS_H
 #define GGML_BLOCKS_H
@@ -160,5 +160,19 @@ typedef struct {
     uint8_t qs[QK4_NL / 2];
 } block_iq4_nl;
 static_assert(sizeof(block_iq4_nl) == 18, "wrong iq4_nl block size/padding");
+
+// 2.06-bit codebook quantization: 8 sub-blocks of 32, each 4 grid indices and a scale/sign word
+typedef struct {
+    ggml_half d;
+    uint16_t qs[QK_K / 8];
+} block_iq2_xxs;
+static_assert(sizeof(block_iq2_xxs) == 66, "wrong iq2_xxs block size/padding");
+
+// 3.06-bit codebook quantization: 64 grid indices, then 8 scale/sign words
+typedef struct {
+    ggml_half d;
+    uint8_t qs[3 * QK_K / 8];
+} block_iq3_xxs;
+static_assert(sizeof(block_iq3_xxs) == 98, "wrong iq3_xxs block size/padding");
 
 #endif

@@ -1,5 +1,5 @@
 // K-quant scale unpacking: the 6-bit scales and mins of q4_K/q5_K and the
-// 6-bit signed scales of q3_K, both packed into 12 bytes (see FORMATS.md).
+// 6-bit signed scales of q3_K, both packed into 12 bytes (see docs/formats.md).
 
 // Scale and min (6 bits each) of sub-block j (0..7) of q4_K/q5_K from the
 // three words w0, w1, w2 of scales[12]. Branch-free: j >= 4 takes its high

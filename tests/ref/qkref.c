@@ -1,4 +1,4 @@
-/* qkref.c: the GGUF block formats of FORMATS.md read literally, in float64,
+/* qkref.c: the GGUF block formats of docs/formats.md read literally, in float64,
  * plus the random source and the f16 conversions the tests share. */
 #include "qkref.h"
 

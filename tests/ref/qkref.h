@@ -1,6 +1,6 @@
 /* qkref: independent CPU references for the tests: dequantizers for every
  * quant format (float64 results) and random valid weight data. Written from
- * ../shared/FORMATS.md alone; shares no code with the generator or the GLSL. */
+ * docs/formats.md alone; shares no code with the generator or the GLSL. */
 #ifndef QKREF_H
 #define QKREF_H
 

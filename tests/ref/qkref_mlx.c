@@ -1,4 +1,4 @@
-/* qkref_mlx.c: MLX affine (planar) weights as FORMATS.md defines them: an
+/* qkref_mlx.c: MLX affine (planar) weights as docs/formats.md defines them: an
  * LSB-first bit stream of b-bit values, one scale and one bias per group. */
 #include "qkref.h"
 

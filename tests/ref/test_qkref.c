@@ -1,5 +1,5 @@
 /* test_qkref.c: checks the CPU references against values derived by hand
- * from FORMATS.md, and the f16 conversions against exhaustive round trips. */
+ * from docs/formats.md, and the f16 conversions against exhaustive round trips. */
 #include "qkref.h"
 
 #include <math.h>

@@ -8,7 +8,7 @@
 set -u
 qkgen=$1 tool=$2
 shift 2
-formats=${*:-iq4_xs nvfp4 q4_0 q4_K q6_K iq4_nl mxfp4}
+formats=${*:-iq4_xs nvfp4 iq2_xxs iq3_xxs q4_0 q4_K q6_K iq4_nl mxfp4}
 if [ -z "${QKGEN_GGML_LIB:-}" ]; then
   echo "skip: no ggml build given (set QKGEN_GGML_LIB to a shared library with ggml's C API)"
   exit 77

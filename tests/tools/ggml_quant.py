@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# ggml_quant.py: a second, independent implementation of FORMATS.md in numpy: ggml- and
+# ggml_quant.py: a second, independent implementation of docs/formats.md in numpy: ggml- and
 # MLX-style quantizers, vectorized dequantizers, and the matmul test cases for the GPU tests.
 """Quantize random weights, dequantize them again, and write matmul test cases.
 
@@ -11,7 +11,7 @@
 Block formats: q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl mxfp4 q2_K q3_K q4_K q5_K q6_K.
 MLX affine: mlx<bits>_g<group>, bits in 2 3 4 5 6 8, group in 32 64 128.
 
-The dequantizers (section "dequantizers") are written from FORMATS.md alone and
+The dequantizers (section "dequantizers") are written from docs/formats.md alone and
 use nothing from the quantizers, so a quantizer bug cannot hide behind a
 matching dequantizer bug; the selftest closes the loop through the NMSE.
 """

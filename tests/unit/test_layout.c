@@ -21,7 +21,7 @@ typedef struct expect_block {
     expect_field fields[6];
 } expect_block;
 
-/* Written from FORMATS.md and ggml-common.h, not from the reader's output. */
+/* Written from docs/formats.md and ggml-common.h, not from the reader's output. */
 static const expect_block blocks[] = {
     {"block_q4_0", 18, {{"d", "f16", 0, 1}, {"qs", "u8", 2, 16}}},
     {"block_q4_1", 20, {{"d", "f16", 0, 1}, {"m", "f16", 2, 1}, {"qs", "u8", 4, 16}}},
