@@ -2,7 +2,7 @@
 # On the GPU machine, from the repository root, after `. .gpu/enter.sh`: every
 # format's decode cases, qkgen and the peer (llama.cpp's Vulkan backend, carried
 # as .peer) in one call, so both see the same clocks:
-#   bash bench/formats-gpu.sh gguf   # the 12 GGUF formats: mat-vec 4096x14336 and
+#   bash bench/formats-gpu.sh gguf   # the 16 GGUF formats: mat-vec 4096x14336 and
 #                                    # 14336x4096 at 1, 4, 8 tokens; MoE 128 experts
 #                                    # top-8 768x2048 at 1, 8, 32; the peer on the same
 #   bash bench/formats-gpu.sh mlx    # the 18 MLX configurations (bf16 scales): mat-vec
@@ -20,7 +20,7 @@ out=${OUT:-formats-out}
 filter=${FILTER:-_dot8}
 part=${1:-}
 case $part in
-gguf) formats=${FORMATS:-q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl mxfp4}
+gguf) formats=${FORMATS:-q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs iq3_xxs iq2_xxs mxfp4 nvfp4}
       shapes="4096,14336,1,4,8 14336,4096,1,4,8 768,2048,1,8,32,128,8" ;;
 mlx) formats=${FORMATS:-$(for b in 2 3 4 5 6 8; do for g in 32 64 128; do printf 'mlx%s_g%s ' $b $g; done; done)}
      shapes="4096,14336,1,8 768,2048,1,128,8" ;;
@@ -45,7 +45,9 @@ if [ "$part" = gguf ] && [ -x .peer/peerbench ]; then
   cases=()
   for t in 1 4 8; do cases+=(--case "dense,4096,14336,$t" --case "dense,14336,4096,$t"); done
   for t in 1 8 32; do cases+=(--case "moe,768,2048,$t,128,8"); done
-  types=$(echo $formats | tr ' ' ,)
+  # (its quantizer refuses iq2_xxs without an importance matrix: PEER_TYPES
+  # names the formats it times, by default the part's but that one)
+  types=${PEER_TYPES:-$(echo $formats | tr ' ' '\n' | grep -vx iq2_xxs | paste -sd,)}
   GGML_VK_PERF_LOGGER=1 .peer/peerbench "$work/package/index.node" --types "$types" "${cases[@]}" \
     --runs 20 --warmup-ms 400 > "$out/peer.txt" 2> "$out/peer.err"
   echo "peer: exit $?, $(grep -c ^RESULT "$out/peer.txt") cases"

@@ -31,7 +31,7 @@ static const uint32_t std_moe_mm[][5] = {
  * configuration (bf16 scales) that the bundle holds; a layer's, the
  * standard set's seven. */
 static const char *std_formats =
-    "q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_nl,mxfp4,"
+    "q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_nl,iq4_xs,iq3_xxs,iq2_xxs,mxfp4,nvfp4,"
     "mlx2_g32,mlx2_g64,mlx2_g128,mlx3_g32,mlx3_g64,mlx3_g128,mlx4_g32,mlx4_g64,mlx4_g128,"
     "mlx5_g32,mlx5_g64,mlx5_g128,mlx6_g32,mlx6_g64,mlx6_g128,mlx8_g32,mlx8_g64,mlx8_g128";
 static const char *std_layer_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";

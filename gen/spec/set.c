@@ -63,7 +63,7 @@ static bool load_kernels(set_reader *r, ynode *n) {
 static bool load_formats(set_reader *r, ynode *n, const char *where, qk_format_pick *p) {
     yw *w = r->w;
     snprintf(p->where, sizeof p->where, "%s", where);
-    if (!yw_str_list(w, n, where, p->formats[0], sizeof p->formats[0], QK_MAX_LIST, &p->count))
+    if (!yw_str_list(w, n, where, p->formats[0], sizeof p->formats[0], QK_MAX_PICK, &p->count))
         return false;
     if (!p->count) return yw_fail(w, n, where, "the list is empty");
     for (uint32_t i = 0; i < p->count; i++) {

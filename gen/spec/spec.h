@@ -10,6 +10,7 @@ enum {
     QK_MAX_NAME = 64,
     QK_MAX_PATH = 512,
     QK_MAX_LIST = 32,
+    QK_MAX_PICK = 64, /* formats a kernel set names (every format and MLX configuration) */
     QK_MAX_FIELDS = 32,
     QK_MAX_PARAMS = 8,
     QK_MAX_BINDINGS = 24,
@@ -339,8 +340,8 @@ typedef struct qk_format_pick {
     char axes[256];           /* and its family point's axes (qk_kernel_spec.axes) */
     char where[48];           /* its key path in the set: "formats", "restrict[0].formats" */
     uint32_t count;
-    char formats[QK_MAX_LIST][QK_MAX_NAME];
-    qk_mark marks[QK_MAX_LIST];
+    char formats[QK_MAX_PICK][QK_MAX_NAME];
+    qk_mark marks[QK_MAX_PICK];
 } qk_format_pick;
 
 /* Loads every *.yaml under dir/formats, dir/kernels (kernel and family

@@ -28,7 +28,7 @@ keep() { python3 "$scratch/keep.py" "$scratch/families" "$@" <"$scratch/all"; }
   fail "list --set standard.yaml exited $?"
 # every GGUF format and MLX configuration (bf16 scales)
 mlx=$(for b in 2 3 4 5 6 8; do for g in 32 64 128; do printf ',mlx%s_g%s_bf16' $b $g; done; done)
-keep "q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_nl,mxfp4$mlx" \
+keep "q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_nl,iq4_xs,iq3_xxs,iq2_xxs,mxfp4,nvfp4$mlx" \
   "fam in ('copy', 'quantize_q8') or fmt and (fam == 'matvec' and values == ['ids'] and fmt == 'q6_K'
    or fam == 'matvec_lanes' and set(values) & {'slab', 'q8', 'q8pre'}
    or fam == 'matmul' and not name.endswith('_scalar') or fam == 'matmul_tensor')" >"$scratch/std_want"
