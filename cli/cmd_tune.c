@@ -745,6 +745,23 @@ static bool finish_manifest(const char *bundle_dir, const qk_str *select, const 
         if (text[i] == '\n') line[nl++] = i + 1;
     char *cut = qk_xcalloc(n + 1, 1); /* bytes dropped */
     *dropped = 0;
+    /* a bundle that was current is not rewritten: its manifest still has
+     * the select table of the build before, which the new one replaces (two
+     * "select" keys are a manifest no reader takes). It sits where this
+     * function put it: its own line before "kernels", a comma after it. */
+    const qkrt_json *old = ok ? qkrt_json_get(doc, "select") : NULL;
+    if (old && (old->type != QKRT_JSON_OBJECT || old->line > nl)) {
+        qk_error_set(e, "%s:%u:%u: \"select\" is not an object", path, old->line, old->column);
+        ok = false;
+    } else if (old) {
+        size_t start = line[old->line - 1] + old->column - 1, b = object_end(text, n, start);
+        size_t a = line[old->line - 1]; /* the key's line, with the newline before it */
+        if (a > 0) a--;
+        while (b < n && text[b] == ' ')
+            b++;
+        if (b < n && text[b] == ',') b++;
+        memset(cut + a, 1, b - a);
+    }
     for (uint32_t i = 0; ok && i < ks->count; i++) {
         const qkrt_json *k = &ks->items[i], *name = qkrt_json_get(k, "name");
         bool wanted = !name || name->type != QKRT_JSON_STRING;
