@@ -149,8 +149,10 @@ void qk_export_helpers(exporter *x, qk_str *o) {
 void qk_export_api_defs(exporter *x, qk_str *o) {
     const char *p = x->p;
     qk_str_addf(o, "const char *const %s_shape_names[%s_SHAPE_COUNT] = {", p, x->up);
-    for (uint32_t i = 0; i < x->var_count; i++)
-        qk_str_addf(o, "%s\"%s\"", i ? ", " : "", x->vars[i]);
+    for (uint32_t i = 0; i < x->var_count; i++) {
+        qk_str_add(o, i ? ", " : "");
+        qk_c_string(o, x->vars[i]);
+    }
     qk_str_add(o, x->var_count ? "};\n\n" : "\"unused_\"};\n\n");
     qk_str_addf(o,
                 "int %s_find(const char *name) {\n"
@@ -160,9 +162,11 @@ void qk_export_api_defs(exporter *x, qk_str *o) {
                 "    return -1;\n}\n\n"
                 "int %s_shape_set(%s_shape *s, const char *name, int64_t value) {\n",
                 p, x->up, p, p, p);
-    for (uint32_t i = 0; i < x->var_count; i++)
-        qk_str_addf(o, "    if (strcmp(name, \"%s\") == 0) return s->%s = value, 0;\n", x->vars[i],
-                    x->vars[i]);
+    for (uint32_t i = 0; i < x->var_count; i++) { /* vars are C identifiers */
+        qk_str_add(o, "    if (strcmp(name, ");
+        qk_c_string(o, x->vars[i]);
+        qk_str_addf(o, ") == 0) return s->%s = value, 0;\n", x->vars[i]);
+    }
     qk_str_addf(
         o,
         "    (void)s;\n    (void)value;\n    return -1;\n}\n\n"

@@ -123,6 +123,26 @@ typedef struct qk_strset {
 int qk_strset_add(qk_strset *s, const char *key, uint32_t index, uint32_t *earlier);
 void qk_strset_free(qk_strset *s);
 
+/* ---- escaping (qk_escape.c): the one function of each language qkgen
+ * writes, through which every writer puts a string or number that came from a
+ * file, a device or a user; none of them fails ---- */
+/* s as a C string literal ("NULL" for NULL): quote, backslash and '?' (no
+ * trigraph) escaped, every byte outside printable ASCII as an octal escape. */
+void qk_c_string(qk_str *o, const char *s);
+/* s as text inside a C block comment: "* /" and "/ *" split so that the
+ * comment neither ends nor nests, no "??", bytes outside printable ASCII as '.'. */
+void qk_c_comment(qk_str *o, const char *s);
+/* s as a JSON string literal: quote and backslash escaped, control
+ * characters and DEL as \u00XX, bytes that are not UTF-8 as U+FFFD. */
+void qk_json_string(qk_str *o, const char *s);
+/* v as a JSON number that reads back as the same double (the shortest of 15
+ * to 17 significant digits, at most 24 characters); null when v is infinite
+ * or NaN, which JSON cannot say: a reader refuses the field, not the file. */
+void qk_json_number(qk_str *o, double v);
+/* s as SVG/XML character data or attribute value: & < > " ' as entities,
+ * characters XML 1.0 forbids and bytes that are not UTF-8 as U+FFFD. */
+void qk_xml_text(qk_str *o, const char *s);
+
 /* ---- integer expressions, the one evaluator of the generator and libqkrt:
  * + - * / % ( ), unary - + !, comparisons == != < <= > >= (one per operand of
  * && and ||; they yield 0 or 1), && ||, decimal numbers and names looked up

@@ -1,6 +1,8 @@
-# build --tuned treats the tuning database as input: every bundle built loads
-# and reads back as JSON, also one built again over itself. Records are
-# written here (no device work): the hashes are a bundle's.
+# build --tuned treats the tuning database as input: records with names, a
+# device UUID or times that a manifest cannot hold are refused where they are
+# read (with the line and the field), a refused build leaves the bundle
+# there as it was, and every bundle built loads and reads back as JSON.
+# Records are written here (no device work): the hashes are a bundle's.
 . "$(dirname "$0")/../cli/lib.sh"
 qkgen=$1
 out=$scratch/out
@@ -57,4 +59,35 @@ import json, sys
 pairs = json.load(open(sys.argv[1]), object_pairs_hook=lambda p: [k for k, _ in p])
 assert pairs.count('select') == 1, pairs" "$out/tuned/manifest.json" || fail "a rebuild repeats \"select\""
 
+# ---- device.cache_uuid: written into the manifest's select table
+n=0
+for uuid in '0"}, "injected": {"x": "' 'a\\b' "$(printf 'x\001y')" '76616C2D257300000000000000000000' \
+  '7661'; do
+  n=$((n + 1))
+  UUID=$uuid records "$scratch/uuid$n.jsonl" "[rec('$good', device_cache_uuid=__import__('os').environ['UUID'])]"
+  expect_refused "$scratch/uuid$n.jsonl" "device.cache_uuid: "
+done
+# ---- times and NMSE: not finite, negative or past any dispatch
+for t in "us=1e60" "us=float('inf')" "us=-1" "us_min=1e999" "us_max=1e10" "nmse=-1e-3" "nmse=1e999"; do
+  n=$((n + 1))
+  records "$scratch/t$n.jsonl" "[rec('$good', $t)]"
+  expect_refused "$scratch/t$n.jsonl" "missing or not a number from 0 to"
+done
+# ---- names a manifest, header and report carry: never markup or quotes
+for v in "'<script>alert(1)</script>'" "'a\"b'" "'matvec q4'" "''"; do
+  n=$((n + 1))
+  records "$scratch/v$n.jsonl" "[rec($v)]"
+  expect_refused "$scratch/v$n.jsonl" "variant"
+done
+records "$scratch/fam.jsonl" "[rec('$good', family='mat\"vec')]"
+expect_refused "$scratch/fam.jsonl" "family: "
+records "$scratch/sha.jsonl" "[rec('$good', spv_sha256='Z' * 64)]"
+expect_refused "$scratch/sha.jsonl" "spv_sha256: "
+echo "$n hostile records refused, the bundle kept"
+
+# the largest time allowed reads back from the manifest it reaches
+records "$scratch/max.jsonl" "[rec('$good', us=1e9, us_min=1e9, us_max=1e9)]"
+"$qkgen" build --tuned "$scratch/max.jsonl" --out "$out" --quiet || fail "build --tuned, us 1e9"
+"$qkgen" verify --bundle "$out/tuned" --filter "$good" >/dev/null ||
+  fail "the bundle of a 1e9 us record does not load"
 echo "1 passed, 0 failed"
