@@ -197,6 +197,30 @@ static int kernel_index(const qkrt_json *kernels, const char *name) {
     return -1;
 }
 
+/* A kernel's fields for qkrt_select_check: its entry's, else its module's. */
+typedef struct kernel_lookup {
+    const qkrt_json *root, *kernels;
+} kernel_lookup;
+
+static const char *kernel_str(const qkrt_json *k, const qkrt_json *mod, const char *key) {
+    const qkrt_json *v = qkrt_json_get(k, key);
+    if (!v && mod) v = qkrt_json_get(mod, key);
+    return v && v->type == QKRT_JSON_STRING ? v->string : NULL;
+}
+
+static bool lookup_kernel(void *user, const char *name, qkrt_select_kernel *out) {
+    const kernel_lookup *l = user;
+    int i = kernel_index(l->kernels, name);
+    if (i < 0) return false;
+    const qkrt_json *k = &l->kernels->items[i];
+    const char *mname = kernel_str(k, NULL, "module");
+    const qkrt_json *mod = mname ? qkrt_json_named(qkrt_json_get(l->root, "modules"), mname) : NULL;
+    *out = (qkrt_select_kernel){kernel_str(k, mod, "family"), kernel_str(k, mod, "format"),
+                                kernel_str(k, mod, "format_variant"),
+                                kernel_str(k, mod, "activation")};
+    return true;
+}
+
 /* A range [lo, hi] (hi null: unbounded, -1 in C) as "{lo, hi}". */
 static bool range(exporter *x, const qkrt_json *r, const char *key, qk_str *o) {
     const qkrt_json *v = qk_export_field(x, r, key, QKRT_JSON_ARRAY, true);
@@ -259,6 +283,14 @@ static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, con
 bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kernels, qk_str *decl) {
     const qkrt_json *t = qk_export_field(x, root, "select", QKRT_JSON_OBJECT, false);
     if (!t) return !x->e->set;
+    /* libqkrt's check of the table (it refuses the bundle otherwise): the
+     * header must not answer where libqkrt would not load */
+    kernel_lookup kl = {root, kernels};
+    char err[512];
+    if (!qkrt_select_check(t, lookup_kernel, &kl, err, sizeof err)) {
+        qk_error_set(x->e, "%s:%s", x->manifest_path, err);
+        return false;
+    }
     uint32_t version;
     if (!qk_export_u32(x, t, "version", true, &version)) return false;
     if (version != 1 && version != 2) /* 2: rules may name their activations */

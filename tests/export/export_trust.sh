@@ -1,6 +1,7 @@
 # qkgen export treats the manifest as input: a hostile inputs_hash stays a
-# string and a comment (no symbol injected), and what the header cannot say
-# as libqkrt means it is refused. BUNDLE is a small bundle (q4_0 mat-vecs).
+# string and a comment (no symbol injected), and a select table libqkrt
+# would refuse (a rule's kernel of another operation or format, a range
+# that is not [lo, hi] with 0 <= lo <= hi) is refused. BUNDLE is a small bundle (q4_0 mat-vecs).
 . "$(dirname "$0")/../cli/lib.sh"
 qkgen=$1 bundle=$2
 flags="-std=c99 -Wall -Wextra -pedantic -Werror -I$scratch"
@@ -38,4 +39,27 @@ EOF
   "$scratch/probe" || fail "hash $n: QKB_INPUTS_HASH is not the manifest's inputs_hash"
 done
 echo "inputs_hash: $n hostile values stay strings"
+# ---- select tables the header cannot answer as libqkrt would: refused
+# expect_refused PYTHON TEXT: the edited bundle's export exits 2 with TEXT, writes nothing
+expect_refused() {
+  local rc=0
+  edited "$1"
+  rm -f "$scratch/r.h"
+  "$qkgen" export "$scratch/b" --c "$scratch/r.h" 2>"$scratch/err" || rc=$?
+  [ $rc = 2 ] && grep -qF -- "$2" "$scratch/err" || fail "$1: exit $rc, wanted 2 and '$2': $(cat "$scratch/err")"
+  [ ! -e "$scratch/r.h" ] || fail "$1: a refused export wrote a header"
+}
+k=matvec_q4_0_f32_nr1x1x8_wg64
+table='m["select"] = {"version": 1, "devices": [], "default": [r]}'
+rule="r = {'op': 'matvec', 'format': 'q4_0', 'format_variant': '', 'kernel': '$k', 'precision': 'f32', 'M': [1, None], 'K': [1, None], 'T': [1, None]}"
+expect_refused "$rule; r['format'] = 'q8_0'; $table" "a rule for q8_0 names kernel '$k', which reads q4_0"
+expect_refused "$rule; r['op'] = 'matmul'; $table" "a rule for matmul names kernel '$k', a matvec kernel"
+expect_refused "$rule; r['M'] = [1, -5]; $table" '"M": the upper bound -5 is below the lower 1'
+expect_refused "$rule; r['K'] = [300, 2]; $table" '"K": the upper bound 2 is below the lower 300'
+expect_refused "$rule; r['T'] = [-3, None]; $table" '"T": the lower bound is not an integer >= 0'
+expect_refused "$rule; r['kernel'] = 'nowhere'; $table" "kernel 'nowhere' is not in the manifest"
+# a good table exports, and its rule is the kernel's
+edited "$rule; $table"
+"$qkgen" export "$scratch/b" --c "$scratch/qkb_bundle.h" || fail "a good select table: export exited $?"
+echo "select: 6 tables libqkrt refuses are refused"
 echo "1 passed, 0 failed"

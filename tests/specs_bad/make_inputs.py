@@ -187,6 +187,45 @@ manifest("hash_short", setm("spv_sha256", "abc"))
 manifest("spv_odd_size", lambda m, k: None, spv=SPV[:6])
 manifest("spv_not_spirv", lambda m, k: None, spv=b"\0" * 20)
 
+# select tables (docs/manifest.md, "Selection") that libqkrt and qkgen export refuse
+def rule(**changes):
+    r = {"op": "matvec", "format": "q4_0", "format_variant": "", "kernel": "k", "precision": "f32",
+         "M": [1, None], "K": [1, None], "T": [1, None]}
+    r.update(changes)
+    return r
+
+
+def select(name, version=1, default=None, devices=None):
+    table = {"version": version, "devices": devices if devices is not None else [],
+             "default": default if default is not None else [rule()]}
+    manifest("select_" + name, lambda m, k: m.__setitem__("select", table))
+
+
+select("kernel_format", default=[rule(format="q8_0")])
+select("kernel_option", default=[rule(format_variant="bf16")])
+select("kernel_family", default=[rule(op="matmul")])
+select("kernel_activations", version=2, default=[rule(activations="f16")])
+select("kernel_unknown", default=[rule(kernel="nowhere")])
+select("activations_v1", default=[rule(activations="f32")])
+select("activations_bf16", version=2, default=[rule(activations="bf16")])
+select("range_hi_negative", default=[rule(M=[1, -5])])
+select("range_inverted", default=[rule(K=[10, 2])])
+select("range_lo_negative", default=[rule(T=[-1, None])])
+select("range_fraction", default=[rule(M=[1.5, None])])
+select("range_one", default=[rule(K=[1])])
+select("range_missing", default=[{k: v for k, v in rule().items() if k != "T"}])
+select("op_missing", default=[{k: v for k, v in rule().items() if k != "op"}])
+select("version_3", version=3)
+manifest("select_default_missing", lambda m, k: m.__setitem__("select", {"version": 1, "devices": []}))
+manifest("select_default_object", lambda m, k: m.__setitem__(
+    "select", {"version": 1, "devices": [], "default": {"op": "matvec"}}))
+select("device_vendor_string", devices=[{"vendor_id": "nvidia", "device_id": 1, "driver_version": 1,
+                                         "rules": []}])
+select("device_rule_format", devices=[{"vendor_id": 1, "device_id": 1, "driver_version": 1,
+                                       "cache_uuid": "0" * 32, "name": "x",
+                                       "rules": [rule(format="q8_0")]}])
+select("rule_number", default=[7])
+
 # ---- tuning databases, read by `qkgen tune --report`: a good record, then broken ones
 rec = {"v": 1, "device": {"vendor_id": 65541, "device_id": 0, "driver_version": 1,
                           "cache_uuid": "76616c2d257300000000000000000000", "name": "llvmpipe"},
@@ -243,6 +282,7 @@ db("family_space", edited(lambda r: r.__setitem__("family", "mat vec")))
 db("op_slash", edited(lambda r: r["case"].__setitem__("op", "../matvec")))
 db("format_star", edited(lambda r: r["case"].__setitem__("format", "q4_0*/")))
 db("sha_short", edited(lambda r: r.__setitem__("spv_sha256", "abc")))
+db("case_m_zero", edited(lambda r: r["case"].__setitem__("M", 0)))
 db("us_huge", edited(lambda r: r.__setitem__("us", 1e60)))
 db("us_past_max", edited(lambda r: r.__setitem__("us", 1.5e9)))
 db("us_infinite", line.replace('"us": 10.0', '"us": 1e999'))

@@ -1,7 +1,9 @@
 # build --tuned treats the tuning database as input: records with names, a
 # device UUID or times that a manifest cannot hold are refused where they are
 # read (with the line and the field), a refused build leaves the bundle
-# there as it was, and every bundle built loads and reads back as JSON.
+# there as it was, a record whose variant computes another case (another
+# format, a fused kernel, a shape its constraints refuse) never becomes a
+# rule, and every bundle built loads and reads back as JSON.
 # Records are written here (no device work): the hashes are a bundle's.
 . "$(dirname "$0")/../cli/lib.sh"
 qkgen=$1
@@ -84,6 +86,27 @@ expect_refused "$scratch/fam.jsonl" "family: "
 records "$scratch/sha.jsonl" "[rec('$good', spv_sha256='Z' * 64)]"
 expect_refused "$scratch/sha.jsonl" "spv_sha256: "
 echo "$n hostile records refused, the bundle kept"
+
+# ---- a record whose variant does not compute its case: never a rule
+q8=matvec_q8_0_f32_nr1x1x32_wg64
+records "$scratch/misfit.jsonl" "[rec('$good', us=10), rec('$q8', us=1),
+  rec('${good}_swiglu', us=1), rec('$good', fmt='q8_0', K=512, us=1), rec('$good', K=48, us=1)]"
+"$qkgen" build --tuned "$scratch/misfit.jsonl" --out "$out" --name misfit 2>"$scratch/err" >/dev/null ||
+  fail "build --tuned with misfit records: $(cat "$scratch/err")"
+grep -q "4 records whose kernel does not compute their case ignored (e.g. $q8 for matvec q4_0" \
+  "$scratch/err" || fail "misfit records not reported: $(cat "$scratch/err")"
+python3 - "$out/misfit/manifest.json" <<'EOF' || fail "a rule runs a kernel of another case"
+import json, sys, manifest_view
+m = json.load(open(sys.argv[1]))
+ks = {k["name"]: k for k in manifest_view.kernels(m)}
+rules = [r for d in m["select"]["devices"] for r in d["rules"]] + m["select"]["default"]
+for r in rules:
+    k = ks[r["kernel"]]
+    assert (k["family"], k["format"], k.get("fusion", "none")) == (r["op"], r["format"], "none"), r
+assert any(r["kernel"] == "matvec_q4_0_f32_nr1x1x32_wg64" for d in m["select"]["devices"]
+           for r in d["rules"]), rules
+EOF
+echo "misfit records ignored, no rule runs another case's kernel"
 
 # the largest time allowed reads back from the manifest it reaches
 records "$scratch/max.jsonl" "[rec('$good', us=1e9, us_min=1e9, us_max=1e9)]"
