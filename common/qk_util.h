@@ -163,5 +163,15 @@ bool qk_expr_eval(const char *expr, qk_lookup_fn lookup, void *user, int64_t *va
  * without values: every name is accepted and arithmetic is not checked, so
  * a spec's expressions fail at their line when loaded, not at planning. */
 bool qk_expr_check(const char *expr, const char *what, qk_expr_kind kind, qk_error *e);
+/* Appends a name's C form (qkgen export: "s->M") to out; false refuses it. */
+typedef bool (*qk_expr_c_var_fn)(void *user, const char *name, size_t len, qk_str *out);
+/* Checks expr as qk_expr_check does and appends it to out as a C expression
+ * of the same value: each operation a call "PREFIX__op(ok, a, b)" (add sub
+ * mul div mod eq ne le ge lt gt and or; neg pos not of one operand) of a
+ * helper with the evaluator's semantics, each number the value read, written
+ * as INT64_C(value) (never the text: "010" is ten here and eight in C),
+ * parentheses kept, names through var. out is unchanged on failure. */
+bool qk_expr_to_c(const char *expr, const char *what, qk_expr_kind kind, const char *prefix,
+                  qk_expr_c_var_fn var, void *user, qk_str *out, qk_error *e);
 
 #endif

@@ -39,6 +39,34 @@ EOF
   "$scratch/probe" || fail "hash $n: QKB_INPUTS_HASH is not the manifest's inputs_hash"
 done
 echo "inputs_hash: $n hostile values stay strings"
+# ---- integer literals: the header writes the value libqkrt reads ("010" is
+# ten to libqkrt, eight as C text), also in constraints
+edited 'k = m["kernels"][0]
+k["dispatch"] = {"grid": ["(M + 010 - 1) / 010", "0007 * T", "1"]}
+m["modules"][[x["name"] for x in m["modules"]].index(k["module"])]["constraints"] = ["K % 0032 == 0", "M >= 010"]'
+"$qkgen" export "$scratch/b" --c "$scratch/qkb_bundle.h" || fail "leading zeros: export exited $?"
+k0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kernels"][0]["name"])' "$scratch/b/manifest.json")
+cat >"$scratch/lit.c" <<EOF
+#define QKB_IMPLEMENTATION
+#include "qkb_bundle.h"
+#include <stdio.h>
+int main(void) {
+    const qkb_kernel *k = &qkb_kernels[qkb_find("$k0")];
+    qkb_shape s;
+    uint32_t g[3];
+    memset(&s, 0, sizeof s);
+    s.M = 100, s.K = 64, s.T = 3;
+    if (k->dispatch(&s, g) || k->check(&s) != -1) return 1;
+    s.M = 9; /* below 010, which is 8 in C */
+    printf("%u %u %u %d\n", g[0], g[1], g[2], k->check(&s));
+    return 0;
+}
+EOF
+cc $flags "$scratch/lit.c" -o "$scratch/lit" 2>"$scratch/err" || fail "leading zeros: $(head -5 "$scratch/err")"
+[ "$("$scratch/lit")" = "10 21 1 1" ] ||
+  fail "leading zeros: the header computes $("$scratch/lit"), libqkrt 10 21 1 1"
+echo "literals: the value read, not the text"
+
 # ---- select tables the header cannot answer as libqkrt would: refused
 # expect_refused PYTHON TEXT: the edited bundle's export exits 2 with TEXT, writes nothing
 expect_refused() {
