@@ -1048,6 +1048,11 @@ int cmd_build_tuned(qk_args *a) {
     free(check_dir);
     qk_tune_db_keep(&db, NULL, hash_of, &tr, stderr);
     drop_misfits(&db, &plan, dbpath);
+    if (rc == QK_EXIT_OK && !db.count && !model)
+        rc = qk_usage_error(a->cmd,
+                            "--tuned: %s: no record of a variant the generator makes for its "
+                            "case (see above)",
+                            dbpath);
     /* the winners (of the model's cases), and a fallback per operation */
     qk_tune_outcome *oc = NULL;
     uint32_t n = rc ? 0 : qk_tune_outcomes(&db, precision, fallback_name, &plan, &oc), kept = 0;
