@@ -236,7 +236,7 @@ static bool range(exporter *x, const qkrt_json *r, const char *key, qk_str *o) {
 
 /* A list of rules as a static array (its name in name, "NULL" when empty). */
 static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, const char *what,
-                  uint32_t version, char name[64]) {
+                  char name[64]) {
     snprintf(name, 64, "NULL");
     if (!l || !l->count) return !x->e->set;
     snprintf(name, 64, "%s__%s", x->p, what);
@@ -247,21 +247,13 @@ static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, con
                    *format = qk_export_str(x, r, "format", true);
         const char *variant = qk_export_str(x, r, "format_variant", false);
         const char *activations = qk_export_str(x, r, "activations", false);
-        if (activations && version < 2)
-            return qk_export_bad(x, r, "select: a rule names its activations in a version %u table",
-                                 version);
         const char *kernel = qk_export_str(x, r, "kernel", true),
                    *precision = qk_export_str(x, r, "precision", false);
         if (!op || !format || !kernel) return false;
+        /* qkrt_select_check (qk_export_select) has matched the rule to its
+         * kernel's operation, format, option and activations */
         int k = kernel_index(kernels, kernel);
         if (k < 0) return qk_export_bad(x, r, "select: kernel '%s' is not in the manifest", kernel);
-        /* a rule answers for the activations its kernel reads (absent: f32) */
-        const qkrt_json *ka = qkrt_json_get(&kernels->items[k], "activation");
-        const char *kact = ka && ka->type == QKRT_JSON_STRING && ka->string[0] ? ka->string : "f32";
-        if (strcmp(activations ? activations : "f32", kact))
-            return qk_export_bad(
-                x, r, "select: a rule for %s activations names kernel '%s', which reads %s",
-                activations ? activations : "f32", kernel, kact);
         qk_str_add(&x->defs, "    {");
         qk_export_c_field(&x->defs, op);
         qk_export_c_field(&x->defs, format);
@@ -298,7 +290,7 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
     const qkrt_json *devices = qk_export_list(x, t, "devices", true),
                     *defaults = qk_export_list(x, t, "default", true);
     char dname[64], names[64];
-    if (!devices || !defaults || !rules(x, kernels, defaults, "select_default", version, dname))
+    if (!devices || !defaults || !rules(x, kernels, defaults, "select_default", dname))
         return false;
     qk_str devs = {0};
     for (uint32_t i = 0; i < devices->count; i++) {
@@ -309,7 +301,7 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         if (!qk_export_u32(x, d, "vendor_id", true, &vendor) ||
             !qk_export_u32(x, d, "device_id", true, &device) ||
             !qk_export_u32(x, d, "driver_version", true, &driver) ||
-            !rules(x, kernels, qk_export_list(x, d, "rules", false), what, version, names)) {
+            !rules(x, kernels, qk_export_list(x, d, "rules", false), what, names)) {
             qk_str_free(&devs);
             return false;
         }
