@@ -77,9 +77,10 @@ void qk_json_string(qk_str *o, const char *s) {
         } else if (*p < 0x20 || *p == 0x7f) {
             qk_str_addf(o, "\\u%04x", *p);
         } else if (n == 0) {
-            /* not UTF-8, which JSON text must be: the replacement character,
-             * so that every reader takes the file */
-            qk_str_add(o, "\\ufffd");
+            /* not UTF-8, which JSON text must be: the replacement character
+             * (as itself, not escaped, so that writing what was read back
+             * gives the same text), so that every reader takes the file */
+            qk_str_add(o, "\xef\xbf\xbd");
             n = 1;
         } else {
             qk_str_addn(o, (const char *)p, n);

@@ -58,13 +58,29 @@ static void random_string(char *s, size_t max) {
     s[n] = '\0';
 }
 
-/* Whether s is all valid UTF-8 (the JSON writer keeps such strings whole). */
-static bool utf8_ok(const char *s) {
-    qk_str o = {0};
-    qk_json_string(&o, s);
-    bool ok = !strstr(o.s, "\\ufffd");
-    qk_str_free(&o);
-    return ok;
+/* Whether s is all valid UTF-8 (the JSON writer keeps such strings whole),
+ * decoded here on its own: no stray or missing continuation byte, no
+ * overlong form, surrogate or code point past U+10FFFF. */
+static bool utf8_ok(const char *str) {
+    const unsigned char *s = (const unsigned char *)str;
+    while (*s) {
+        unsigned c = *s, n = c < 0x80                 ? 1
+                             : c >= 0xc2 && c <= 0xdf ? 2
+                             : c >= 0xe0 && c <= 0xef ? 3
+                             : c >= 0xf0 && c <= 0xf4 ? 4
+                                                      : 0;
+        if (!n) return false;
+        unsigned cp = n == 1 ? c : c & (0x7f >> n);
+        for (unsigned i = 1; i < n; i++) {
+            if ((s[i] & 0xc0) != 0x80) return false;
+            cp = cp << 6 | (s[i] & 0x3f);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        s += n;
+    }
+    return true;
 }
 
 static void json_strings(void) {
@@ -84,6 +100,14 @@ static void json_strings(void) {
         CHECK(j && k && k->type == QKRT_JSON_STRING && qkrt_json_get(j, "after"),
               "JSON of %s does not read back: %s", o.s, err);
         if (k && utf8_ok(s)) CHECK(!strcmp(k->string, s), "JSON string changed: %s", o.s);
+        if (k) { /* what was read back is written as the same text */
+            qk_str again = {0};
+            qk_str_add(&again, "{\"k\": ");
+            qk_json_string(&again, k->string);
+            qk_str_add(&again, ", \"after\": 1}");
+            CHECK(!strcmp(again.s, o.s), "JSON of %s read back is written as %s", o.s, again.s);
+            qk_str_free(&again);
+        }
         for (size_t c = 0; c < o.len; c++)
             CHECK((unsigned char)o.s[c] >= 0x20 && o.s[c] != 0x7f, "a raw control byte: %s", o.s);
         qkrt_json_free(j);
