@@ -32,6 +32,15 @@ static size_t utf8_len(const unsigned char *s) {
     return n;
 }
 
+bool qk_utf8_valid(const char *s) {
+    for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
+        size_t n = utf8_len(p);
+        if (!n) return false;
+        p += n;
+    }
+    return true;
+}
+
 void qk_c_string(qk_str *o, const char *s) {
     if (!s) {
         qk_str_add(o, "NULL");

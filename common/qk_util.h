@@ -139,6 +139,10 @@ void qk_json_string(qk_str *o, const char *s);
  * to 17 significant digits, at most 24 characters); null when v is infinite
  * or NaN, which JSON cannot say: a reader refuses the field, not the file. */
 void qk_json_number(qk_str *o, double v);
+/* Whether s is UTF-8 throughout (no stray or missing continuation byte, no
+ * overlong form, surrogate or code point past U+10FFFF): a reader's test of
+ * text that a writer would otherwise change (each other byte as U+FFFD). */
+bool qk_utf8_valid(const char *s);
 /* s as SVG/XML character data or attribute value: & < > " ' as entities,
  * characters XML 1.0 forbids and bytes that are not UTF-8 as U+FFFD. */
 void qk_xml_text(qk_str *o, const char *s);

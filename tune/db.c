@@ -184,6 +184,12 @@ static bool record_of(const qkrt_json *j, qk_tune_record *r, char *why, size_t w
         chars_of(f, "case.op", r->c.op, name, 0);
         chars_of(f, "case.format", r->c.format, name, 0);
         chars_of(f, "case.format_variant", r->c.format_variant, name, 0);
+        /* text that is not UTF-8 would be written back changed (and longer) */
+        if (f->ok && (!qk_utf8_valid(r->dev.name) || !qk_utf8_valid(r->note))) {
+            snprintf(f->why, sizeof f->why, "%s: not UTF-8 text",
+                     qk_utf8_valid(r->dev.name) ? "note" : "device.name");
+            f->ok = false;
+        }
         /* a select rule's ranges lie between the tuned values, from 1 */
         if (f->ok && (!r->c.M || !r->c.K || !r->c.T)) {
             snprintf(f->why, sizeof f->why, "case: M %u, K %u, T %u: a shape is at least 1", r->c.M,

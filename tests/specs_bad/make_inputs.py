@@ -282,6 +282,9 @@ db("family_space", edited(lambda r: r.__setitem__("family", "mat vec")))
 db("op_slash", edited(lambda r: r["case"].__setitem__("op", "../matvec")))
 db("format_star", edited(lambda r: r["case"].__setitem__("format", "q4_0*/")))
 db("sha_short", edited(lambda r: r.__setitem__("spv_sha256", "abc")))
+# a device name that is not UTF-8 (a writer would change it): line 2, as db() puts it
+put("tunedb_name_not_utf8.jsonl", (line + "\n").encode() + line.replace(
+    "matvec_q4_0_f32_nr1x1x8_wg64", "other").encode().replace(b"llvmpipe", b"llvm\xffpipe") + b"\n")
 db("case_m_zero", edited(lambda r: r["case"].__setitem__("M", 0)))
 db("us_huge", edited(lambda r: r.__setitem__("us", 1e60)))
 db("us_past_max", edited(lambda r: r.__setitem__("us", 1.5e9)))
