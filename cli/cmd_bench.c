@@ -36,22 +36,39 @@ static const char *std_formats =
     "mlx5_g32,mlx5_g64,mlx5_g128,mlx6_g32,mlx6_g64,mlx6_g128,mlx8_g32,mlx8_g64,mlx8_g128";
 static const char *std_layer_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
 
+/* JSON members, every string and number through the one JSON writer
+ * (kernel names and errors come from a manifest and a driver) */
+static void jstr(qk_str *f, const char *key, const char *v) {
+    qk_str_addf(f, ", \"%s\": ", key);
+    qk_json_string(f, v);
+}
+
+static void jnum(qk_str *f, const char *key, double v) {
+    qk_str_addf(f, ", \"%s\": ", key);
+    qk_json_number(f, v);
+}
+
+static void jbool(qk_str *f, const char *key, bool v) {
+    qk_str_addf(f, ", \"%s\": %s", key, v ? "true" : "false");
+}
+
 static void json_result(qk_str *f, const qk_bench_result *r, bool first) {
-    qk_str_addf(
-        f,
-        "%s\n    { \"kernel\": \"%s\", \"family\": \"%s\", \"format\": \"%s\", \"M\": %u, "
-        "\"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u, \"us\": %.3f, \"us_span\": %.3f, "
-        "\"pct_copy_span\": %.1f, \"us_min\": %.3f, \"us_max\": %.3f, \"us_quantize\": %.3f, "
-        "\"bytes\": %.0f, \"gbps\": %.1f, \"pct_copy\": %.1f, \"tflops\": %.3f, "
-        "\"size_copy_us\": %.3f, \"size_copy_span_us\": %.3f, "
-        "\"screen_us\": %.3f, \"timed\": %s, "
-        "\"nmse\": %.3g, \"prepare_ms\": %.1f, \"pipeline\": \"%s\", \"ok\": %s, \"best\": %s, "
-        "\"wrong\": %s, \"error\": \"%s\" }",
-        first ? "" : ",", r->kernel, r->c.family, r->c.format, r->c.M, r->c.K, r->c.T, r->c.E,
-        r->c.top_k, r->us, r->us_span, r->pct_copy_span, r->us_min, r->us_max, r->us_pre, r->bytes,
-        r->gbps, r->pct_copy, r->tflops, r->size_copy_us, r->size_copy_span, r->us_screen,
-        r->timed ? "true" : "false", r->nmse, r->prepare_ms, r->pipeline, r->ok ? "true" : "false",
-        r->best ? "true" : "false", r->wrong ? "true" : "false", r->error);
+    qk_str_addf(f, "%s\n    { \"kernel\": ", first ? "" : ",");
+    qk_json_string(f, r->kernel);
+    jstr(f, "family", r->c.family);
+    jstr(f, "format", r->c.format);
+    qk_str_addf(f, ", \"M\": %u, \"K\": %u, \"T\": %u, \"E\": %u, \"top_k\": %u", r->c.M, r->c.K,
+                r->c.T, r->c.E, r->c.top_k);
+    jnum(f, "us", r->us), jnum(f, "us_span", r->us_span);
+    jnum(f, "pct_copy_span", r->pct_copy_span), jnum(f, "us_min", r->us_min);
+    jnum(f, "us_max", r->us_max), jnum(f, "us_quantize", r->us_pre), jnum(f, "bytes", r->bytes);
+    jnum(f, "gbps", r->gbps), jnum(f, "pct_copy", r->pct_copy), jnum(f, "tflops", r->tflops);
+    jnum(f, "size_copy_us", r->size_copy_us), jnum(f, "size_copy_span_us", r->size_copy_span);
+    jnum(f, "screen_us", r->us_screen), jbool(f, "timed", r->timed), jnum(f, "nmse", r->nmse);
+    jnum(f, "prepare_ms", r->prepare_ms), jstr(f, "pipeline", r->pipeline);
+    jbool(f, "ok", r->ok), jbool(f, "best", r->best), jbool(f, "wrong", r->wrong);
+    jstr(f, "error", r->error);
+    qk_str_add(f, " }");
 }
 
 static void print_row(const qk_bench_result *r) {
@@ -88,44 +105,49 @@ static void layer_kernels(const qk_moe_kernels *k, int ks[8]) {
 static void layer_names(const qkrt_bundle *b, const qk_moe_kernels *k, bool json, qk_str *out) {
     int ks[8];
     layer_kernels(k, ks);
-    for (int i = 0, n = 0; i < 8; i++)
-        if (ks[i] >= 0)
-            qk_str_addf(out, json ? "%s\"%s\": \"%s\"" : "%s%s=%s", n++ ? ", " : "", layer_roles[i],
-                        qkrt_bundle_kernel(b, (uint32_t)ks[i])->name);
+    for (int i = 0, n = 0; i < 8; i++) {
+        if (ks[i] < 0) continue;
+        const char *name = qkrt_bundle_kernel(b, (uint32_t)ks[i])->name;
+        if (json) {
+            qk_str_addf(out, "%s\"%s\": ", n++ ? ", " : "", layer_roles[i]);
+            qk_json_string(out, name);
+        } else {
+            qk_str_addf(out, "%s%s=%s", n++ ? ", " : "", layer_roles[i], name);
+        }
+    }
 }
 
 static void json_layer(qk_str *f, const qkrt_bundle *b, const qk_bench_layer_result *r,
                        bool first) {
     const qk_moe_kernels *k = &r->k;
-    char error[sizeof r->error]; /* quotes and control characters kept out of the JSON */
-    snprintf(error, sizeof error, "%s", r->error);
-    for (char *p = error; *p; p++)
-        if (*p == '"' || *p == '\\' || (unsigned char)*p < 32) *p = '\'';
-    qk_str_addf(
-        f,
-        "%s\n    { \"format\": \"%s\", \"variant\": \"%s\", \"T\": %u, \"H\": %u, "
-        "\"F\": %u, \"E\": %u, \"top_k\": %u, \"path\": \"%s\", \"us\": %.3f, "
-        "\"us_min\": %.3f, \"us_max\": %.3f, \"us_chain\": %.3f, \"runs\": %u, \"copies\": %u, "
-        "\"dispatches\": %u, \"experts\": %u, \"bytes\": %.0f, \"gbps\": %.1f, "
-        "\"pct_copy\": %.1f, \"nmse_logits\": %.3g, \"nmse_gate_up\": %.3g, "
-        "\"nmse_down\": %.3g, \"nmse_out\": %.3g, \"nmse_normed\": %.3g, "
-        "\"nmse_bound\": %.3g, \"ids_match\": %s, \"selected\": %s, "
-        "\"selected_router\": %s, \"selected_gate_up\": %s, \"selected_down\": %s, "
-        "\"ok\": %s, "
-        "\"error\": \"%s\", \"kernels\": {",
-        first ? "" : ",", r->d.format, r->d.variant, r->d.T, r->d.H, r->d.F, r->d.E, r->d.top_k,
-        k->routed ? "prefill" : "decode", r->us, r->us_min, r->us_max, r->us_chain, r->runs,
-        r->copies, r->dispatches, r->experts, r->bytes, r->gbps, r->pct_copy, r->check.logits,
-        r->check.act, r->check.slots, r->check.y, r->check.normed, r->check.bound,
-        r->check.ids_match ? "true" : "false",
-        k->selected[0] || k->selected[1] || k->selected[2] ? "true" : "false",
-        k->selected[0] ? "true" : "false", k->selected[1] ? "true" : "false",
-        k->selected[2] ? "true" : "false", r->ok ? "true" : "false", error);
+    qk_str_addf(f, "%s\n    { \"format\": ", first ? "" : ",");
+    qk_json_string(f, r->d.format);
+    jstr(f, "variant", r->d.variant);
+    qk_str_addf(f, ", \"T\": %u, \"H\": %u, \"F\": %u, \"E\": %u, \"top_k\": %u", r->d.T, r->d.H,
+                r->d.F, r->d.E, r->d.top_k);
+    jstr(f, "path", k->routed ? "prefill" : "decode");
+    jnum(f, "us", r->us), jnum(f, "us_min", r->us_min), jnum(f, "us_max", r->us_max);
+    jnum(f, "us_chain", r->us_chain);
+    qk_str_addf(f, ", \"runs\": %u, \"copies\": %u, \"dispatches\": %u, \"experts\": %u", r->runs,
+                r->copies, r->dispatches, r->experts);
+    jnum(f, "bytes", r->bytes), jnum(f, "gbps", r->gbps), jnum(f, "pct_copy", r->pct_copy);
+    jnum(f, "nmse_logits", r->check.logits), jnum(f, "nmse_gate_up", r->check.act);
+    jnum(f, "nmse_down", r->check.slots), jnum(f, "nmse_out", r->check.y);
+    jnum(f, "nmse_normed", r->check.normed), jnum(f, "nmse_bound", r->check.bound);
+    jbool(f, "ids_match", r->check.ids_match);
+    jbool(f, "selected", k->selected[0] || k->selected[1] || k->selected[2]);
+    jbool(f, "selected_router", k->selected[0]), jbool(f, "selected_gate_up", k->selected[1]);
+    jbool(f, "selected_down", k->selected[2]), jbool(f, "ok", r->ok);
+    jstr(f, "error", r->error);
+    qk_str_add(f, ", \"kernels\": {");
     layer_names(b, k, true, f);
     qk_str_add(f, "}, \"stages\": [");
-    for (uint32_t i = 0; r->timed && i < r->dispatches; i++)
-        qk_str_addf(f, "%s{ \"kernel\": \"%s\", \"us\": %.3f }", i ? ", " : "",
-                    qkrt_bundle_kernel(b, r->stage_kernel[i])->name, r->stage_us[i]);
+    for (uint32_t i = 0; r->timed && i < r->dispatches; i++) {
+        qk_str_add(f, i ? ", { \"kernel\": " : "{ \"kernel\": ");
+        qk_json_string(f, qkrt_bundle_kernel(b, r->stage_kernel[i])->name);
+        jnum(f, "us", r->stage_us[i]);
+        qk_str_add(f, " }");
+    }
     qk_str_add(f, "] }");
 }
 
@@ -490,10 +512,11 @@ int cmd_bench(qk_args *a) {
                                    .router = (qk_fuse)rt,
                                    .down = (qk_fuse)dn};
         qk_str j = {0};
-        qk_str_addf(&j,
-                    "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "
-                    "\"seed\": %llu, \"runs\": %u,\n  ",
-                    dev->name, dev->driver, copy_gbps, (unsigned long long)seed, o.runs);
+        qk_str_add(&j, "{\n  \"device\": ");
+        qk_json_string(&j, dev->name);
+        jstr(&j, "driver", dev->driver);
+        jnum(&j, "copy_gbps", copy_gbps);
+        qk_str_addf(&j, ", \"seed\": %llu, \"runs\": %u,\n  ", (unsigned long long)seed, o.runs);
         if (rc == QK_EXIT_OK)
             rc = bench_layers(ctx, b, &o, formats, std_layer_formats, tokens, ntokens, &shape,
                               copy_gbps, &j);
@@ -603,11 +626,12 @@ int cmd_bench(qk_args *a) {
             rc = QK_EXIT_FAIL;
     qk_str j = {0};
     if (json) {
-        qk_str_addf(&j,
-                    "{\n  \"device\": \"%s\", \"driver\": \"%s\", \"copy_gbps\": %.1f, "
-                    "\"floor_us\": %.3f, \"floor_span_us\": %.3f, \"seed\": %llu, "
-                    "\"finalists\": %u,\n  \"results\": [",
-                    dev->name, dev->driver, copy_gbps, floor_us, floor_span,
+        qk_str_add(&j, "{\n  \"device\": ");
+        qk_json_string(&j, dev->name);
+        jstr(&j, "driver", dev->driver);
+        jnum(&j, "copy_gbps", copy_gbps), jnum(&j, "floor_us", floor_us);
+        jnum(&j, "floor_span_us", floor_span);
+        qk_str_addf(&j, ", \"seed\": %llu, \"finalists\": %u,\n  \"results\": [",
                     (unsigned long long)seed, o.finalists);
         for (uint32_t i = 0; i < nres; i++)
             json_result(&j, &res[i], i == 0);

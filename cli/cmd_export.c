@@ -22,27 +22,6 @@ bool qk_export_bad(exporter *x, const qkrt_json *node, const char *fmt, ...) {
     return false;
 }
 
-/* ---- C literals ---- */
-
-/* s as a C string literal; '?' escaped so that no trigraph forms */
-void qk_export_c_string(qk_str *o, const char *s) {
-    if (!s) {
-        qk_str_add(o, "NULL");
-        return;
-    }
-    qk_str_add(o, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\' || c == '?')
-            qk_str_addf(o, "\\%c", c);
-        else if (c < 0x20 || c > 0x7e)
-            qk_str_addf(o, "\\%03o", c);
-        else
-            qk_str_addn(o, s, 1);
-    }
-    qk_str_add(o, "\"");
-}
-
 /* ---- manifest fields ---- */
 
 const qkrt_json *qk_export_field(exporter *x, const qkrt_json *obj, const char *key,
@@ -82,7 +61,7 @@ const qkrt_json *qk_export_list(exporter *x, const qkrt_json *obj, const char *k
 
 /* "name": "x" pairs for a C initializer */
 void qk_export_c_field(qk_str *o, const char *s) {
-    qk_export_c_string(o, s);
+    qk_c_string(o, s);
     qk_str_add(o, ", ");
 }
 
@@ -97,7 +76,7 @@ static bool string_array(exporter *x, const qkrt_json *l, const char *what, uint
         if (l->items[i].type != QKRT_JSON_STRING)
             return qk_export_bad(x, &l->items[i], "expected a string");
         qk_str_add(&x->defs, i ? ", " : "");
-        qk_export_c_string(&x->defs, l->items[i].string);
+        qk_c_string(&x->defs, l->items[i].string);
     }
     qk_str_add(&x->defs, "};\n");
     return true;
@@ -181,8 +160,11 @@ static bool push_constants(exporter *x, const qkrt_json *k, uint32_t i, qk_str *
             ident &= isalnum((unsigned char)*s) || *s == '_';
         if (!ident || !qk_export_add_var(x, name, strlen(name)))
             return qk_export_bad(x, c, "push constant '%s' is not a shape variable name", name);
-        qk_str_addf(&x->defs, "    {\"%s\", %u, \"%s\", offsetof(%s_shape, %s)},\n", name, offset,
-                    type, x->p, name);
+        qk_str_add(&x->defs, "    {");
+        qk_export_c_field(&x->defs, name);
+        qk_str_addf(&x->defs, "%u, ", offset);
+        qk_export_c_field(&x->defs, type);
+        qk_str_addf(&x->defs, "offsetof(%s_shape, %s)},\n", x->p, name);
     }
     if (l->count) {
         qk_str_add(&x->defs, "};\n");
@@ -340,7 +322,7 @@ static bool weights(exporter *x, const qkrt_json *k, uint32_t i, qk_str *row) {
             return qk_export_bad(x, &params->items[j], "expected a string");
         qk_str_add(&x->defs, "    {");
         qk_export_c_field(&x->defs, params->keys[j]);
-        qk_export_c_string(&x->defs, params->items[j].string);
+        qk_c_string(&x->defs, params->items[j].string);
         qk_str_add(&x->defs, "},\n");
     }
     if (nparams) qk_str_add(&x->defs, "};\n");
@@ -550,20 +532,34 @@ static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
                    *file = strrchr(out_path, '/') ? strrchr(out_path, '/') + 1 : out_path;
         for (size_t i = 0; i + 1 < dl; i++)
             if (dir[i] == '/') bundle = dir + i + 1;
+        /* the file, the folder and the hash come from a command line and a
+         * manifest: escaped for the comment and the string literals they go in */
+        qk_str bundle_name = {0};
+        qk_str_addn(&bundle_name, bundle, dl - (size_t)(bundle - dir));
+        qk_str_add(&o, "/* ");
+        qk_c_comment(&o, file);
+        qk_str_add(&o, ": the qkgen bundle '");
+        qk_c_comment(&o, bundle_name.s ? bundle_name.s : "");
+        qk_str_add(&o,
+                   "' as C data, written by 'qkgen export' from its\n * manifest.json (schema ");
+        qk_c_comment(&o, schema);
+        qk_str_addf(&o, "); do not edit. %u kernels, %u modules.\n * inputs_hash ", nk, nmods);
+        qk_c_comment(&o, hash ? hash : "-");
         qk_str_addf(&o,
-                    "/* %s: the qkgen bundle '%.*s' as C data, written by 'qkgen export' from its\n"
-                    " * manifest.json (schema %s); do not edit. %u kernels, %u modules.\n"
-                    " * inputs_hash %s\n"
+                    "\n"
                     " * Declarations everywhere; in exactly one C or C++ file, define\n"
                     " * %s_IMPLEMENTATION before including it for the definitions.\n"
                     " * docs/engines.md describes the types. */\n"
                     "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
                     "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-                    "#define %s_SCHEMA \"%s\"\n#define %s_INPUTS_HASH \"%s\"\n"
-                    "#define %s_KERNEL_COUNT %u\n#define %s_SHAPE_COUNT %u\n\n",
-                    file, (int)(dl - (size_t)(bundle - dir)), bundle, schema, nk, nmods,
-                    hash ? hash : "-", x->up, x->up, x->up, x->up, schema, x->up, hash ? hash : "",
-                    x->up, nk, x->up, x->var_count ? x->var_count : 1);
+                    "#define %s_SCHEMA ",
+                    x->up, x->up, x->up, x->up);
+        qk_c_string(&o, schema);
+        qk_str_addf(&o, "\n#define %s_INPUTS_HASH ", x->up);
+        qk_c_string(&o, hash ? hash : "");
+        qk_str_addf(&o, "\n#define %s_KERNEL_COUNT %u\n#define %s_SHAPE_COUNT %u\n\n", x->up, nk,
+                    x->up, x->var_count ? x->var_count : 1);
+        qk_str_free(&bundle_name);
         qk_export_types(x, &o);
         qk_export_api(x, &o);
         if (select_decl.len) qk_str_add(&o, select_decl.s);

@@ -791,6 +791,23 @@ static bool finish_manifest(const char *bundle_dir, const qk_str *select, const 
         if (text[i] == '\n') line[nl++] = i + 1;
     char *cut = qk_xcalloc(n + 1, 1); /* bytes dropped */
     *dropped = 0;
+    /* a bundle that was current is not rewritten: its manifest still has
+     * the select table of the build before, which the new one replaces (two
+     * "select" keys are a manifest no reader takes). It sits where this
+     * function put it: its own line before "kernels", a comma after it. */
+    const qkrt_json *old = ok ? qkrt_json_get(doc, "select") : NULL;
+    if (old && (old->type != QKRT_JSON_OBJECT || old->line > nl)) {
+        qk_error_set(e, "%s:%u:%u: \"select\" is not an object", path, old->line, old->column);
+        ok = false;
+    } else if (old) {
+        size_t start = line[old->line - 1] + old->column - 1, b = object_end(text, n, start);
+        size_t a = line[old->line - 1]; /* the key's line, with the newline before it */
+        if (a > 0) a--;
+        while (b < n && text[b] == ' ')
+            b++;
+        if (b < n && text[b] == ',') b++;
+        memset(cut + a, 1, b - a);
+    }
     for (uint32_t i = 0; ok && i < ks->count; i++) {
         const qkrt_json *k = &ks->items[i], *name = qkrt_json_get(k, "name");
         bool wanted = !name || name->type != QKRT_JSON_STRING;
@@ -921,6 +938,54 @@ static bool build_chosen(const qk_spec_set *specs, const qk_plan *plan, const bo
     return ok;
 }
 
+/* Keeps the records whose variant computes their case (the tuner's own
+ * test of a candidate: its family, format, option and activations the
+ * case's, unfused, the shape within its constraints): a record of a q8_0
+ * kernel for a q4_0 case would become a rule that runs it over q4_0 blocks.
+ * Says on stderr how many it drops, with an example; returns that count. */
+static uint32_t drop_misfits(qk_tune_db *db, const qk_plan *plan, const char *dbpath) {
+    uint32_t kept = 0, dropped = 0;
+    char example[1024] = "";
+    for (uint32_t i = 0; i < db->count; i++) {
+        const qk_tune_record *r = &db->recs[i];
+        const qk_variant *v = NULL;
+        for (uint32_t j = 0; j < plan->variant_count && !v; j++)
+            if (!strcmp(plan->variants[j].name, r->variant)) v = &plan->variants[j];
+        if (!v || qk_tune_candidate(v, &r->c, &(qk_tune_space){0})) {
+            db->recs[kept++] = *r;
+            continue;
+        }
+        if (!dropped++) {
+            char label[160];
+            qk_tune_case_label(&r->c, label, sizeof label);
+            snprintf(example, sizeof example, "%s for %s: a %s %s%s%s kernel on %s activations%s",
+                     r->variant, label, v->kernel->family, v->format->name,
+                     v->format->variant[0] ? "/" : "", v->format->variant, v->activation,
+                     v->fusion ? ", fused" : "");
+        }
+    }
+    db->count = kept;
+    if (dropped)
+        fprintf(stderr,
+                "qkgen build: %s: %u records whose kernel does not compute their case ignored "
+                "(e.g. %s)\n",
+                dbpath, dropped, example);
+    return dropped;
+}
+
+/* A variant of the plan as qkrt_select_check sees a manifest's kernel. */
+static bool plan_kernel(void *user, const char *name, qkrt_select_kernel *out) {
+    const qk_plan *plan = user;
+    for (uint32_t i = 0; i < plan->variant_count; i++) {
+        const qk_variant *v = &plan->variants[i];
+        if (strcmp(v->name, name)) continue;
+        *out = (qkrt_select_kernel){v->kernel->family, v->format->name, v->format->variant,
+                                    v->activation};
+        return true;
+    }
+    return false;
+}
+
 int cmd_build_tuned(qk_args *a) {
     const char *spec_dir = NULL, *out = "out", *name = "tuned", *dbpath = NULL, *model = NULL;
     const char *templates = qk_default_templates(), *precision = "any", *set_path = NULL;
@@ -1045,6 +1110,12 @@ int cmd_build_tuned(qk_args *a) {
     qk_rmtree(check_dir);
     free(check_dir);
     qk_tune_db_keep(&db, NULL, hash_of, &tr, stderr);
+    drop_misfits(&db, &plan, dbpath);
+    if (rc == QK_EXIT_OK && !db.count && !model)
+        rc = qk_usage_error(a->cmd,
+                            "--tuned: %s: no record of a variant the generator makes for its "
+                            "case (see above)",
+                            dbpath);
     /* the winners (of the model's cases), and a fallback per operation */
     qk_tune_outcome *oc = NULL;
     uint32_t n = rc ? 0 : qk_tune_outcomes(&db, precision, fallback_name, &plan, &oc), kept = 0;
@@ -1138,15 +1209,27 @@ int cmd_build_tuned(qk_args *a) {
             want[i] = oc[j].best && (is_fused_sibling(v, oc[j].best->variant) ||
                                      is_ranked_sibling(v, oc[j].best->variant));
     }
+    /* the table first, checked as libqkrt will check it when it loads the
+     * bundle: a table it would refuse must not replace the bundle there */
+    qk_str sel = {0};
+    if (rc == QK_EXIT_OK) {
+        qk_tune_select_json(&sel, oc, n, defs, nd);
+        char err[512] = "";
+        qkrt_json *t = qkrt_json_parse(sel.s, sel.len, err, sizeof err);
+        if (!t || !qkrt_select_check(t, plan_kernel, &plan, err, sizeof err)) {
+            fprintf(stderr, "qkgen build: the select table made from %s is not valid: %s\n", dbpath,
+                    err);
+            rc = QK_EXIT_FAIL;
+        }
+        qkrt_json_free(t);
+    }
     if (rc == QK_EXIT_OK && !build_chosen(&specs, &plan, want, specialize, spec_dir, set_path,
                                           templates, out, name, quiet, &st, &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
         rc = QK_EXIT_FAIL;
     }
-    qk_str sel = {0};
     uint32_t extra = 0;
     if (rc == QK_EXIT_OK) {
-        qk_tune_select_json(&sel, oc, n, defs, nd);
         /* the manifest lists the winners and the fallbacks first */
         const char **keep = qk_xcalloc(n + nd + plan.variant_count + 1, sizeof *keep);
         uint32_t nkeep = 0;

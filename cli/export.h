@@ -21,8 +21,7 @@ typedef struct exporter {
 
 /* Sets x->e to "manifest:line:col: message" (node NULL: no position); false. */
 bool qk_export_bad(exporter *x, const qkrt_json *node, const char *fmt, ...) QK_PRINTF(3, 4);
-/* s as a C string literal ("NULL" for NULL), then ", " for qk_export_c_field. */
-void qk_export_c_string(qk_str *o, const char *s);
+/* s as a C string literal (qk_c_string, "NULL" for NULL), then ", ". */
 void qk_export_c_field(qk_str *o, const char *s);
 /* Typed members of a manifest object; a missing required one, or one of
  * another type, sets the error. */

@@ -149,8 +149,10 @@ void qk_export_helpers(exporter *x, qk_str *o) {
 void qk_export_api_defs(exporter *x, qk_str *o) {
     const char *p = x->p;
     qk_str_addf(o, "const char *const %s_shape_names[%s_SHAPE_COUNT] = {", p, x->up);
-    for (uint32_t i = 0; i < x->var_count; i++)
-        qk_str_addf(o, "%s\"%s\"", i ? ", " : "", x->vars[i]);
+    for (uint32_t i = 0; i < x->var_count; i++) {
+        qk_str_add(o, i ? ", " : "");
+        qk_c_string(o, x->vars[i]);
+    }
     qk_str_add(o, x->var_count ? "};\n\n" : "\"unused_\"};\n\n");
     qk_str_addf(o,
                 "int %s_find(const char *name) {\n"
@@ -160,9 +162,11 @@ void qk_export_api_defs(exporter *x, qk_str *o) {
                 "    return -1;\n}\n\n"
                 "int %s_shape_set(%s_shape *s, const char *name, int64_t value) {\n",
                 p, x->up, p, p, p);
-    for (uint32_t i = 0; i < x->var_count; i++)
-        qk_str_addf(o, "    if (strcmp(name, \"%s\") == 0) return s->%s = value, 0;\n", x->vars[i],
-                    x->vars[i]);
+    for (uint32_t i = 0; i < x->var_count; i++) { /* vars are C identifiers */
+        qk_str_add(o, "    if (strcmp(name, ");
+        qk_c_string(o, x->vars[i]);
+        qk_str_addf(o, ") == 0) return s->%s = value, 0;\n", x->vars[i]);
+    }
     qk_str_addf(
         o,
         "    (void)s;\n    (void)value;\n    return -1;\n}\n\n"
@@ -193,6 +197,30 @@ static int kernel_index(const qkrt_json *kernels, const char *name) {
     return -1;
 }
 
+/* A kernel's fields for qkrt_select_check: its entry's, else its module's. */
+typedef struct kernel_lookup {
+    const qkrt_json *root, *kernels;
+} kernel_lookup;
+
+static const char *kernel_str(const qkrt_json *k, const qkrt_json *mod, const char *key) {
+    const qkrt_json *v = qkrt_json_get(k, key);
+    if (!v && mod) v = qkrt_json_get(mod, key);
+    return v && v->type == QKRT_JSON_STRING ? v->string : NULL;
+}
+
+static bool lookup_kernel(void *user, const char *name, qkrt_select_kernel *out) {
+    const kernel_lookup *l = user;
+    int i = kernel_index(l->kernels, name);
+    if (i < 0) return false;
+    const qkrt_json *k = &l->kernels->items[i];
+    const char *mname = kernel_str(k, NULL, "module");
+    const qkrt_json *mod = mname ? qkrt_json_named(qkrt_json_get(l->root, "modules"), mname) : NULL;
+    *out = (qkrt_select_kernel){kernel_str(k, mod, "family"), kernel_str(k, mod, "format"),
+                                kernel_str(k, mod, "format_variant"),
+                                kernel_str(k, mod, "activation")};
+    return true;
+}
+
 /* A range [lo, hi] (hi null: unbounded, -1 in C) as "{lo, hi}". */
 static bool range(exporter *x, const qkrt_json *r, const char *key, qk_str *o) {
     const qkrt_json *v = qk_export_field(x, r, key, QKRT_JSON_ARRAY, true);
@@ -208,7 +236,7 @@ static bool range(exporter *x, const qkrt_json *r, const char *key, qk_str *o) {
 
 /* A list of rules as a static array (its name in name, "NULL" when empty). */
 static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, const char *what,
-                  uint32_t version, char name[64]) {
+                  char name[64]) {
     snprintf(name, 64, "NULL");
     if (!l || !l->count) return !x->e->set;
     snprintf(name, 64, "%s__%s", x->p, what);
@@ -219,21 +247,13 @@ static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, con
                    *format = qk_export_str(x, r, "format", true);
         const char *variant = qk_export_str(x, r, "format_variant", false);
         const char *activations = qk_export_str(x, r, "activations", false);
-        if (activations && version < 2)
-            return qk_export_bad(x, r, "select: a rule names its activations in a version %u table",
-                                 version);
         const char *kernel = qk_export_str(x, r, "kernel", true),
                    *precision = qk_export_str(x, r, "precision", false);
         if (!op || !format || !kernel) return false;
+        /* qkrt_select_check (qk_export_select) has matched the rule to its
+         * kernel's operation, format, option and activations */
         int k = kernel_index(kernels, kernel);
         if (k < 0) return qk_export_bad(x, r, "select: kernel '%s' is not in the manifest", kernel);
-        /* a rule answers for the activations its kernel reads (absent: f32) */
-        const qkrt_json *ka = qkrt_json_get(&kernels->items[k], "activation");
-        const char *kact = ka && ka->type == QKRT_JSON_STRING && ka->string[0] ? ka->string : "f32";
-        if (strcmp(activations ? activations : "f32", kact))
-            return qk_export_bad(
-                x, r, "select: a rule for %s activations names kernel '%s', which reads %s",
-                activations ? activations : "f32", kernel, kact);
         qk_str_add(&x->defs, "    {");
         qk_export_c_field(&x->defs, op);
         qk_export_c_field(&x->defs, format);
@@ -255,6 +275,14 @@ static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, con
 bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kernels, qk_str *decl) {
     const qkrt_json *t = qk_export_field(x, root, "select", QKRT_JSON_OBJECT, false);
     if (!t) return !x->e->set;
+    /* libqkrt's check of the table (it refuses the bundle otherwise): the
+     * header must not answer where libqkrt would not load */
+    kernel_lookup kl = {root, kernels};
+    char err[512];
+    if (!qkrt_select_check(t, lookup_kernel, &kl, err, sizeof err)) {
+        qk_error_set(x->e, "%s:%s", x->manifest_path, err);
+        return false;
+    }
     uint32_t version;
     if (!qk_export_u32(x, t, "version", true, &version)) return false;
     if (version != 1 && version != 2) /* 2: rules may name their activations */
@@ -262,7 +290,7 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
     const qkrt_json *devices = qk_export_list(x, t, "devices", true),
                     *defaults = qk_export_list(x, t, "default", true);
     char dname[64], names[64];
-    if (!devices || !defaults || !rules(x, kernels, defaults, "select_default", version, dname))
+    if (!devices || !defaults || !rules(x, kernels, defaults, "select_default", dname))
         return false;
     qk_str devs = {0};
     for (uint32_t i = 0; i < devices->count; i++) {
@@ -273,7 +301,7 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         if (!qk_export_u32(x, d, "vendor_id", true, &vendor) ||
             !qk_export_u32(x, d, "device_id", true, &device) ||
             !qk_export_u32(x, d, "driver_version", true, &driver) ||
-            !rules(x, kernels, qk_export_list(x, d, "rules", false), what, version, names)) {
+            !rules(x, kernels, qk_export_list(x, d, "rules", false), what, names)) {
             qk_str_free(&devs);
             return false;
         }

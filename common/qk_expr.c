@@ -1,11 +1,14 @@
-/* Integer expressions over named variables, the one evaluator of qkgen: spec
- * rules, constraints, grids and sizes in the generator, and manifests in libqkrt.
- * Recursive descent over int64 with every operation checked, so no input has
- * undefined behaviour; / rounds down and % follows it, as docs/manifest.md says. */
+/* Integer expressions over named variables, the one reader of qkgen: spec
+ * rules, constraints, grids and sizes in the generator, manifests in libqkrt,
+ * and their C form in qkgen export's header (qk_expr_to_c), so that both read
+ * the same text alike. Recursive descent over int64 with every operation
+ * checked, so no input has undefined behaviour; / rounds down and % follows
+ * it, as docs/manifest.md says. */
 #include "qk_util.h"
 
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Parentheses and unary operators recurse; past this a hostile text would
@@ -21,7 +24,35 @@ typedef struct parser {
     int depth;
     bool cond;        /* the last value parsed is a comparison or logical result */
     bool syntax_only; /* qk_expr_check: any name is 1, arithmetic is not checked */
+    /* qk_expr_to_c (syntax_only too): the C text of what is parsed goes to
+     * out, each operation a call of prefix's checked helper */
+    qk_str *out;
+    const char *prefix;
+    qk_expr_c_var_fn cvar;
+    void *cuser;
 } parser;
+
+static void emit(parser *ps, const char *text) {
+    if (ps->out) qk_str_add(ps->out, text);
+}
+
+static size_t mark(const parser *ps) {
+    return ps->out ? ps->out->len : 0;
+}
+
+/* The text since from, a left operand up to mid and a right one after it,
+ * becomes "PREFIX__op(ok, LEFT, RIGHT)". */
+static void wrap(parser *ps, size_t from, size_t mid, const char *op) {
+    if (!ps->out) return;
+    char *left = qk_xmalloc(mid - from + 1), *right = qk_xstrdup(ps->out->s + mid);
+    memcpy(left, ps->out->s + from, mid - from);
+    left[mid - from] = '\0';
+    ps->out->len = from;
+    ps->out->s[from] = '\0';
+    qk_str_addf(ps->out, "%s__%s(ok, %s, %s)", ps->prefix, op, left, right);
+    free(left);
+    free(right);
+}
 
 static bool fail_at(parser *ps, const char *at, const char *fmt, ...) QK_PRINTF(3, 4);
 
@@ -71,6 +102,8 @@ static bool number(parser *ps, int64_t *v) {
     if (isalpha((unsigned char)*ps->p) || *ps->p == '_')
         return fail_at(ps, ps->p, "unexpected letter after a number");
     *v = x;
+    /* the value read, never the text: "010" is ten here, eight in C */
+    if (ps->out) qk_str_addf(ps->out, "INT64_C(%lld)", (long long)x);
     return true;
 }
 
@@ -79,10 +112,16 @@ static bool variable(parser *ps, int64_t *v) {
     while (isalnum((unsigned char)*ps->p) || *ps->p == '_')
         ps->p++;
     int len = (int)(ps->p - s);
+    if (ps->out && !ps->cvar(ps->cuser, s, (size_t)len, ps->out))
+        return fail_at(ps, s, "too many names or a name too long ('%.*s')", len, s);
     if (ps->syntax_only) return *v = 1, true;
     if (!ps->lookup || !ps->lookup(ps->user, s, (size_t)len, v))
         return fail_at(ps, s, "unknown variable '%.*s'", len, s);
     return true;
+}
+
+static void unary(parser *ps, const char *op) {
+    if (ps->out) qk_str_addf(ps->out, "%s__%s(ok, ", ps->prefix, op);
 }
 
 /* primary: number | name | ( or ) | unary operator applied to a primary */
@@ -93,18 +132,26 @@ static bool primary(parser *ps, int64_t *v) {
     bool ok;
     ps->cond = false;
     if (accept(ps, "(")) {
+        emit(ps, "(");
         ok = expr_or(ps, v);
         if (ok && !accept(ps, ")")) ok = fail_at(ps, at, "unclosed '('");
+        emit(ps, ")");
     } else if (accept(ps, "-")) {
+        unary(ps, "neg");
         ok = primary(ps, v);
         if (ok && __builtin_sub_overflow((int64_t)0, *v, v) && !ps->syntax_only)
             ok = overflow(ps, at, '-');
+        emit(ps, ")");
         ps->cond = false;
     } else if (accept(ps, "+")) {
+        unary(ps, "pos");
         ok = primary(ps, v);
+        emit(ps, ")");
         ps->cond = false;
     } else if (accept(ps, "!")) {
+        unary(ps, "not");
         ok = primary(ps, v);
+        emit(ps, ")");
         *v = !*v;
         ps->cond = true;
     } else if (isdigit((unsigned char)*ps->p)) {
@@ -135,6 +182,7 @@ static int64_t floor_div(int64_t a, int64_t b, int64_t *rem) {
 }
 
 static bool term(parser *ps, int64_t *v) {
+    size_t from = mark(ps);
     if (!primary(ps, v)) return false;
     for (;;) {
         skip(ps);
@@ -143,7 +191,9 @@ static bool term(parser *ps, int64_t *v) {
         if (op != '*' && op != '/' && op != '%') return true;
         ps->p++;
         int64_t r;
+        size_t mid = mark(ps);
         if (!primary(ps, &r)) return false;
+        wrap(ps, from, mid, op == '*' ? "mul" : op == '/' ? "div" : "mod");
         ps->cond = false;
         if (op == '*') {
             if (__builtin_mul_overflow(*v, r, v) && !ps->syntax_only) return overflow(ps, at, op);
@@ -162,6 +212,7 @@ static bool term(parser *ps, int64_t *v) {
 }
 
 static bool sum(parser *ps, int64_t *v) {
+    size_t from = mark(ps);
     if (!term(ps, v)) return false;
     for (;;) {
         skip(ps);
@@ -170,7 +221,9 @@ static bool sum(parser *ps, int64_t *v) {
         if (op != '+' && op != '-') return true;
         ps->p++;
         int64_t r;
+        size_t mid = mark(ps);
         if (!term(ps, &r)) return false;
+        wrap(ps, from, mid, op == '+' ? "add" : "sub");
         ps->cond = false;
         bool o = op == '+' ? __builtin_add_overflow(*v, r, v) : __builtin_sub_overflow(*v, r, v);
         if (o && !ps->syntax_only) return overflow(ps, at, op);
@@ -178,6 +231,7 @@ static bool sum(parser *ps, int64_t *v) {
 }
 
 static const char *const compare_ops[] = {"==", "!=", "<=", ">=", "<", ">"};
+static const char *const compare_names[] = {"eq", "ne", "le", "ge", "lt", "gt"};
 
 static int next_compare(parser *ps) {
     for (int i = 0; i < 6; i++) {
@@ -193,6 +247,7 @@ static int next_compare(parser *ps) {
 /* One comparison at most: "1 < M < 9" means something else in C than in
  * mathematics, so it is refused rather than guessed. */
 static bool compare(parser *ps, int64_t *v) {
+    size_t from = mark(ps);
     if (!sum(ps, v)) return false;
     skip(ps);
     if (ps->p[0] == '=' && ps->p[1] != '=')
@@ -201,7 +256,9 @@ static bool compare(parser *ps, int64_t *v) {
     if (i < 0) return true;
     accept(ps, compare_ops[i]);
     int64_t r, l = *v;
+    size_t mid = mark(ps);
     if (!sum(ps, &r)) return false;
+    wrap(ps, from, mid, compare_names[i]);
     skip(ps);
     if (next_compare(ps) >= 0)
         return fail_at(ps, ps->p, "a second comparison (join comparisons with &&)");
@@ -216,10 +273,13 @@ static bool compare(parser *ps, int64_t *v) {
 }
 
 static bool expr_and(parser *ps, int64_t *v) {
+    size_t from = mark(ps);
     if (!compare(ps, v)) return false;
     while (accept(ps, "&&")) {
         int64_t r;
+        size_t mid = mark(ps);
         if (!compare(ps, &r)) return false;
+        wrap(ps, from, mid, "and");
         *v = *v && r;
         ps->cond = true;
     }
@@ -227,10 +287,13 @@ static bool expr_and(parser *ps, int64_t *v) {
 }
 
 static bool expr_or(parser *ps, int64_t *v) {
+    size_t from = mark(ps);
     if (!expr_and(ps, v)) return false;
     while (accept(ps, "||")) {
         int64_t r;
+        size_t mid = mark(ps);
         if (!expr_and(ps, &r)) return false;
+        wrap(ps, from, mid, "or");
         *v = *v || r;
         ps->cond = true;
     }
@@ -238,13 +301,20 @@ static bool expr_or(parser *ps, int64_t *v) {
 }
 
 static bool run(const char *expr, const char *what, qk_expr_kind kind, qk_lookup_fn lookup,
-                void *user, bool syntax_only, int64_t *value, qk_error *e) {
+                void *user, bool syntax_only, int64_t *value, qk_error *e, parser *c) {
     if (!what) what = kind == QK_EXPR_CONDITION ? "condition" : "expression";
     if (!expr) {
         qk_error_set(e, "no %s", what);
         return false;
     }
-    parser ps = {expr, expr, what, lookup, user, e, 0, false, syntax_only};
+    parser ps = {.src = expr,
+                 .p = expr,
+                 .what = what,
+                 .lookup = lookup,
+                 .user = user,
+                 .e = e,
+                 .syntax_only = syntax_only};
+    if (c) ps.out = c->out, ps.prefix = c->prefix, ps.cvar = c->cvar, ps.cuser = c->cuser;
     int64_t v = 0;
     if (!expr_or(&ps, &v)) return false;
     skip(&ps);
@@ -258,14 +328,24 @@ static bool run(const char *expr, const char *what, qk_expr_kind kind, qk_lookup
 
 bool qk_expr_eval_as(const char *expr, const char *what, qk_expr_kind kind, qk_lookup_fn lookup,
                      void *user, int64_t *value, qk_error *e) {
-    return run(expr, what, kind, lookup, user, false, value, e);
+    return run(expr, what, kind, lookup, user, false, value, e, NULL);
 }
 
 bool qk_expr_eval(const char *expr, qk_lookup_fn lookup, void *user, int64_t *value, qk_error *e) {
-    return run(expr, NULL, QK_EXPR_VALUE, lookup, user, false, value, e);
+    return run(expr, NULL, QK_EXPR_VALUE, lookup, user, false, value, e, NULL);
 }
 
 bool qk_expr_check(const char *expr, const char *what, qk_expr_kind kind, qk_error *e) {
     int64_t v;
-    return run(expr, what, kind, NULL, NULL, true, &v, e);
+    return run(expr, what, kind, NULL, NULL, true, &v, e, NULL);
+}
+
+bool qk_expr_to_c(const char *expr, const char *what, qk_expr_kind kind, const char *prefix,
+                  qk_expr_c_var_fn var, void *user, qk_str *out, qk_error *e) {
+    parser c = {.out = out, .prefix = prefix, .cvar = var, .cuser = user};
+    size_t start = out->len;
+    int64_t v;
+    bool ok = run(expr, what, kind, NULL, NULL, true, &v, e, &c);
+    if (!ok && out->s) out->len = start, out->s[start] = '\0';
+    return ok;
 }

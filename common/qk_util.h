@@ -147,6 +147,30 @@ typedef struct qk_strset {
 int qk_strset_add(qk_strset *s, const char *key, uint32_t index, uint32_t *earlier);
 void qk_strset_free(qk_strset *s);
 
+/* ---- escaping (qk_escape.c): the one function of each language qkgen
+ * writes, through which every writer puts a string or number that came from a
+ * file, a device or a user; none of them fails ---- */
+/* s as a C string literal ("NULL" for NULL): quote, backslash and '?' (no
+ * trigraph) escaped, every byte outside printable ASCII as an octal escape. */
+void qk_c_string(qk_str *o, const char *s);
+/* s as text inside a C block comment: "* /" and "/ *" split so that the
+ * comment neither ends nor nests, no "??", bytes outside printable ASCII as '.'. */
+void qk_c_comment(qk_str *o, const char *s);
+/* s as a JSON string literal: quote and backslash escaped, control
+ * characters and DEL as \u00XX, bytes that are not UTF-8 as U+FFFD. */
+void qk_json_string(qk_str *o, const char *s);
+/* v as a JSON number that reads back as the same double (the shortest of 15
+ * to 17 significant digits, at most 24 characters); null when v is infinite
+ * or NaN, which JSON cannot say: a reader refuses the field, not the file. */
+void qk_json_number(qk_str *o, double v);
+/* Whether s is UTF-8 throughout (no stray or missing continuation byte, no
+ * overlong form, surrogate or code point past U+10FFFF): a reader's test of
+ * text that a writer would otherwise change (each other byte as U+FFFD). */
+bool qk_utf8_valid(const char *s);
+/* s as SVG/XML character data or attribute value: & < > " ' as entities,
+ * characters XML 1.0 forbids and bytes that are not UTF-8 as U+FFFD. */
+void qk_xml_text(qk_str *o, const char *s);
+
 /* ---- integer expressions, the one evaluator of the generator and libqkrt:
  * + - * / % ( ), unary - + !, comparisons == != < <= > >= (one per operand of
  * && and ||; they yield 0 or 1), && ||, decimal numbers and names looked up
@@ -167,5 +191,15 @@ bool qk_expr_eval(const char *expr, qk_lookup_fn lookup, void *user, int64_t *va
  * without values: every name is accepted and arithmetic is not checked, so
  * a spec's expressions fail at their line when loaded, not at planning. */
 bool qk_expr_check(const char *expr, const char *what, qk_expr_kind kind, qk_error *e);
+/* Appends a name's C form (qkgen export: "s->M") to out; false refuses it. */
+typedef bool (*qk_expr_c_var_fn)(void *user, const char *name, size_t len, qk_str *out);
+/* Checks expr as qk_expr_check does and appends it to out as a C expression
+ * of the same value: each operation a call "PREFIX__op(ok, a, b)" (add sub
+ * mul div mod eq ne le ge lt gt and or; neg pos not of one operand) of a
+ * helper with the evaluator's semantics, each number the value read, written
+ * as INT64_C(value) (never the text: "010" is ten here and eight in C),
+ * parentheses kept, names through var. out is unchanged on failure. */
+bool qk_expr_to_c(const char *expr, const char *what, qk_expr_kind kind, const char *prefix,
+                  qk_expr_c_var_fn var, void *user, qk_str *out, qk_error *e);
 
 #endif

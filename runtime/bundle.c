@@ -714,6 +714,9 @@ qkrt_result qkrt_bundle_load(qkrt_context *ctx, const char *dir, qkrt_bundle **o
     if (r == QKRT_OK) {
         loader ld = {ctx, path, "", {0}, {0}, {0}, {0}, NULL, 0};
         r = read_manifest(&ld, dir, bundle->doc, bundle);
+        /* the select table once here, so that no query meets a rule whose
+         * kernel computes another format or a range that means nothing */
+        if (r == QKRT_OK) r = qkrt_select_load_check(ctx, bundle, path);
         qk_strset_free(&ld.names);
         qk_strset_free(&ld.spvs);
         qk_strset_free(&ld.pipes);

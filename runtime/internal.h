@@ -268,6 +268,9 @@ void qkrt_staging_release(qkrt_context *ctx);
 
 /* ---- dispatch (dispatch.c) ---- */
 void qkrt_kernel_release(qkrt_context *ctx, qkrt_kernel *kernel);
+/* The bundle's select table, where it has one, by qkrt_select_check (json.h)
+ * against its kernels; QKRT_ERROR_MANIFEST with "path:line:col: ..." (select.c). */
+qkrt_result qkrt_select_load_check(qkrt_context *ctx, const qkrt_bundle *b, const char *path);
 void qkrt_dispatch_release(qkrt_context *ctx);
 
 /* SHA-256 of the .spv files: qk_sha256_hex of common/qk_util.h, as the generator. */

@@ -49,4 +49,28 @@ bool qkrt_json_kernel_view(const qkrt_json *kernel, const qkrt_json *module, qkr
                            const char **twice);
 void qkrt_json_view_free(qkrt_json *view);
 
+/* ---- a manifest's "select" table (runtime/select.c): the one check of it,
+ * which libqkrt runs when it loads a bundle, `qkgen build --tuned` before it
+ * builds one and `qkgen export` before it writes one ---- */
+
+/* The fields of a kernel that a select rule must agree with: its family
+ * (the rule's op), format, format option ("" or NULL: none) and activation
+ * type ("" or NULL: f32). */
+typedef struct qkrt_select_kernel {
+    const char *family, *format, *format_variant, *activation;
+} qkrt_select_kernel;
+/* Finds the kernel called name: true with its fields, false if there is none. */
+typedef bool (*qkrt_select_kernel_fn)(void *user, const char *name, qkrt_select_kernel *out);
+/* Checks the object table (docs/manifest.md, "Selection"): "version" 1 or 2;
+ * "devices" an array of objects with integer vendor_id, device_id and
+ * driver_version 0 .. 2^32-1, string cache_uuid and name where present, and
+ * a rules array where present; "default" an array of rules. Each rule has
+ * strings op, format, kernel, format_variant (may be absent) and
+ * activations (version 2 only; absent: f32), names a kernel kernel_of finds
+ * whose family is op and whose format, option and activation type are the
+ * rule's, and has M, K and T ranges [lo, hi]: integers 0 <= lo <= hi, or
+ * hi null (no bound). False with "LINE:COL: select: what" in err. */
+bool qkrt_select_check(const qkrt_json *table, qkrt_select_kernel_fn kernel_of, void *user,
+                       char *err, size_t err_size);
+
 #endif

@@ -3,6 +3,7 @@
 #include "internal.h"
 #include "json.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,6 +92,154 @@ static bool fits(const qkrt_bundle *b, uint32_t ki, const qkrt_shape *shape) {
             return false;
     }
     return true;
+}
+
+/* ---- the table's check (json.h) ---- */
+
+static bool check_fail(char *err, size_t size, const qkrt_json *at, const char *fmt, ...)
+    QKRT_PRINTF(4, 5);
+
+static bool check_fail(char *err, size_t size, const qkrt_json *at, const char *fmt, ...) {
+    int n = snprintf(err, size, "%u:%u: select: ", at->line, at->column);
+    if (n >= 0 && (size_t)n < size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + n, size - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* A string member: true with it in *out (NULL where absent and optional). */
+static bool check_str(const qkrt_json *o, const char *key, bool required, const char **out,
+                      char *err, size_t size) {
+    const qkrt_json *v = qkrt_json_get(o, key);
+    *out = v && v->type == QKRT_JSON_STRING ? v->string : NULL;
+    if (*out || (!v && !required)) return true;
+    return check_fail(err, size, v ? v : o, "\"%s\" %s", key, v ? "is not a string" : "is missing");
+}
+
+static bool check_u32(const qkrt_json *o, const char *key, char *err, size_t size) {
+    const qkrt_json *v = qkrt_json_get(o, key);
+    if (v && v->type == QKRT_JSON_NUMBER && v->integral && v->integer >= 0 &&
+        v->integer <= UINT32_MAX)
+        return true;
+    return check_fail(err, size, v ? v : o, "\"%s\" is not an integer 0 .. 2^32-1", key);
+}
+
+/* [lo, hi]: integers with 0 <= lo <= hi, or hi null. */
+static bool check_range(const qkrt_json *rule, const char *key, char *err, size_t size) {
+    const qkrt_json *r = qkrt_json_get(rule, key);
+    if (!r || r->type != QKRT_JSON_ARRAY || r->count != 2)
+        return check_fail(err, size, r ? r : rule, "\"%s\" is not a range [lo, hi]", key);
+    const qkrt_json *lo = &r->items[0], *hi = &r->items[1];
+    if (lo->type != QKRT_JSON_NUMBER || !lo->integral || lo->integer < 0)
+        return check_fail(err, size, lo, "\"%s\": the lower bound is not an integer >= 0", key);
+    if (hi->type == QKRT_JSON_NULL) return true;
+    if (hi->type != QKRT_JSON_NUMBER || !hi->integral)
+        return check_fail(err, size, hi, "\"%s\": the upper bound is not an integer or null", key);
+    if (hi->integer < lo->integer)
+        return check_fail(err, size, hi, "\"%s\": the upper bound %lld is below the lower %lld",
+                          key, (long long)hi->integer, (long long)lo->integer);
+    return true;
+}
+
+static bool same_or_empty(const char *a, const char *b, const char *empty) {
+    return !strcmp(a && a[0] ? a : empty, b && b[0] ? b : empty);
+}
+
+static bool check_rule(const qkrt_json *r, int64_t version, qkrt_select_kernel_fn kernel_of,
+                       void *user, char *err, size_t size) {
+    if (r->type != QKRT_JSON_OBJECT) return check_fail(err, size, r, "a rule is not an object");
+    const char *op, *format, *variant, *act, *kernel;
+    if (!check_str(r, "op", true, &op, err, size) ||
+        !check_str(r, "format", true, &format, err, size) ||
+        !check_str(r, "format_variant", false, &variant, err, size) ||
+        !check_str(r, "activations", false, &act, err, size) ||
+        !check_str(r, "kernel", true, &kernel, err, size))
+        return false;
+    if (act && version < 2)
+        return check_fail(err, size, qkrt_json_get(r, "activations"),
+                          "a rule names its activations in a version %lld table",
+                          (long long)version);
+    if (act && strcmp(act, "f32") && strcmp(act, "f16"))
+        return check_fail(err, size, qkrt_json_get(r, "activations"),
+                          "activations '%s' are not f32 or f16", act);
+    qkrt_select_kernel k = {0};
+    const qkrt_json *at = qkrt_json_get(r, "kernel");
+    if (!kernel_of(user, kernel, &k))
+        return check_fail(err, size, at, "kernel '%s' is not in the manifest", kernel);
+    /* the rule answers for its op, format and activations: its kernel must
+     * compute exactly that, or a query gets another format's kernel */
+    if (!k.family || strcmp(k.family, op))
+        return check_fail(err, size, at, "a rule for %s names kernel '%s', a %s kernel", op, kernel,
+                          k.family ? k.family : "(no family)");
+    if (!k.format || strcmp(k.format, format) || !same_or_empty(k.format_variant, variant, ""))
+        return check_fail(err, size, at, "a rule for %s%s%s names kernel '%s', which reads %s%s%s",
+                          format, variant && variant[0] ? "/" : "", variant ? variant : "", kernel,
+                          k.format ? k.format : "(no format)",
+                          k.format_variant && k.format_variant[0] ? "/" : "",
+                          k.format_variant ? k.format_variant : "");
+    if (!same_or_empty(k.activation, act, "f32"))
+        return check_fail(
+            err, size, at, "a rule for %s activations names kernel '%s', which reads %s",
+            act ? act : "f32", kernel, k.activation && k.activation[0] ? k.activation : "f32");
+    return check_range(r, "M", err, size) && check_range(r, "K", err, size) &&
+           check_range(r, "T", err, size);
+}
+
+static bool check_rules(const qkrt_json *owner, const char *key, bool required, int64_t version,
+                        qkrt_select_kernel_fn kernel_of, void *user, char *err, size_t size) {
+    const qkrt_json *l = qkrt_json_get(owner, key);
+    if (!l && !required) return true;
+    if (!l || l->type != QKRT_JSON_ARRAY)
+        return check_fail(err, size, l ? l : owner, "\"%s\" is not an array of rules", key);
+    for (uint32_t i = 0; i < l->count; i++)
+        if (!check_rule(&l->items[i], version, kernel_of, user, err, size)) return false;
+    return true;
+}
+
+bool qkrt_select_check(const qkrt_json *t, qkrt_select_kernel_fn kernel_of, void *user, char *err,
+                       size_t size) {
+    if (!t || t->type != QKRT_JSON_OBJECT)
+        return check_fail(err, size, t ? t : &(qkrt_json){0}, "the table is not an object");
+    const qkrt_json *ver = qkrt_json_get(t, "version");
+    if (!ver || ver->type != QKRT_JSON_NUMBER || !ver->integral || ver->integer < 1 ||
+        ver->integer > 2)
+        return check_fail(err, size, ver ? ver : t,
+                          "\"version\" is not 1 or 2 (the versions this reader knows)");
+    const qkrt_json *devices = qkrt_json_get(t, "devices");
+    if (!devices || devices->type != QKRT_JSON_ARRAY)
+        return check_fail(err, size, devices ? devices : t, "\"devices\" is not an array");
+    for (uint32_t i = 0; i < devices->count; i++) {
+        const qkrt_json *d = &devices->items[i];
+        const char *s;
+        if (d->type != QKRT_JSON_OBJECT)
+            return check_fail(err, size, d, "a device is not an object");
+        if (!check_u32(d, "vendor_id", err, size) || !check_u32(d, "device_id", err, size) ||
+            !check_u32(d, "driver_version", err, size) ||
+            !check_str(d, "cache_uuid", false, &s, err, size) ||
+            !check_str(d, "name", false, &s, err, size) ||
+            !check_rules(d, "rules", false, ver->integer, kernel_of, user, err, size))
+            return false;
+    }
+    return check_rules(t, "default", true, ver->integer, kernel_of, user, err, size);
+}
+
+static bool bundle_kernel(void *user, const char *name, qkrt_select_kernel *out) {
+    const qkrt_bundle *b = user;
+    int i = qkrt_bundle_find(b, name);
+    if (i < 0) return false;
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, (uint32_t)i);
+    *out = (qkrt_select_kernel){k->family, k->format, k->format_variant, k->activation};
+    return true;
+}
+
+qkrt_result qkrt_select_load_check(qkrt_context *ctx, const qkrt_bundle *b, const char *path) {
+    const qkrt_json *t = b && b->doc ? qkrt_json_get(b->doc, "select") : NULL;
+    char err[512];
+    if (!t || qkrt_select_check(t, bundle_kernel, (void *)b, err, sizeof err)) return QKRT_OK;
+    return qkrt_fail(ctx, QKRT_ERROR_MANIFEST, "%s:%s", path, err);
 }
 
 qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,

@@ -2,8 +2,7 @@
  * with one write() and an fsync each, read back with libqkrt's JSON reader. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
-#include "bundle/bundle.h" /* qk_json_string */
-#include "json.h"          /* libqkrt's reader */
+#include "json.h" /* libqkrt's reader */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,6 +71,40 @@ static double time_of(const qkrt_json *o, const char *key, field_check *fc) {
     return v->number;
 }
 
+/* A time of the record in microseconds (or its NMSE): finite, not
+ * negative and at most max, so that every writer prints it as a number its
+ * reader takes back and no comparison meets an infinity. */
+static double bounded_of(const qkrt_json *o, const char *key, double max, field_check *fc) {
+    const qkrt_json *v = qkrt_json_get(o, key);
+    if (!v || v->type != QKRT_JSON_NUMBER || !isfinite(v->number) || v->number < 0 ||
+        v->number > max) {
+        if (fc->ok)
+            snprintf(fc->why, sizeof fc->why, "%s%s: missing or not a number from 0 to %g", fc->in,
+                     key, max);
+        fc->ok = false;
+        return 0;
+    }
+    return v->number;
+}
+
+/* value is made of the characters allowed, exactly exact of them (0: any
+ * number, even none): the names a record writes into a manifest, a header and a report
+ * are names of kernels, operations and formats, never text to escape */
+static void chars_of(field_check *fc, const char *key, const char *value, const char *allowed,
+                     size_t exact) {
+    size_t n = strlen(value);
+    bool ok = n == strspn(value, allowed) && (exact ? n == exact : true);
+    if (!ok && fc->ok) {
+        if (exact)
+            snprintf(fc->why, sizeof fc->why, "%s: '%.40s' is not %zu hex digits (0-9, a-f)", key,
+                     value, exact);
+        else
+            snprintf(fc->why, sizeof fc->why,
+                     "%s: '%.40s' is not a name (letters, digits, '_' and '-')", key, value);
+    }
+    fc->ok &= ok;
+}
+
 static uint32_t u32_of(const qkrt_json *o, const char *key, field_check *fc) {
     const qkrt_json *v = qkrt_json_get(o, key);
     double d = v && v->type == QKRT_JSON_NUMBER ? v->number : -1;
@@ -128,9 +161,10 @@ static bool record_of(const qkrt_json *j, qk_tune_record *r, char *why, size_t w
         str_of(j, "status", r->status, sizeof r->status, f);
         str_of(j, "stage", r->stage, sizeof r->stage, f);
         str_of(j, "note", r->note, sizeof r->note, f);
-        r->nmse = num_of(j, "nmse", f);
-        r->us = num_of(j, "us", f), r->us_min = num_of(j, "us_min", f);
-        r->us_max = num_of(j, "us_max", f), r->runs = u32_of(j, "runs", f);
+        r->nmse = bounded_of(j, "nmse", QK_TUNE_NMSE_MAX, f);
+        r->us = bounded_of(j, "us", QK_TUNE_US_MAX, f);
+        r->us_min = bounded_of(j, "us_min", QK_TUNE_US_MAX, f);
+        r->us_max = bounded_of(j, "us_max", QK_TUNE_US_MAX, f), r->runs = u32_of(j, "runs", f);
         r->time = time_of(j, "time", f);
         static const char *const precisions[] = {"f32", "f16", "q8", NULL};
         static const char *const statuses[] = {"ok", "wrong", "failed", NULL};
@@ -140,6 +174,32 @@ static bool record_of(const qkrt_json *j, qk_tune_record *r, char *why, size_t w
         one_of(f, "stage", r->stage, stages);
         static const char *const activations[] = {"f32", "f16", NULL};
         one_of(f, "case.activations", r->c.activations, activations);
+        static const char hex[] = "0123456789abcdef";
+        static const char name[] = "abcdefghijklmnopqrstuvwxyz"
+                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
+        chars_of(f, "device.cache_uuid", r->dev.cache_uuid, hex, 32);
+        chars_of(f, "spv_sha256", r->spv_sha256, hex, 64);
+        chars_of(f, "variant", r->variant, name, 0);
+        chars_of(f, "family", r->family, name, 0);
+        chars_of(f, "case.op", r->c.op, name, 0);
+        chars_of(f, "case.format", r->c.format, name, 0);
+        chars_of(f, "case.format_variant", r->c.format_variant, name, 0);
+        /* text that is not UTF-8 would be written back changed (and longer) */
+        if (f->ok && (!qk_utf8_valid(r->dev.name) || !qk_utf8_valid(r->note))) {
+            snprintf(f->why, sizeof f->why, "%s: not UTF-8 text",
+                     qk_utf8_valid(r->dev.name) ? "note" : "device.name");
+            f->ok = false;
+        }
+        /* a select rule's ranges lie between the tuned values, from 1 */
+        if (f->ok && (!r->c.M || !r->c.K || !r->c.T)) {
+            snprintf(f->why, sizeof f->why, "case: M %u, K %u, T %u: a shape is at least 1", r->c.M,
+                     r->c.K, r->c.T);
+            f->ok = false;
+        }
+        if (f->ok && (!r->variant[0] || !r->family[0] || !r->c.op[0] || !r->c.format[0])) {
+            snprintf(f->why, sizeof f->why, "an empty variant, family, case.op or case.format");
+            f->ok = false;
+        }
     }
     ok = fc.ok;
     if (!ok) snprintf(why, why_size, "%s", fc.why);
@@ -265,7 +325,8 @@ bool qk_tune_db_open_append(qk_tune_db *db, qk_error *e) {
 
 static void num(qk_str *o, const char *key, double v) {
     /* JSON has no infinity: a NaN result's NMSE is written as 1e300 */
-    qk_str_addf(o, ", \"%s\": %.6g", key, isfinite(v) ? v : 1e300);
+    qk_str_addf(o, ", \"%s\": ", key);
+    qk_json_number(o, isfinite(v) ? v : 1e300);
 }
 
 void qk_tune_record_json(qk_str *o, const qk_tune_record *r) {
@@ -307,7 +368,9 @@ void qk_tune_record_json(qk_str *o, const qk_tune_record *r) {
     num(o, "us", r->us), num(o, "us_min", r->us_min), num(o, "us_max", r->us_max);
     qk_str_addf(o, ", \"runs\": %u, \"note\": ", r->runs);
     qk_json_string(o, r->note);
-    qk_str_addf(o, ", \"time\": %.0f}", r->time);
+    qk_str_add(o, ", \"time\": "); /* whole seconds */
+    qk_json_number(o, isfinite(r->time) ? round(r->time) : 0);
+    qk_str_add(o, "}");
 }
 
 bool qk_tune_db_append(qk_tune_db *db, const qk_tune_record *r, qk_error *e) {

@@ -12,6 +12,11 @@
  * on activations other than f32 (readers of version 1 skip those). */
 #define QK_TUNE_DB_VERSION 2
 
+/* The largest time (microseconds: 1000 s) and NMSE a record may hold; a
+ * result that is not a number has its NMSE written as 1e300. */
+#define QK_TUNE_US_MAX   1e9
+#define QK_TUNE_NMSE_MAX 1e300
+
 /* A device as the database knows it: records of another are not its own. */
 typedef struct qk_tune_device {
     uint32_t vendor_id, device_id, driver_version;

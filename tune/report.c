@@ -66,16 +66,18 @@ static double xpos(double us, double lo, double hi, double x0, double w) {
 static void svg_text(qk_str *s, double x, double y, const char *anchor, const char *style,
                      const char *text) {
     qk_str_addf(s, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" %s>", x, y, anchor, style);
-    for (const char *p = text; *p; p++) /* names are ASCII; & < > escaped */
-        if (*p == '<')
-            qk_str_add(s, "&lt;");
-        else if (*p == '>')
-            qk_str_add(s, "&gt;");
-        else if (*p == '&')
-            qk_str_add(s, "&amp;");
-        else
-            qk_str_addn(s, p, 1);
+    qk_xml_text(s, text);
     qk_str_add(s, "</text>\n");
+}
+
+/* A mark's tooltip: "<title>NAME: WHAT</title>" and the element's end. */
+static void svg_title(qk_str *s, const char *prefix, const char *name, const char *what,
+                      const char *end) {
+    qk_str_add(s, "><title>");
+    qk_xml_text(s, prefix);
+    qk_xml_text(s, name);
+    qk_xml_text(s, what);
+    qk_str_addf(s, "</title></%s>\n", end);
 }
 
 void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *oc, uint32_t n) {
@@ -132,38 +134,42 @@ void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *
                 continue;
             if (!strcmp(r->status, "wrong") || !strcmp(r->status, "failed")) {
                 double x = xbad - 20 + 4 * (bad++ % 10);
-                if (!strcmp(r->status, "wrong"))
+                if (!strcmp(r->status, "wrong")) {
                     qk_str_addf(s,
                                 "<path d=\"M%.1f %.1fl6 6m0 -6l-6 6\" stroke=\"#d00\" "
-                                "stroke-width=\"1.5\"><title>%s: wrong</title></path>\n",
-                                x - 3, y - 3, r->variant);
-                else
-                    qk_str_addf(s,
-                                "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"#f80\">"
-                                "<title>%s: failed</title></circle>\n",
-                                x, y, r->variant);
+                                "stroke-width=\"1.5\"",
+                                x - 3, y - 3);
+                    svg_title(s, "", r->variant, ": wrong", "path");
+                } else {
+                    qk_str_addf(s, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"#f80\"", x, y);
+                    svg_title(s, "", r->variant, ": failed", "circle");
+                }
                 continue;
             }
             if (r->us <= 0) continue;
             bool full = !strcmp(r->stage, "full");
-            qk_str_addf(s,
-                        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"%s\">"
-                        "<title>%s: %.2f us (%s)</title></circle>\n",
-                        xpos(r->us, lo, hi, x0, w), y, full ? "#666" : "#aaa", full ? "0.9" : "0.5",
-                        r->variant, r->us, r->stage);
+            char what[64];
+            snprintf(what, sizeof what, ": %.2f us (%s)", r->us, full ? "full" : "screen");
+            qk_str_addf(
+                s, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" fill-opacity=\"%s\"",
+                xpos(r->us, lo, hi, x0, w), y, full ? "#666" : "#aaa", full ? "0.9" : "0.5");
+            svg_title(s, "", r->variant, what, "circle");
         }
-        if (oc[i].fallback)
+        if (oc[i].fallback) {
+            char what[64];
+            snprintf(what, sizeof what, ": %.2f us", oc[i].fallback->us);
             qk_str_addf(s,
                         "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"#06c\" "
-                        "stroke-width=\"2\"><title>fallback %s: %.2f us</title></circle>\n",
-                        xpos(oc[i].fallback->us, lo, hi, x0, w), y, oc[i].fallback->variant,
-                        oc[i].fallback->us);
+                        "stroke-width=\"2\"",
+                        xpos(oc[i].fallback->us, lo, hi, x0, w), y);
+            svg_title(s, "fallback ", oc[i].fallback->variant, what, "circle");
+        }
         if (oc[i].best) {
             double x = xpos(oc[i].best->us, lo, hi, x0, w);
-            qk_str_addf(s,
-                        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5.5\" fill=\"#0a0\"><title>winner "
-                        "%s: %.2f us</title></circle>\n",
-                        x, y, oc[i].best->variant, oc[i].best->us);
+            char what[64];
+            snprintf(what, sizeof what, ": %.2f us", oc[i].best->us);
+            qk_str_addf(s, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5.5\" fill=\"#0a0\"", x, y);
+            svg_title(s, "winner ", oc[i].best->variant, what, "circle");
             if (speedup(&oc[i]) > 0) {
                 char t[32];
                 snprintf(t, sizeof t, "%.2fx", speedup(&oc[i]));

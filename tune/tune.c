@@ -1,7 +1,7 @@
 /* The autotuner's search space (candidates and fallbacks from a plan), each
  * case's winner in a database, and the select table built from them. */
 #include "tune.h"
-#include "bundle/bundle.h" /* qk_json_string */
+#include "bundle/bundle.h"
 #include "compile/compile.h"
 #include "json.h" /* libqkrt's reader */
 
@@ -252,7 +252,9 @@ static void rule_json(qk_str *o, const char *op, const char *format, const char 
     }
     qk_str_add(o, ", \"kernel\": ");
     qk_json_string(o, kernel);
-    qk_str_addf(o, ", \"precision\": \"%s\", ", precision);
+    qk_str_add(o, ", \"precision\": ");
+    qk_json_string(o, precision);
+    qk_str_add(o, ", ");
 }
 
 /* The rules of one device's (op, format, option, activations) group: T buckets, M
@@ -282,8 +284,9 @@ static void group_rules(qk_str *o, const qk_tune_outcome *const *sel, uint32_t n
                 bucket(ks, nk, ki, o, "K");
                 qk_str_add(o, ", ");
                 bucket(ts, nt, ti, o, "T");
-                qk_str_addf(o, ", \"at\": [%u, %u, %u], \"us\": %.3f }", oc->c.M, oc->c.K, oc->c.T,
-                            oc->best->us);
+                qk_str_addf(o, ", \"at\": [%u, %u, %u], \"us\": ", oc->c.M, oc->c.K, oc->c.T);
+                qk_json_number(o, oc->best->us);
+                qk_str_add(o, " }");
             }
         }
     }
@@ -308,9 +311,10 @@ void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
         const qk_tune_device *d = &oc[i].dev;
         qk_str_addf(o,
                     "%s\n      { \"vendor_id\": %u, \"device_id\": %u, \"driver_version\": %u, "
-                    "\"cache_uuid\": \"%s\", \"name\": ",
-                    first_dev ? "" : ",", d->vendor_id, d->device_id, d->driver_version,
-                    d->cache_uuid);
+                    "\"cache_uuid\": ",
+                    first_dev ? "" : ",", d->vendor_id, d->device_id, d->driver_version);
+        qk_json_string(o, d->cache_uuid);
+        qk_str_add(o, ", \"name\": ");
         qk_json_string(o, d->name);
         qk_str_add(o, ",\n        \"rules\": [");
         first_dev = false;

@@ -27,19 +27,6 @@ const char *qk_generator_hash(void) {
     return hex;
 }
 
-void qk_json_string(qk_str *o, const char *s) {
-    qk_str_add(o, "\"");
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            qk_str_addf(o, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            qk_str_addf(o, "\\u%04x", *s);
-        else
-            qk_str_addn(o, s, 1);
-    }
-    qk_str_add(o, "\"");
-}
-
 static void hash_path(qk_sha256 *h, const char *path) {
     size_t n;
     qk_error e = {0};
@@ -160,8 +147,10 @@ static void kernel_entry(const qk_variant *v, entry *out) {
     qk_str_add(&s, "]");
     j[n++] = qk_str_take(&s);
     qk_str_add(&s, "[");
-    for (uint32_t i = 0; i < nf; i++)
-        qk_str_addf(&s, "%s\"%s\"", i ? ", " : "", features[i]);
+    for (uint32_t i = 0; i < nf; i++) {
+        qk_str_add(&s, i ? ", " : "");
+        qk_json_string(&s, features[i]);
+    }
     qk_str_add(&s, "]");
     j[n++] = qk_str_take(&s);
     if (v->weights > 0)
@@ -173,11 +162,14 @@ static void kernel_entry(const qk_variant *v, entry *out) {
     qk_binding_info b[QK_MAX_BINDINGS];
     uint32_t nb = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
     for (uint32_t i = 0; i < nb; i++) {
-        qk_str_addf(&s,
-                    "%s\n        { \"set\": 0, \"binding\": %u, \"count\": %u, \"name\": \"%s\", "
-                    "\"role\": \"%s\", \"type\": \"%s\", \"access\": \"%s\"",
-                    i ? "," : "", b[i].binding, b[i].count, b[i].name, b[i].role, b[i].type,
-                    b[i].writable ? "write" : "read");
+        qk_str_addf(&s, "%s\n        { \"set\": 0, \"binding\": %u, \"count\": %u, \"name\": ",
+                    i ? "," : "", b[i].binding, b[i].count);
+        qk_json_string(&s, b[i].name);
+        qk_str_add(&s, ", \"role\": ");
+        qk_json_string(&s, b[i].role);
+        qk_str_add(&s, ", \"type\": ");
+        qk_json_string(&s, b[i].type);
+        qk_str_addf(&s, ", \"access\": \"%s\"", b[i].writable ? "write" : "read");
         if (b[i].size[0]) {
             qk_str_add(&s, ", \"size\": ");
             qk_json_string(&s, b[i].size);
@@ -189,9 +181,11 @@ static void kernel_entry(const qk_variant *v, entry *out) {
     qk_str_add(&s, "[");
     const char *push[QK_MAX_LIST + 8];
     uint32_t np = qk_variant_push(v, push, QK_MAX_LIST + 8);
-    for (uint32_t i = 0; i < np; i++)
-        qk_str_addf(&s, "%s{ \"name\": \"%s\", \"offset\": %u, \"type\": \"u32\" }", i ? ", " : "",
-                    push[i], 4 * i);
+    for (uint32_t i = 0; i < np; i++) {
+        qk_str_addf(&s, "%s{ \"name\": ", i ? ", " : "");
+        qk_json_string(&s, push[i]);
+        qk_str_addf(&s, ", \"offset\": %u, \"type\": \"u32\" }", 4 * i);
+    }
     qk_str_add(&s, "]");
     j[n++] = qk_str_take(&s);
     j[n++] = fmt("%u", 4 * np);
@@ -268,7 +262,8 @@ static void manifest_entries(qk_str *m, const unit *units, uint32_t nu) {
         const char *sep = one_line ? ", " : ",\n      ";
         qk_str_addf(m, "%s\n    { \"name\": ", i ? "," : "");
         qk_json_string(m, u->v->name);
-        qk_str_addf(m, ", \"module\": \"%s\"", u->v->module);
+        qk_str_add(m, ", \"module\": ");
+        qk_json_string(m, u->v->module);
         for (uint32_t f = 0; f < N_FIELDS; f++)
             if (own & (1u << f)) qk_str_addf(m, "%s\"%s\": %s", sep, FIELDS[f], es[i].json[f]);
         qk_str_addf(m, "%s\"specialization_constants\": %s }", sep, es[i].spec);
@@ -278,8 +273,13 @@ static void manifest_entries(qk_str *m, const unit *units, uint32_t nu) {
     for (uint32_t i = 0; i < nu; i++) {
         const unit *u = &units[i];
         if (u->owner != i) continue;
-        qk_str_addf(m, "%s\n    { \"name\": \"%s\", \"spv\": \"%s.spv\", \"spv_sha256\": \"%s\",",
-                    first ? "" : ",", u->v->module, u->v->module, u->spv_hash);
+        char spv[300];
+        snprintf(spv, sizeof spv, "%s.spv", u->v->module);
+        qk_str_addf(m, "%s\n    { \"name\": ", first ? "" : ",");
+        qk_json_string(m, u->v->module);
+        qk_str_add(m, ", \"spv\": ");
+        qk_json_string(m, spv);
+        qk_str_addf(m, ", \"spv_sha256\": \"%s\",", u->spv_hash);
         first = false;
         for (uint32_t f = 0; f < N_FIELDS; f++)
             if (shared[i] & (1u << f))

@@ -40,7 +40,4 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
 /* SHA-256 of the running executable: the generator's identity in manifests and cache keys. */
 const char *qk_generator_hash(void);
 
-/* Appends s as a JSON string literal. */
-void qk_json_string(qk_str *o, const char *s);
-
 #endif

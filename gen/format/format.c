@@ -513,21 +513,29 @@ void qk_format_emit_json(const qk_format *f, qk_str *o) {
             o,
             "{ \"layout\": \"block\", \"block_elements\": %u, \"block_bytes\": %u, \"fields\": [",
             f->elements, f->block_bytes);
-        for (uint32_t i = 0; i < f->field_count; i++)
-            qk_str_addf(o,
-                        "%s{ \"name\": \"%s\", \"type\": \"%s\", \"offset\": %u, \"count\": %u }",
-                        i ? ", " : "", f->fields[i].name, qk_type_name(f->fields[i].type),
-                        f->fields[i].offset, f->fields[i].count);
+        for (uint32_t i = 0; i < f->field_count; i++) {
+            qk_str_add(o, i ? ", { \"name\": " : "{ \"name\": ");
+            qk_json_string(o, f->fields[i].name);
+            qk_str_addf(o, ", \"type\": \"%s\", \"offset\": %u, \"count\": %u }",
+                        qk_type_name(f->fields[i].type), f->fields[i].offset, f->fields[i].count);
+        }
         qk_str_add(o, "] }");
         return;
     }
     qk_str_addf(o, "{ \"layout\": \"planar\", \"group\": %u, \"params\": {", f->elements);
-    for (uint32_t i = 0; i < f->param_count; i++)
-        qk_str_addf(o, "%s\"%s\": \"%s\"", i ? ", " : " ", f->param_names[i], f->param_values[i]);
+    for (uint32_t i = 0; i < f->param_count; i++) {
+        qk_str_add(o, i ? ", " : " ");
+        qk_json_string(o, f->param_names[i]);
+        qk_str_add(o, ": ");
+        qk_json_string(o, f->param_values[i]);
+    }
     qk_str_add(o, " }, \"planes\": [");
-    for (uint32_t i = 0; i < f->plane_count; i++)
-        qk_str_addf(o, "%s{ \"name\": \"%s\", \"type\": \"%s\", \"per_group\": %u }", i ? ", " : "",
-                    f->planes[i].name, qk_type_name(f->planes[i].type), f->planes[i].per_group);
+    for (uint32_t i = 0; i < f->plane_count; i++) {
+        qk_str_add(o, i ? ", { \"name\": " : "{ \"name\": ");
+        qk_json_string(o, f->planes[i].name);
+        qk_str_addf(o, ", \"type\": \"%s\", \"per_group\": %u }", qk_type_name(f->planes[i].type),
+                    f->planes[i].per_group);
+    }
     qk_str_add(o, "] }");
 }
 

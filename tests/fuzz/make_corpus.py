@@ -2,6 +2,7 @@
 # Writes the seed corpora of the fuzz harnesses (tests/fuzz/corpus/<harness>)
 # from the repository's own files and a bundle built by qkgen:
 #   qkgen build --filter q4_0 --out /tmp/q4_0 && tests/fuzz/make_corpus.py /tmp/q4_0/default
+# (--trust writes only the seeds of fuzz_export, fuzz_select and fuzz_tuned)
 import hashlib
 import io
 import json
@@ -10,7 +11,10 @@ import shutil
 import struct
 import sys
 
-import numpy as np
+try:
+    import numpy as np  # the .npy seeds only
+except ImportError:
+    np = None
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import manifest_view  # noqa: E402
@@ -176,7 +180,54 @@ def tuning_db():
     put(d, "empty.jsonl", "")
 
 
+def trust_seeds():
+    """fuzz_export (expressions and strings), fuzz_select (select tables over
+    its four kernels) and fuzz_tuned (databases whose variants compute their
+    cases by name): issue 43's harnesses."""
+    d = fresh("export")
+    for i, text in enumerate(["(M + 010 - 1) / 010", "K % 0032 == 0 && M >= 1", "-(T * top_k) / 3",
+                              "!(E > 1) || ne11 == 1", "9223372036854775807 + 0",
+                              "*/ int x; /* \" ??/ \\", "<script>\u00e9\xff"]):
+        put(d, "seed%d" % i, text)
+    d = fresh("select")
+    r = {"op": "matvec", "format": "q4_0", "format_variant": "", "kernel": "mv", "precision": "f32",
+         "M": [1, None], "K": [1, 4096], "T": [1, 1]}
+    f16 = dict(r, op="matmul", kernel="mm16", activations="f16", M=[0, 7])
+    mlx = dict(r, op="matvec_id", format="mlx4_g64", format_variant="bf16", kernel="mlx")
+    dev = {"vendor_id": 4318, "device_id": 8961, "driver_version": 1, "cache_uuid": "0" * 32,
+           "name": "x", "rules": [r, mlx]}
+    put(d, "v1.json", json.dumps({"version": 1, "devices": [dev], "default": [r]}))
+    put(d, "v2.json", json.dumps({"version": 2, "devices": [], "default": [f16, r]}))
+    put(d, "bad_range.json", json.dumps({"version": 1, "devices": [], "default": [dict(r, M=[5, -1])]}))
+    put(d, "bad_kernel.json", json.dumps({"version": 1, "devices": [], "default": [dict(r, kernel="mm8")]}))
+    d = fresh("tuned")
+    rec = {"v": 1, "device": {"vendor_id": 4318, "device_id": 8961, "driver_version": 1,
+                              "cache_uuid": "5c4a2b0f5c4a2b0f5c4a2b0f5c4a2b0f", "name": "H100"},
+           "variant": "matvec_q4_0_f32_nr1x1x8_wg64", "family": "matvec", "spv_sha256": "0" * 64,
+           "case": {"op": "matvec", "format": "q4_0", "format_variant": "", "M": 4096, "K": 4096,
+                    "T": 1, "E": 0, "top_k": 0},
+           "precision": "f32", "nmse": 1e-14, "status": "ok", "stage": "full", "us": 18.5,
+           "us_min": 18.0, "us_max": 19.0, "runs": 50, "note": "", "time": 1764081000}
+    lines = []
+    for i, (m, t, us) in enumerate([(4096, 1, 18.5), (14336, 1, 40.25), (4096, 8, 30.0), (1, 512, 7.0)]):
+        x = json.loads(json.dumps(rec))
+        x["case"]["M"], x["case"]["T"], x["us"] = m, t, us
+        x["variant"] = "matvec_q4_0_f32_nr%dx1x8_wg64" % (1 + i % 2)
+        lines.append(json.dumps(x))
+    put(d, "cases.jsonl", "\n".join(lines) + "\n")
+    x = json.loads(json.dumps(rec))
+    x["v"], x["case"]["activations"], x["case"]["op"], x["family"] = 2, "f16", "matmul", "matmul"
+    x["variant"] = "matmul_q4_0_f16_nr32x32x64"
+    put(d, "f16.jsonl", lines[0] + "\n" + json.dumps(x) + "\n")
+    x = json.loads(lines[0])
+    x["variant"], x["us"] = "matvec_q8_0_f32_nr1x1x8_wg64", 1.0
+    put(d, "misfit.jsonl", lines[0] + "\n" + json.dumps(x) + "\n")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 2 and sys.argv[1] == "--trust":  # only issue 43's seeds
+        trust_seeds()
+        sys.exit(0)
     if len(sys.argv) != 2:
         sys.exit("usage: make_corpus.py BUNDLE_DIR (a folder with manifest.json)")
     specs()
@@ -184,6 +235,7 @@ if __name__ == "__main__":
     expressions(manifest)
     arrays()
     tuning_db()
+    trust_seeds()
     for h in sorted(os.listdir(corpus)):
         n = os.listdir(os.path.join(corpus, h))
         print("%-9s %4d inputs, %7d bytes" % (h, len(n), sum(os.path.getsize(os.path.join(corpus, h, x)) for x in n)))

@@ -204,6 +204,45 @@ manifest("spec_unknown", spec((9, "ROWS", 7)))
 manifest("spec_instance", spec((6, "INSTANCE", 8)))
 manifest("spec_sk_zero", spec((5, "SK", 0)))
 
+# select tables (docs/manifest.md, "Selection") that libqkrt and qkgen export refuse
+def rule(**changes):
+    r = {"op": "matvec", "format": "q4_0", "format_variant": "", "kernel": "k", "precision": "f32",
+         "M": [1, None], "K": [1, None], "T": [1, None]}
+    r.update(changes)
+    return r
+
+
+def select(name, version=1, default=None, devices=None):
+    table = {"version": version, "devices": devices if devices is not None else [],
+             "default": default if default is not None else [rule()]}
+    manifest("select_" + name, lambda m, k: m.__setitem__("select", table))
+
+
+select("kernel_format", default=[rule(format="q8_0")])
+select("kernel_option", default=[rule(format_variant="bf16")])
+select("kernel_family", default=[rule(op="matmul")])
+select("kernel_activations", version=2, default=[rule(activations="f16")])
+select("kernel_unknown", default=[rule(kernel="nowhere")])
+select("activations_v1", default=[rule(activations="f32")])
+select("activations_bf16", version=2, default=[rule(activations="bf16")])
+select("range_hi_negative", default=[rule(M=[1, -5])])
+select("range_inverted", default=[rule(K=[10, 2])])
+select("range_lo_negative", default=[rule(T=[-1, None])])
+select("range_fraction", default=[rule(M=[1.5, None])])
+select("range_one", default=[rule(K=[1])])
+select("range_missing", default=[{k: v for k, v in rule().items() if k != "T"}])
+select("op_missing", default=[{k: v for k, v in rule().items() if k != "op"}])
+select("version_3", version=3)
+manifest("select_default_missing", lambda m, k: m.__setitem__("select", {"version": 1, "devices": []}))
+manifest("select_default_object", lambda m, k: m.__setitem__(
+    "select", {"version": 1, "devices": [], "default": {"op": "matvec"}}))
+select("device_vendor_string", devices=[{"vendor_id": "nvidia", "device_id": 1, "driver_version": 1,
+                                         "rules": []}])
+select("device_rule_format", devices=[{"vendor_id": 1, "device_id": 1, "driver_version": 1,
+                                       "cache_uuid": "0" * 32, "name": "x",
+                                       "rules": [rule(format="q8_0")]}])
+select("rule_number", default=[7])
+
 # ---- tuning databases, read by `qkgen tune --report`: a good record, then broken ones
 rec = {"v": 1, "device": {"vendor_id": 65541, "device_id": 0, "driver_version": 1,
                           "cache_uuid": "76616c2d257300000000000000000000", "name": "llvmpipe"},
@@ -248,6 +287,28 @@ db("stage_bad", edited(lambda r: r.__setitem__("stage", "final")))
 db("precision_bad", edited(lambda r: r.__setitem__("precision", "f64")))
 db("nmse_string", edited(lambda r: r.__setitem__("nmse", "small")))
 db("runs_negative", edited(lambda r: r.__setitem__("runs", -20)))
+# names, hashes and times that reach a manifest, a header and a report (issue 43)
+db("uuid_quote", edited(lambda r: r["device"].__setitem__("cache_uuid", '0"}, "x": {"')))
+db("uuid_backslash", edited(lambda r: r["device"].__setitem__("cache_uuid", "a\\b")))
+db("uuid_short", edited(lambda r: r["device"].__setitem__("cache_uuid", "7661")))
+db("uuid_upper", edited(lambda r: r["device"].__setitem__("cache_uuid", "76616C2D257300000000000000000000")))
+db("variant_script", edited(lambda r: r.__setitem__("variant", "<script>alert(1)</script>")))
+db("variant_quote", edited(lambda r: r.__setitem__("variant", 'matvec"q4')))
+db("variant_empty", edited(lambda r: r.__setitem__("variant", "")))
+db("family_space", edited(lambda r: r.__setitem__("family", "mat vec")))
+db("op_slash", edited(lambda r: r["case"].__setitem__("op", "../matvec")))
+db("format_star", edited(lambda r: r["case"].__setitem__("format", "q4_0*/")))
+db("sha_short", edited(lambda r: r.__setitem__("spv_sha256", "abc")))
+# a device name that is not UTF-8 (a writer would change it): line 2, as db() puts it
+put("tunedb_name_not_utf8.jsonl", (line + "\n").encode() + line.replace(
+    "matvec_q4_0_f32_nr1x1x8_wg64", "other").encode().replace(b"llvmpipe", b"llvm\xffpipe") + b"\n")
+db("case_m_zero", edited(lambda r: r["case"].__setitem__("M", 0)))
+db("us_huge", edited(lambda r: r.__setitem__("us", 1e60)))
+db("us_past_max", edited(lambda r: r.__setitem__("us", 1.5e9)))
+db("us_infinite", line.replace('"us": 10.0', '"us": 1e999'))
+db("us_negative", edited(lambda r: r.__setitem__("us", -1.0)))
+db("us_min_huge", edited(lambda r: r.__setitem__("us_min", 1e300)))
+db("nmse_negative", edited(lambda r: r.__setitem__("nmse", -0.5)))
 db("repeated", line)
 db("trailing", line + " x")
 db("unterminated", line[:-20])

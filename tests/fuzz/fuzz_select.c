@@ -1,0 +1,91 @@
+/* Fuzz harness: the select table's check (qkrt_select_check, runtime/select.c),
+ * which libqkrt, build --tuned and qkgen export run. Whatever it accepts is,
+ * by an independent walk here, a table whose every rule names a kernel of its
+ * own operation, format, option and activations and holds ranges with
+ * 0 <= lo <= hi (or no upper bound): what both evaluators rely on. */
+#include "fuzz.h"
+#include "json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const qkrt_select_kernel kernels[] = {
+    {"matvec", "q4_0", "", "f32"},
+    {"matmul", "q8_0", "", ""},
+    {"matmul", "q4_0", NULL, "f16"},
+    {"matvec_id", "mlx4_g64", "bf16", "f32"},
+};
+static const char *const names[] = {"mv", "mm8", "mm16", "mlx"};
+
+static bool lookup(void *user, const char *name, qkrt_select_kernel *out) {
+    (void)user;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(names[i], name)) return *out = kernels[i], true;
+    return false;
+}
+
+static const char *str(const qkrt_json *o, const char *key) {
+    const qkrt_json *v = qkrt_json_get(o, key);
+    return v && v->type == QKRT_JSON_STRING ? v->string : NULL;
+}
+
+static void check_rule(const qkrt_json *r, const char *text) {
+    const char *op = str(r, "op"), *fmt = str(r, "format"), *k = str(r, "kernel");
+    const char *opt = str(r, "format_variant"), *act = str(r, "activations");
+    if (!op || !fmt || !k) qkfuzz_fail("an accepted rule lacks op, format or kernel", text);
+    int i = 0;
+    while (i < 4 && strcmp(names[i], k))
+        i++;
+    if (i == 4) qkfuzz_fail("an accepted rule names an unknown kernel", text);
+    const qkrt_select_kernel *kk = &kernels[i];
+    const char *kopt = kk->format_variant ? kk->format_variant : "";
+    const char *kact = kk->activation && kk->activation[0] ? kk->activation : "f32";
+    if (strcmp(kk->family, op) || strcmp(kk->format, fmt) || strcmp(kopt, opt ? opt : "") ||
+        strcmp(kact, act ? act : "f32"))
+        qkfuzz_fail("an accepted rule names a kernel of another case", text);
+    static const char *const dims[] = {"M", "K", "T"};
+    for (int d = 0; d < 3; d++) {
+        const qkrt_json *g = qkrt_json_get(r, dims[d]);
+        if (!g || g->type != QKRT_JSON_ARRAY || g->count != 2 || !g->items[0].integral ||
+            g->items[0].type != QKRT_JSON_NUMBER || g->items[0].integer < 0)
+            qkfuzz_fail("an accepted rule has a bad lower bound", text);
+        const qkrt_json *hi = &g->items[1];
+        if (hi->type != QKRT_JSON_NULL &&
+            (hi->type != QKRT_JSON_NUMBER || !hi->integral || hi->integer < g->items[0].integer))
+            qkfuzz_fail("an accepted rule has a bad upper bound", text);
+    }
+}
+
+static void check_rules(const qkrt_json *l, const char *text) {
+    if (!l) return;
+    if (l->type != QKRT_JSON_ARRAY) qkfuzz_fail("accepted rules that are not an array", text);
+    for (uint32_t i = 0; i < l->count; i++)
+        check_rule(&l->items[i], text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *text = malloc(size + 1);
+    if (!text) return 0;
+    memcpy(text, data, size);
+    text[size] = '\0';
+    char err[512];
+    qkrt_json *t = qkrt_json_parse(text, size, err, sizeof err);
+    if (t) {
+        err[0] = '\0';
+        if (qkrt_select_check(t, lookup, NULL, err, sizeof err)) {
+            const qkrt_json *devices = qkrt_json_get(t, "devices");
+            const qkrt_json *def = qkrt_json_get(t, "default");
+            if (!devices || devices->type != QKRT_JSON_ARRAY || !def)
+                qkfuzz_fail("an accepted table lacks devices or default", text);
+            for (uint32_t i = 0; i < devices->count; i++)
+                check_rules(qkrt_json_get(&devices->items[i], "rules"), text);
+            check_rules(def, text);
+        } else if (!err[0] || !strstr(err, "select: ")) {
+            qkfuzz_fail("a table refused without a message", text);
+        }
+        qkrt_json_free(t);
+    }
+    free(text);
+    return 0;
+}
