@@ -22,6 +22,8 @@ run replaces one by its folder name. Written here:
   layer.csv     the MoE layer beside the peer (bench/side_by_side.py);
   tuner.csv     the autotuner against the exhaustive search, per case, the
                 newest measurement per device (bench/tune_compare.py);
+  decode.csv    every GGUF format's decode cases beside the peer, and
+  decode_mlx.csv every MLX configuration's against mlx4_g64 (formats-gpu.sh);
   index.json    per table: the raw folder, device, commits and the top of
                 each bench file that the tables' captions need."""
 import csv
@@ -42,7 +44,15 @@ SOURCES = {
     "prefill": "2026-11-27f-h100",  # prefill/ (f32 and the peer) and f16/
     "layer": "2026-11-27c-h100/layer",
     "tuner": "",  # every folder of RAW with a times.txt; the newest wins
+    # every format's decode beside the peer (bench/formats-gpu.sh gguf): a
+    # later folder's cases replace an earlier one's (each ratio of one call)
+    "decode": ["2026-11-29a-h200/decode", "2026-11-29b-h200/decode"],
+    # the MLX configurations (formats-gpu.sh mlx), each against mlx4_g64 of
+    # its own call
+    "decode_mlx": ["2026-11-29a-h200/decode-mlx", "2026-11-29c-h200/decode-mlx"],
 }
+DECODE = ["format", "M", "K", "T", "E", "top_k", "kernel", "us", "us_span", "size_copy_span_us",
+          "bytes", "peer_us", "ref_us", "ref_bytes", "folder"]
 STANDARD = ["family", "format", "E", "top_k", "M", "K", "T", "kernel", "us", "pct_copy",
             "us_span", "pct_copy_span", "tflops", "size_copy_us", "bytes"]
 
@@ -167,13 +177,48 @@ def tuner(raw):
     return {"source": "every folder with a times.txt"}
 
 
+def decode(raw, key):
+    """decode.csv / decode_mlx.csv: per format and case the fastest correct
+    variant, the peer's kern_us of the same call (GGUF) or mlx4_g64's time
+    and bytes of the same call (MLX)."""
+    cases, folders, gpu = {}, [], ""
+    for src in SOURCES[key]:
+        d = os.path.join(raw, src)
+        best = best_per_case(d)
+        if not best:
+            continue
+        folders.append(src)
+        gpu = side_by_side.gpu_name(d) or gpu
+        peer = {}
+        for r in side_by_side.results(os.path.join(d, "peer.txt")):
+            peer[(r["type"], int(r["m"]), int(r["k"]), int(r["n"]), int(r["E"]))] = r
+        for (fam, fmt, m, k, t, e), r in best.items():
+            ref = best.get((fam, "mlx4_g64", m, k, t, e))
+            p = peer.get((fmt, m, k, t, e))
+            cases[(fmt, m, k, t, e)] = dict(
+                r, E=e, peer_us=float(p["kern_us"]) if p else "", folder=src,
+                ref_us=ref["us"] if ref else "", ref_bytes=ref["bytes"] if ref else "")
+    if not folders:
+        return None
+    write(key + ".csv", DECODE, [cases[c] for c in sorted(cases)])
+    return {"source": ", ".join(folders), "gpu": gpu}
+
+
 def main():
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
         sys.exit(__doc__.split("\n\n")[1])
     raw = sys.argv[1]
     os.makedirs(OUT, exist_ok=True)
-    index = {"standard": standard(raw), "prefill": prefill(raw), "layer": layer(raw),
-             "tuner": tuner(raw)}
+    # a table whose raw runs RAW lacks keeps its summary and index entry
+    old = json.load(open(os.path.join(OUT, "index.json"))) if os.path.exists(
+        os.path.join(OUT, "index.json")) else {}
+    index = {}
+    for key, fn in (("standard", standard), ("prefill", prefill), ("layer", layer),
+                    ("tuner", tuner), ("decode", lambda r: decode(r, "decode")),
+                    ("decode_mlx", lambda r: decode(r, "decode_mlx"))):
+        src = SOURCES[key]
+        have = any(os.path.isdir(os.path.join(raw, s)) for s in (src if isinstance(src, list) else [src]))
+        index[key] = fn(raw) if have and (key != "tuner" or glob.glob(os.path.join(raw, "**", "times.txt"), recursive=True)) else old.get(key)
     with open(os.path.join(OUT, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
         f.write("\n")
