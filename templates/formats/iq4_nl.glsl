@@ -23,7 +23,7 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
 // int8-dot hooks (int8_dot: true; templates/matvec_xq.comp): the table's
 // values are the codes, y = d * code.
 void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
-    qk_lut8_codes8(m, blk * QK_BYTES + QKF_qs_OFFSET, q);
+    qk_lut8_codes8(m, blk, q);
 }
 
 vec3 qk_affine8(uint m, uint blk, uint g) {

@@ -17,7 +17,7 @@ void qk_dequant_sub(uint m, uint blk, uint sub, out float y[QK_SUB_N]) {
 // int8-dot hooks (int8_dot: true; templates/matvec_xq.comp): the 5-bit codes
 // unsigned (0..31), their offset of 16 in b.
 void qk_codes8(uint m, uint blk, uint g, out uint q[8]) {
-    qk_split32_codes8_5(m, blk * QK_BYTES + QKF_qs_OFFSET, qkf_qh_u32(m, blk, 0u), q);
+    qk_split32_codes8_5(m, blk, qkf_qh_u32(m, blk, 0u), q);
 }
 
 vec3 qk_affine8(uint m, uint blk, uint g) {

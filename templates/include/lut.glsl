@@ -32,11 +32,11 @@ void qk_lut_init(uvec4 table) {
 }
 
 #ifdef MMA_dot8
-// The table's values of a split-nibble block's 32 codes (the formats' qk_codes8
-// for a table of signed bytes); qs is the byte address of the block's qs.
-void qk_lut8_codes8(uint m, uint qs, out uint q[8]) {
+// The table's values of split-nibble block blk's 32 codes (the formats'
+// qk_codes8 for a table of signed bytes; the nibbles are the field qs).
+void qk_lut8_codes8(uint m, uint blk, out uint q[8]) {
     for (uint i = 0u; i < 4u; i++) {
-        const uint w = qk_u32(m, qs + 4u * i);
+        const uint w = qkf_qs_u32(m, blk, 4u * i);
         const uint v0 = qk_lut8[w & 0xffu], v1 = qk_lut8[(w >> 8) & 0xffu];
         const uint v2 = qk_lut8[(w >> 16) & 0xffu], v3 = qk_lut8[w >> 24];
         q[i] = bitfieldInsert(bitfieldInsert(bitfieldInsert(v0, v1, 8, 8), v2, 16, 8), v3, 24, 8);

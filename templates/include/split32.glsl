@@ -44,12 +44,13 @@ void qk_split32_f(uint m, uint qs, uint sub, float bias, out float c[QK_SUB_N]) 
     }
 }
 
-// The int8-dot codes of a split-nibble block (its one 32-element group), as
-// the formats' qk_codes8 gives them: words 0-3 the low nibbles of qs (elements
-// 0-15), words 4-7 the high ones (16-31), each nibble unsigned in its byte.
-void qk_split32_codes8(uint m, uint qs, out uint q[8]) {
+// The int8-dot codes of split-nibble block blk (its one 32-element group; the
+// format's nibbles are its field qs), as the formats' qk_codes8 gives them:
+// words 0-3 the low nibbles (elements 0-15), words 4-7 the high ones (16-31),
+// each nibble unsigned in its byte.
+void qk_split32_codes8(uint m, uint blk, out uint q[8]) {
     for (uint i = 0u; i < 4u; i++) {
-        const uint w = qk_u32(m, qs + 4u * i);
+        const uint w = qkf_qs_u32(m, blk, 4u * i);
         q[i] = w & 0x0f0f0f0fu;
         q[4u + i] = (w >> 4) & 0x0f0f0f0fu;
     }
@@ -64,8 +65,8 @@ uint qk_spread_bit4(uint h, uint b) {
 
 // The 5-bit codes of q5_0 / q5_1: the nibbles of qs with the fifth bits of the
 // little-endian word qh.
-void qk_split32_codes8_5(uint m, uint qs, uint qh, out uint q[8]) {
-    qk_split32_codes8(m, qs, q);
+void qk_split32_codes8_5(uint m, uint blk, uint qh, out uint q[8]) {
+    qk_split32_codes8(m, blk, q);
     for (uint i = 0u; i < 4u; i++) {
         q[i] |= qk_spread_bit4(qh, 4u * i);
         q[4u + i] |= qk_spread_bit4(qh, 16u + 4u * i);
