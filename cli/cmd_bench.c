@@ -27,14 +27,26 @@ static const uint32_t std_moe_mm[][5] = {
     {768, 2048, 32, 128, 8},  {768, 2048, 512, 128, 8}, {2048, 768, 32, 128, 8},
     {2048, 768, 512, 128, 8}, {1792, 2048, 512, 32, 4},
 };
-/* The formats of the standard cases: every GGUF format and every MLX
- * configuration (bf16 scales) that the bundle holds; a layer's, the
- * standard set's seven. */
-static const char *std_formats =
-    "q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_nl,iq4_xs,iq3_xxs,iq2_xxs,mxfp4,nvfp4,"
-    "mlx2_g32,mlx2_g64,mlx2_g128,mlx3_g32,mlx3_g64,mlx3_g128,mlx4_g32,mlx4_g64,mlx4_g128,"
-    "mlx5_g32,mlx5_g64,mlx5_g128,mlx6_g32,mlx6_g64,mlx6_g128,mlx8_g32,mlx8_g64,mlx8_g128";
+/* A layer's default formats: the standard set's seven. (The kernels' default
+ * is every format the bundle holds: bundle_formats.) */
 static const char *std_layer_formats = "q4_0,q8_0,q4_K,q5_K,q6_K,iq4_nl,mlx4_g64";
+
+/* Every quantized format the bundle's kernels take, in bundle order and
+ * once each, comma-separated into out: the standard cases' default, so that
+ * a format added as YAML and GLSL is benchmarked without C naming it. */
+static void bundle_formats(const qkrt_bundle *b, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = 0;
+    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
+        const char *f = qkrt_bundle_kernel(b, i)->format;
+        if (!f || !f[0] || !strcmp(f, "none")) continue;
+        bool seen = false;
+        for (const char *p = out; (p = strstr(p, f)) && !seen; p++)
+            seen = (p == out || p[-1] == ',') && (p[strlen(f)] == ',' || !p[strlen(f)]);
+        if (seen || n + strlen(f) + 2 > size) continue;
+        n += (size_t)snprintf(out + n, size - n, "%s%s", n ? "," : "", f);
+    }
+}
 
 /* JSON members, every string and number through the one JSON writer
  * (kernel names and errors come from a manifest and a driver) */
@@ -288,8 +300,8 @@ int cmd_bench(qk_args *a) {
                  "m=4096 k=14336, 512 tokens; MoE mat-vec with expert ids, 128 experts top-8\n"
                  "m=768 k=2048 and m=2048 k=768 for 1, 8, 32 tokens, 32 experts top-4 m=1792\n"
                  "k=2048 for 1 and 8; MoE matmul with expert ids for 32 and 512 tokens of\n"
-                 "those shapes, 512 for 32 experts) for every GGUF format and MLX\n"
-                 "configuration (bf16 scales) that the bundle holds. --family matvec, matmul,\n"
+                 "those shapes, 512 for 32 experts) for every format that the bundle\n"
+                 "holds (MLX configurations with bf16 scales). --family matvec, matmul,\n"
                  "moe (mat-vec with ids) or moe_matmul (matmul with ids) runs one part; --m,\n"
                  "--k and --tokens (one count or a list: a case each) replace its shapes.\n"
                  "Each variant is first checked against the CPU reference (a wrong result is\n"
@@ -525,8 +537,11 @@ int cmd_bench(qk_args *a) {
     }
 
     /* the cases: formats the bundle holds x shapes */
-    char fmts[512];
-    snprintf(fmts, sizeof fmts, "%s", formats ? formats : std_formats);
+    char fmts[2048];
+    if (formats)
+        snprintf(fmts, sizeof fmts, "%s", formats);
+    else
+        bundle_formats(b, fmts, sizeof fmts);
     qk_bench_result *res = NULL;
     uint32_t nres = 0;
     double floor_us = 0, floor_span = 0;
