@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "export.h"
 #include "bundle/bundle.h"
+#include "qkrt.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -87,6 +88,8 @@ static bool string_array(exporter *x, const qkrt_json *l, const char *what, uint
 typedef struct module {
     const char *spv;
     uint32_t index;
+    uint32_t *code; /* its words, for the entry points' check */
+    size_t words;
 } module;
 
 static bool bindings(exporter *x, const qkrt_json *k, uint32_t i, qk_str *row) {
@@ -380,8 +383,7 @@ static int module_of(exporter *x, const char *dir, const qkrt_json *k, module *m
             qk_str_addf(&x->defs, "%s0x%08xu,", w % 8 ? " " : "\n    ", word);
         }
         qk_str_add(&x->defs, "\n};\n");
-        free(code);
-        mods[m] = (module){spv->string, m};
+        mods[m] = (module){spv->string, m, (uint32_t *)(void *)code, n / 4};
         (*count)++;
     }
     if (strcmp(hashes[m], want))
@@ -418,6 +420,13 @@ static bool kernel(exporter *x, const char *dir, const qkrt_json *k, uint32_t i,
     qk_export_c_field(&row, hashes[m]);
     const char *entry = qk_export_str(x, k, "entry_point", true);
     if (!entry) goto fail;
+    /* as libqkrt's loader: a header names no entry point its module lacks */
+    if (!qkrt_module_has_entry(mods[m].code, mods[m].words, entry)) {
+        qk_export_bad(x, k,
+                      "kernels[%u]: entry_point '%s': %s has no GLCompute entry point of that name",
+                      i, entry, mods[m].spv);
+        goto fail;
+    }
     qk_export_c_field(&row, entry);
     qk_str_addf(&row, "%s__spv_%d, sizeof %s__spv_%d / 4, ", x->p, m, x->p, m);
     const qkrt_json *wg = qk_export_list(x, k, "workgroup_size", true);
@@ -580,6 +589,8 @@ static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
     qk_str_free(&rows);
     qk_str_free(&o);
     qk_str_free(&select_decl);
+    for (uint32_t j = 0; j < nmods; j++)
+        free(mods[j].code);
     free(mods);
     free(hashes);
     qkrt_json_free(root);

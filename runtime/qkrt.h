@@ -391,6 +391,12 @@ qkrt_result qkrt_eval(const char *expr, const qkrt_shape *shape, int64_t *value,
 qkrt_result qkrt_eval_bool(const char *expr, const qkrt_shape *shape, bool *value, char *error,
                            size_t error_size);
 
+/* Whether a SPIR-V module of `words` 32-bit words declares a GLCompute
+ * entry point called `entry`: the check qkrt_bundle_load makes of every
+ * kernel, for a tool that embeds modules without loading them (qkgen
+ * export). False for a module too short or malformed to say. */
+bool qkrt_module_has_entry(const uint32_t *code, size_t words, const char *entry);
+
 /* ---- dispatch ---- */
 typedef struct qkrt_dispatch {
     const qkrt_bundle *bundle;

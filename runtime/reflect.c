@@ -319,6 +319,10 @@ void qkrt_reflect(const uint32_t *code, size_t words, const char *entry, qkrt_re
     free(def);
 }
 
+bool qkrt_module_has_entry(const uint32_t *code, size_t words, const char *entry) {
+    return code && entry && qkrt_spirv_has_entry(code, words, entry);
+}
+
 bool qkrt_spirv_has_entry(const uint32_t *code, size_t words, const char *entry) {
     /* entry points come before the first instruction past the execution
      * modes (the module's logical layout): only its first words are read */

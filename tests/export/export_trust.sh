@@ -90,4 +90,8 @@ expect_refused "$rule; r['kernel'] = 'nowhere'; $table" "kernel 'nowhere' is not
 edited "$rule; $table"
 "$qkgen" export "$scratch/b" --c "$scratch/qkb_bundle.h" || fail "a good select table: export exited $?"
 echo "select: 6 tables libqkrt refuses are refused"
+# ---- a kernel whose entry point its module lacks (libqkrt's loader refuses
+# it; a header must not carry it to an engine's pipeline creation)
+expect_refused 'for mod in m["modules"]: mod["entry_point"] = "nosuch"' "entry_point 'nosuch'"
+echo "entry points: a kernel naming one its module lacks is refused"
 echo "1 passed, 0 failed"
