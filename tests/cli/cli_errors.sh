@@ -25,16 +25,18 @@ expect 2 "the spec folder is given twice" -- "$qkgen" list specs --specs specs
 mkdir -p "$scratch/sm/kernels" && cp -r specs/formats specs/fusions "$scratch/sm/"
 sed -i "s#\.\./\.\./tests/#$PWD/tests/#" "$scratch"/sm/formats/*.yaml
 # (the matmul family: every shared_memory expression, the scalar path unsplit)
-sed -e 's/^\( *\)shared_memory: "[^"]*"/\1shared_memory: "8"/; s/^formats: .*/formats: [q4_0]/' \
-  -e '/^exclude:/a\  - { when: { mma: coopmat }, reason: "scalar only" }\n  - { when: { split: splitk }, reason: "unsplit only" }' \
-  specs/kernels/matmul.yaml >"$scratch/sm/kernels/matmul.yaml"
+# (a formats: list may go on over several lines: the whole flow list goes)
+perl -0pe 's/^formats: \[[^\]]*\]/formats: [q4_0]/m' specs/kernels/matmul.yaml |
+  sed -e 's/^\( *\)shared_memory: "[^"]*"/\1shared_memory: "8"/' \
+    -e '/^exclude:/a\  - { when: { mma: coopmat }, reason: "scalar only" }\n  - { when: { split: splitk }, reason: "unsplit only" }' \
+    >"$scratch/sm/kernels/matmul.yaml"
 expect 1 "declares [0-9]* bytes of shared memory, more than the 8 of the spec's shared_memory" -- \
   "$qkgen" build "$scratch/sm" --templates templates --out "$scratch/o2"
 [ ! -e "$scratch/o2/default" ] || fail "a bundle written despite the shared memory error"
 # a missing template names the spec's template: line, before anything compiles
 mkdir -p "$scratch/tp/kernels" && cp -r "$scratch/sm/formats" "$scratch/sm/fusions" "$scratch/tp/"
-sed 's/^template: .*/template: nothere.comp/; s/^formats: .*/formats: [q4_0]/' \
-  specs/kernels/matvec.yaml >"$scratch/tp/kernels/matvec.yaml"
+perl -0pe 's/^formats: \[[^\]]*\]/formats: [q4_0]/m' specs/kernels/matvec.yaml |
+  sed 's/^template: .*/template: nothere.comp/' >"$scratch/tp/kernels/matvec.yaml"
 line=$(grep -n '^template:' "$scratch/tp/kernels/matvec.yaml" | cut -d: -f1)
 expect 2 "tp/kernels/matvec.yaml:$line:11: template: 'nothere.comp' is neither next to the spec" -- \
   "$qkgen" build "$scratch/tp" --templates templates --out "$scratch/o3"
