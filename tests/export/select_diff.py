@@ -135,10 +135,14 @@ def main(argv):
         man["select"], rules = table(rng, ks, dev)
         with open(os.path.join(copy, "manifest.json"), "w") as f:
             json.dump(man, f, indent=1)
-        header = os.path.join(copy, "qkb_bundle.h")
+        # the header and the program beside the bundle, not in it (export
+        # refuses an output inside its input)
+        inc = os.path.join(scratch, f"h{t}")
+        os.makedirs(inc, exist_ok=True)
+        header = os.path.join(inc, "qkb_bundle.h")
         subprocess.run([qkgen, "export", copy, "--c", header], check=True)
-        exe = os.path.join(copy, "select_header")
-        subprocess.run(["cc", "-std=c99", "-O0", "-w", "-I", copy, src, "-o", exe], check=True)
+        exe = os.path.join(inc, "select_header")
+        subprocess.run(["cc", "-std=c99", "-O0", "-w", "-I", inc, src, "-o", exe], check=True)
         with open(header) as f:
             names = [n.strip().strip('"') for n in
                      re.search(r"shape_names\[\w+\] = \{([^}]*)\}", f.read()).group(1).split(",")]
