@@ -44,9 +44,10 @@ def gpu_name(d):
     return lines[-1] if lines else ""
 
 
-def prefill(d):
-    best = {}
-    device = ""
+def best_cases(d):
+    """The fastest correct, fully timed variant of each case of the bench
+    JSON files in d, keyed (family, format, M, K, T, E), and the device."""
+    best, device = {}, ""
     for p in benchjson.find(os.path.join(d, "*.json")):
         j = benchjson.load(p)
         device = j.get("device", device)
@@ -56,6 +57,11 @@ def prefill(d):
             key = (r["family"], r["format"], r["M"], r["K"], r["T"], r.get("E", 0))
             if key not in best or r["us"] < best[key]["us"]:
                 best[key] = r
+    return best, device
+
+
+def prefill(d):
+    best, device = best_cases(d)
     peer = {}
     for r in results(os.path.join(d, "peer-on.txt")):
         if r.get("part") == "prefill":
@@ -86,17 +92,8 @@ def decode(d):
     fastest correct variant per case against the peer's kern_us (peer.txt)
     and against the copy of the same bytes back to back; for MLX, the time
     per weight byte against mlx4_g64's on the same case."""
-    best = {}
-    device = ""
-    for p in benchjson.find(os.path.join(d, "*.json")):
-        j = benchjson.load(p)
-        device = j.get("device", device)
-        for r in j.get("results", []):
-            if not r.get("ok") or not r.get("timed") or r.get("us", 0) <= 0:
-                continue
-            key = (r["format"], r["family"], r["M"], r["K"], r["T"], r.get("E", 0))
-            if key not in best or r["us"] < best[key]["us"]:
-                best[key] = r
+    cases, device = best_cases(d)
+    best = {(f, fam, m, k, t, e): r for (fam, f, m, k, t, e), r in cases.items()}
     if not best:
         return []
     peer = {}

@@ -93,15 +93,7 @@ def standard(raw):
 
 
 def best_per_case(d):
-    best = {}
-    for p in benchjson.find(os.path.join(d, "*.json")):
-        for r in benchjson.load(p).get("results", []):
-            if not r.get("ok") or not r.get("timed") or r.get("us", 0) <= 0:
-                continue
-            key = (r["family"], r["format"], r["M"], r["K"], r["T"], r.get("E", 0))
-            if key not in best or r["us"] < best[key]["us"]:
-                best[key] = r
-    return best
+    return side_by_side.best_cases(d)[0]
 
 
 def prefill(raw):

@@ -712,6 +712,19 @@ static void eval_var(ctx *c, const node *n, int64_t *iv, double *rv) {
     read_elem(v, p, iv, rv);
 }
 
+static int64_t eval_i(ctx *c, int32_t ni);
+
+/* The entry of table node n its index expression names: its table in *t and
+ * the index, or -1 (and the evaluation failed) out of range. */
+static int64_t table_index(ctx *c, const node *n, const table **t) {
+    *t = &c->d->tables[n->sym];
+    const int64_t idx = eval_i(c, n->a);
+    if (idx >= 0 && idx < (int64_t)(*t)->count) return idx;
+    eval_fail(c, "index %lld of table '%s' is out of range 0..%u", (long long)idx, (*t)->name,
+              (*t)->count - 1);
+    return -1;
+}
+
 static int64_t eval_i(ctx *c, int32_t ni) {
     const node *n = &c->d->nodes[ni];
     if (c->failed) return 0;
@@ -729,14 +742,9 @@ static int64_t eval_i(ctx *c, int32_t ni) {
         return v;
     }
     case OP_TABLE: {
-        const table *t = &c->d->tables[n->sym];
-        int64_t idx = eval_i(c, n->a);
-        if (idx < 0 || idx >= (int64_t)t->count) {
-            eval_fail(c, "index %lld of table '%s' is out of range 0..%u", (long long)idx, t->name,
-                      t->count - 1);
-            return 0;
-        }
-        return t->ints[idx];
+        const table *t;
+        const int64_t idx = table_index(c, n, &t);
+        return idx < 0 ? 0 : t->ints[idx];
     }
     case OP_BYTE: {
         int64_t idx = eval_i(c, n->a);
@@ -871,14 +879,9 @@ static double eval_r(ctx *c, int32_t ni) {
         return r;
     }
     case OP_TABLE: {
-        const table *t = &c->d->tables[n->sym];
-        int64_t idx = eval_i(c, n->a);
-        if (idx < 0 || idx >= (int64_t)t->count) {
-            eval_fail(c, "index %lld of table '%s' is out of range 0..%u", (long long)idx, t->name,
-                      t->count - 1);
-            return 0;
-        }
-        return t->reals[idx];
+        const table *t;
+        const int64_t idx = table_index(c, n, &t);
+        return idx < 0 ? 0 : t->reals[idx];
     }
     case OP_NEG:
         return -eval_r(c, n->a);
