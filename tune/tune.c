@@ -149,6 +149,47 @@ static bool better(const qk_tune_record *a, const qk_tune_record *b) {
     return fa != fb ? fa : a->us < b->us;
 }
 
+/* The order of a device's cases in the outcomes: op, format, option and
+ * activations (a select group), then experts, top-k and the shape. */
+static int case_order(const qk_tune_case *a, const qk_tune_case *b) {
+    int c = strcmp(a->op, b->op);
+    if (!c) c = strcmp(a->format, b->format);
+    if (!c) c = strcmp(a->format_variant, b->format_variant);
+    if (!c) c = strcmp(qk_tune_case_activations(a), qk_tune_case_activations(b));
+    const uint32_t x[] = {a->E, a->top_k, a->T, a->M, a->K};
+    const uint32_t y[] = {b->E, b->top_k, b->T, b->M, b->K};
+    for (int i = 0; !c && i < 5; i++)
+        c = (x[i] > y[i]) - (x[i] < y[i]);
+    return c;
+}
+
+static int outcome_order(const void *a, const void *b) {
+    return case_order(&((const qk_tune_outcome *)a)->c, &((const qk_tune_outcome *)b)->c);
+}
+
+/* Sorts the outcomes: devices in first-seen order, each one's cases by
+ * case_order. What is built from them (the select table, its default rules,
+ * the consolidation's ties, the report) then depends on the records, not on
+ * the order they were written in: shards' databases merged give the bundle
+ * that one machine's database of the same records gives. */
+static void sort_outcomes(qk_tune_outcome *oc, uint32_t n) {
+    if (n < 2) return;
+    qk_tune_outcome *by_dev = qk_xcalloc(n + 1, sizeof *by_dev);
+    bool *taken = qk_xcalloc(n + 1, sizeof *taken);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (taken[i]) continue;
+        const uint32_t first = m; /* device i's outcomes together, then sorted */
+        for (uint32_t j = i; j < n; j++)
+            if (!taken[j] && qk_tune_same_device(&oc[j].dev, &oc[i].dev))
+                by_dev[m++] = oc[j], taken[j] = true;
+        qsort(by_dev + first, m - first, sizeof *by_dev, outcome_order);
+    }
+    memcpy(oc, by_dev, sizeof *oc * n);
+    free(by_dev);
+    free(taken);
+}
+
 uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
                           const char *(*fallback_of)(void *user, const qk_tune_case *c), void *user,
                           qk_tune_outcome **out) {
@@ -190,6 +231,7 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
                 o->best_screen = r;
         }
     }
+    sort_outcomes(*out, n);
     return n;
 }
 

@@ -47,7 +47,9 @@ typedef struct qk_tune_outcome {
     uint32_t candidates, wrong, failed;
 } qk_tune_outcome;
 
-/* The outcomes of every (device, case) of db, in first-seen order; best among
+/* The outcomes of every (device, case) of db: devices in first-seen order,
+ * each one's cases sorted (op, format, option, activations, experts, top-k,
+ * T, M, K), whatever order the records were written in; best among
  * the precision classes allowed ("any" or NULL: all). fallback_of names each
  * case's fallback (may be NULL). The caller frees *out. */
 uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
