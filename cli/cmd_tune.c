@@ -31,6 +31,7 @@ typedef struct tune_run {
     uint32_t done, total;                      /* candidates measured, of all cases */
     double t0;
     uint32_t case_i, case_n, case_done, case_total;
+    char shard[40]; /* "shard 2/4, " under --shard: the bar says which shard runs */
     bool tty, failed_write;
     qk_error e;
     double phase_s[QK_BENCH_PHASES]; /* the case's time by phase (qk_bench_opts) */
@@ -50,8 +51,8 @@ static void bar(tune_run *t, const char *kernel) {
     uint32_t left = t->total > t->done ? t->total - t->done : 0;
     char eta[32] = "?";
     if (t->done) snprintf(eta, sizeof eta, "%.0f s", el / t->done * left);
-    fprintf(stderr, "\r\033[K[case %u/%u] %s %s m=%u k=%u t=%u: %u/%u done, %u left, ETA %s  %s",
-            t->case_i + 1, t->case_n, t->c->op, t->c->format, t->c->M, t->c->K, t->c->T,
+    fprintf(stderr, "\r\033[K[%scase %u/%u] %s %s m=%u k=%u t=%u: %u/%u done, %u left, ETA %s  %s",
+            t->shard, t->case_i + 1, t->case_n, t->c->op, t->c->format, t->c->M, t->c->K, t->c->T,
             t->case_done, t->case_total, left, eta, kernel);
     fflush(stderr);
 }
@@ -172,6 +173,47 @@ static int one_case(const char *cmd, const char *family, uint64_t m, uint64_t k,
     c->M = (uint32_t)m, c->K = (uint32_t)k, c->T = (uint32_t)t, c->E = (uint32_t)e;
     c->top_k = (uint32_t)topk;
     return 0;
+}
+
+/* The most shards one tune splits into (far more than a fleet's GPUs). */
+#define QK_MAX_SHARDS 65536u
+
+/* --shard K/N: shard K of N, numbered from 0 as a Kubernetes indexed Job's
+ * JOB_COMPLETION_INDEX and a Slurm array of 0-(N-1) number their tasks;
+ * else a usage message naming the argument. */
+static int parse_shard(const char *cmd, const char *arg, uint32_t *k, uint32_t *n) {
+    const char *slash = strchr(arg, '/');
+    if (!slash)
+        return qk_usage_error(cmd, "--shard %s: not K/N (shard K of N, K from 0 to N-1)", arg);
+    char *ks = strndup(arg, (size_t)(slash - arg));
+    uint64_t kv, nv;
+    qk_error e = {0};
+    bool k_ok = qk_parse_u64(ks, 0, QK_MAX_SHARDS - 1, &kv, &e);
+    free(ks);
+    if (!k_ok) return qk_usage_error(cmd, "--shard %s: K: %s", arg, e.msg);
+    if (!qk_parse_u64(slash + 1, 1, QK_MAX_SHARDS, &nv, &e))
+        return qk_usage_error(cmd, "--shard %s: N: %s", arg, e.msg);
+    if (kv >= nv)
+        return qk_usage_error(cmd,
+                              "--shard %s: no shard %llu of %llu: shards are numbered from 0, "
+                              "0/%llu to %llu/%llu",
+                              arg, (unsigned long long)kv, (unsigned long long)nv,
+                              (unsigned long long)nv, (unsigned long long)(nv - 1),
+                              (unsigned long long)nv);
+    *k = (uint32_t)kv, *n = (uint32_t)nv;
+    return 0;
+}
+
+/* Keeps shard k of n of cases[0 .. nc): every n-th case from the k-th.
+ * The list is the model's order (formats, then ops, then token counts) or
+ * --formats' order, made before the device is opened: the same on every
+ * machine, so the shards of one tune cover each case once. Returns the
+ * shard's count. */
+static uint32_t shard_cases(qk_tune_case *cases, uint32_t nc, uint32_t k, uint32_t n) {
+    uint32_t kept = 0;
+    for (uint32_t i = k; i < nc; i += n)
+        cases[kept++] = cases[i];
+    return kept;
 }
 
 /* Whether op is a prefill matmul, the families with f16-activation kernels. */
@@ -312,7 +354,7 @@ static const char *usage =
     "                  [--filter A,B] [--out DIR]\n"
     "                  [--runs N] [--warmup-ms MS] [--rotate-mb MB] [--finalists N] [--seed N]\n"
     "                  [--screen-warmup-ms MS] [--steady-ms MS] [--specs DIR] [--set FILE]\n"
-    "                  [--dry-run] [--wait]\n"
+    "                  [--shard K/N] [--dry-run] [--wait]\n"
     "       qkgen tune --merge A [B ...] --db C [--wait]\n"
     "       qkgen tune --report DB [--svg FILE] [--precision P]\n\n"
     "Times the candidate kernels of each case on the device and appends every\n"
@@ -349,7 +391,13 @@ static const char *usage =
     "kernels are the candidates, the case and its records say f16 (a case of\n"
     "its own; qkrt_select_activations picks its winner); a model's mat-vec\n"
     "cases stay on f32, the only activations their kernels take (default f32).\n"
-    "--dry-run builds the candidates into DIR/tune and lists them; nothing is timed.\n"
+    "--shard K/N tunes shard K of N (K from 0 to N-1): every N-th case from the\n"
+    "K-th, in an order that is the same on every machine for the same model (or\n"
+    "shape), --formats and --activations, so N machines (a Slurm array job, a\n"
+    "Kubernetes indexed Job) each write their own database, and --merge joins\n"
+    "them into the whole tune's; a shard past the cases tunes nothing.\n"
+    "--dry-run builds the candidates into DIR/tune and lists them (a shard's\n"
+    "only, with --shard); nothing is timed.\n"
     "--merge writes the records of A, B, ... (and C's own) into C, each once.\n"
     "One tune or merge writes a database at a time: another finds it in use and\n"
     "exits 1, or with --wait waits for it (and then measures only what is left).\n"
@@ -363,7 +411,9 @@ int cmd_tune(qk_args *a) {
     const char *strategy = "halving", *precision = "any", *filter = NULL, *out = "out";
     const char *report_db = NULL, *svg = NULL, *specs_dir = qk_default_specs();
     const char *templates = qk_default_templates(), *set_path = NULL, *activations = "f32";
-    const char *merge[64];
+    const char *shard = NULL;
+    uint32_t shard_k = 0, shard_n = 1;
+    char *const *merge = NULL; /* --merge's databases, in argv: as many as a fleet's shards */
     uint32_t nmerge = 0;
     uint64_t m = UNSET, k = UNSET, t = UNSET, experts = 0, topk = 0, budget = 0, runs = 50,
              warm_ms = 1000;
@@ -384,8 +434,12 @@ int cmd_tune(qk_args *a) {
             continue;
         }
         if (qk_flag(a, "--merge")) {
-            while (a->i < a->argc && a->argv[a->i][0] != '-' && nmerge < 64)
-                merge[nmerge++] = a->argv[a->i++];
+            if (merge)
+                return qk_usage_error(a->cmd, "--merge is given twice: list every database "
+                                              "after one --merge");
+            merge = &a->argv[a->i];
+            while (a->i < a->argc && a->argv[a->i][0] != '-')
+                nmerge++, a->i++;
             if (!nmerge) return qk_usage_error(a->cmd, "--merge needs the databases to merge");
             continue;
         }
@@ -396,7 +450,7 @@ int cmd_tune(qk_args *a) {
             qk_opt(a, "--out", &out) || qk_opt(a, "--report", &report_db) ||
             qk_opt(a, "--svg", &svg) || qk_opt(a, "--specs", &specs_dir) ||
             qk_opt(a, "--set", &set_path) || qk_opt(a, "--templates", &templates) ||
-            qk_opt(a, "--activations", &activations) ||
+            qk_opt(a, "--activations", &activations) || qk_opt(a, "--shard", &shard) ||
             qk_opt_range(a, "--m", 1, QK_ARG_MAX_ROWS, &m) ||
             qk_opt_range(a, "--k", 1, QK_ARG_MAX_ROWS, &k) ||
             qk_opt_range(a, "--tokens", 1, 65536, &t) ||
@@ -418,6 +472,15 @@ int cmd_tune(qk_args *a) {
         return qk_usage_error(a->cmd, "--precision: '%s' is not f32, f16, q8 or any", precision);
     if (strcmp(activations, "f32") && strcmp(activations, "f16"))
         return qk_usage_error(a->cmd, "--activations: '%s' is not f32 or f16", activations);
+    if (shard && (nmerge || report_db))
+        return qk_usage_error(a->cmd,
+                              "--shard %s: shards a tune, not --merge or --report (they take "
+                              "whole databases)",
+                              shard);
+    if (shard) {
+        int src = parse_shard(a->cmd, shard, &shard_k, &shard_n);
+        if (src) return src;
+    }
     if (nmerge) {
         if (!dbpath) return qk_usage_error(a->cmd, "--merge needs --db OUT");
         qk_error e = {0};
@@ -425,14 +488,15 @@ int cmd_tune(qk_args *a) {
         for (uint32_t i = 0; i < nmerge; i++) /* before the lock, which creates a file */
             if (!qk_is_file(merge[i]))
                 return qk_usage_error(a->cmd, "--merge: %s: no such database", merge[i]);
-        qk_input in[64];
+        qk_input *in = qk_xcalloc(nmerge, sizeof *in);
         for (uint32_t i = 0; i < nmerge; i++)
             in[i] = (qk_input){"database", merge[i]};
         int out_rc = qk_check_output(a->cmd, "--db", dbpath, false, in, nmerge);
+        free(in);
         if (out_rc) return out_rc;
         int lock = lock_db(dbpath, wait);
         if (lock < 0) return QK_EXIT_FAIL;
-        bool ok = qk_tune_db_merge(merge, nmerge, dbpath, stderr, &n, &e);
+        bool ok = qk_tune_db_merge((const char *const *)merge, nmerge, dbpath, stderr, &n, &e);
         close(lock);
         if (!ok) {
             fprintf(stderr, "qkgen tune: %s\n", e.msg);
@@ -500,6 +564,10 @@ int cmd_tune(qk_args *a) {
         snprintf(fl, sizeof fl, "%s", formats ? formats : "q4_0");
         cases = qk_xcalloc(32, sizeof *cases);
         for (char *f = strtok(fl, ","); f && nc < 32; f = strtok(NULL, ",")) {
+            bool dup = false; /* each case once, as a model's: a shard's is no other's */
+            for (uint32_t i = 0; i < nc && !dup; i++)
+                dup = !strcmp(cases[i].format, f);
+            if (dup) continue;
             cases[nc] = c;
             snprintf(cases[nc].format, sizeof cases[nc].format, "%s", f);
             snprintf(cases[nc].format_variant, sizeof cases[nc].format_variant, "%s",
@@ -559,6 +627,19 @@ int cmd_tune(qk_args *a) {
             fprintf(stderr, "qkgen tune: " QK_NO_REFERENCE "\n", cases[i].format);
             return setup_failed(QK_EXIT_USAGE, -1, cases, &plan, &specs);
         }
+    /* this machine's shard of the cases, every case checked above first so
+     * that every shard refuses what one refuses */
+    const uint32_t all_cases = nc;
+    char shard_of[96] = ""; /* "shard 2/4: 13 of 50 cases", for the progress and the summary */
+    if (shard) {
+        nc = shard_cases(cases, nc, shard_k, shard_n);
+        snprintf(shard_of, sizeof shard_of, "shard %u/%u: %u of %u cases", shard_k, shard_n, nc,
+                 all_cases);
+    }
+    if (shard && !nc) { /* more shards than cases: a batch system's spare task */
+        printf("%s: nothing to tune, no database written\n", shard_of);
+        return setup_failed(QK_EXIT_OK, -1, cases, &plan, &specs);
+    }
     /* held from before the database is loaded until the last record: a
      * second writer would measure the same candidates again, and a merge
      * would replace the file under this one's appends */
@@ -600,10 +681,16 @@ int cmd_tune(qk_args *a) {
                    .case_n = nc,
                    .total = total};
     device_of(ctx, &tr.dev);
+    if (shard) snprintf(tr.shard, sizeof tr.shard, "shard %u/%u, ", shard_k, shard_n);
     tr.warm_ms = (double)warm_ms, tr.screen_warm_ms = (double)screen_warm_ms;
     tr.steady_ms = (double)steady_ms;
-    printf("device %u: %s (vendor 0x%x, device 0x%x, driver %u), %u cases, seed %llu\n", dev->index,
-           dev->name, tr.dev.vendor_id, tr.dev.device_id, tr.dev.driver_version, nc,
+    char count[112];
+    if (shard)
+        snprintf(count, sizeof count, "%s", shard_of);
+    else
+        snprintf(count, sizeof count, "%u cases", nc);
+    printf("device %u: %s (vendor 0x%x, device 0x%x, driver %u), %s, seed %llu\n", dev->index,
+           dev->name, tr.dev.vendor_id, tr.dev.device_id, tr.dev.driver_version, count,
            (unsigned long long)seed);
     qk_build_stats st;
     qk_error e = {0};
@@ -663,8 +750,9 @@ int cmd_tune(qk_args *a) {
     uint32_t tuned = nc;
     for (uint32_t c = 0; c < nc && rc == QK_EXIT_OK; c++) {
         if (budget && qk_now_s() - tr.t0 >= (double)budget) { /* the rest for a later run */
-            printf("budget of %llu s spent: %u cases left for a later run (it resumes)\n",
-                   (unsigned long long)budget, nc - c);
+            printf("budget of %llu s spent: %u cases%s%.*s left for a later run (it resumes)\n",
+                   (unsigned long long)budget, nc - c, shard ? " of " : "",
+                   shard ? (int)strlen(tr.shard) - 2 : 0, tr.shard);
             tuned = c;
             break;
         }
@@ -731,9 +819,10 @@ int cmd_tune(qk_args *a) {
         free(res);
     }
     if (rc == QK_EXIT_OK && !dry_run)
-        printf("tuned %u cases in %.1f s (device work and checks); database %s: %u records "
+        printf("tuned %u cases%s%s%s in %.1f s (device work and checks); database %s: %u records "
                "of these candidates\n",
-               tuned, qk_now_s() - tr.t0, dbpath, tr.db.count);
+               tuned, shard ? " (" : "", shard_of, shard ? ")" : "", qk_now_s() - tr.t0, dbpath,
+               tr.db.count);
     if (ctx && qkrt_validation_errors(ctx)) {
         fprintf(stderr, "qkgen tune: the validation layer reported %u errors\n",
                 qkrt_validation_errors(ctx));
