@@ -8,7 +8,7 @@
 #include "qk_util.h"
 #include "refs.h"
 #include "spec/model.h"
-#include "json.h" /* libqkrt's reader, for the manifest's kernel entries */
+#include "qk_json.h" /* libqkrt's reader, for the manifest's kernel entries */
 #include "tune.h"
 
 #include <math.h>

@@ -3,7 +3,7 @@
 #ifndef QK_EXPORT_H
 #define QK_EXPORT_H
 
-#include "json.h"
+#include "qk_json.h"
 #include "qk_util.h"
 
 enum { QK_EXPORT_MAX_VARS = 64 };

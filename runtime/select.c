@@ -1,7 +1,7 @@
 /* Tuned selection: evaluates the manifest's "select" table (written by
  * `qkgen build --tuned`) for a device, an operation, a format and a shape. */
 #include "internal.h"
-#include "json.h"
+#include "qk_json.h"
 
 #include <stdarg.h>
 #include <stdio.h>

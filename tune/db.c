@@ -2,7 +2,7 @@
  * with one write() and an fsync each, read back with libqkrt's JSON reader. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
-#include "json.h" /* libqkrt's reader */
+#include "qk_json.h" /* libqkrt's reader */
 
 #include <errno.h>
 #include <fcntl.h>

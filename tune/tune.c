@@ -3,7 +3,7 @@
 #include "tune.h"
 #include "bundle/bundle.h"
 #include "compile/compile.h"
-#include "json.h" /* libqkrt's reader */
+#include "qk_json.h" /* libqkrt's reader */
 
 #include <math.h>
 #include <stdlib.h>

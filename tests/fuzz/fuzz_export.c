@@ -3,7 +3,7 @@
  * takes the expression and is plain C; any bytes as a C string literal read
  * back unchanged, and as comment text never end or nest the comment. */
 #include "fuzz.h"
-#include "json.h"
+#include "qk_json.h"
 #include "qk_util.h"
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* Fuzz harness: the runtime's JSON reader (runtime/json.c) on any bytes; a
  * parsed tree is walked and checked, a refusal must say where and why. */
 #include "fuzz.h"
-#include "json.h"
+#include "qk_json.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * own operation, format, option and activations and holds ranges with
  * 0 <= lo <= hi (or no upper bound): what both evaluators rely on. */
 #include "fuzz.h"
-#include "json.h"
+#include "qk_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>

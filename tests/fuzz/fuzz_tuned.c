@@ -7,7 +7,7 @@
  * table libqkrt refuses. */
 #include "db.h"
 #include "fuzz.h"
-#include "json.h"
+#include "qk_json.h"
 #include "tune.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * JSON read back by libqkrt's reader, C literals and comments compiled with cc
  * and run, SVG text well formed; and the tuning report's SVG with a hostile name. */
 #define _POSIX_C_SOURCE 200809L
-#include "json.h"
+#include "qk_json.h"
 #include "qk_util.h"
 #include "tune.h"
 

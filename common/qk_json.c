@@ -1,7 +1,7 @@
 /* The JSON reader behind json.h: recursive descent over RFC 8259 text, strict
  * (no comments, no trailing commas, no duplicate keys) so manifests stay portable.
  * Linear in the text: duplicate keys are found through a hash set. */
-#include "json.h"
+#include "qk_json.h"
 #include "qk_util.h"
 
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* A small private JSON reader for manifest.json: parses a whole document into
+/* A small JSON reader (manifests, tuning databases): parses a whole document into
  * a tree whose nodes keep their line:column, so manifest errors can point there. */
 #ifndef QKRT_JSON_H
 #define QKRT_JSON_H
