@@ -400,7 +400,8 @@ static bool kernel(exporter *x, const char *dir, const qkrt_json *k, uint32_t i,
     qk_str row = {0};
     static const char *const names[] = {"name",   "family",         "kernel",
                                         "format", "format_variant", "activation",
-                                        "mma",    "fusion",         "precision"};
+                                        "mma",    "fusion",         "precision",
+                                        "prepass"};
     qk_str_add(&row, "  {");
     for (size_t j = 0; j < sizeof names / sizeof names[0]; j++) {
         const char *s = qk_export_str(x, k, names[j], j == 0 || j == 1);

@@ -53,7 +53,8 @@ void qk_export_types(exporter *x, qk_str *o) {
         o,
         "typedef struct %s_kernel {\n"
         "    const char *name, *family, *kernel, *format, *format_variant, *activation, *mma,\n"
-        "        *fusion, *precision; /* NULL where the manifest does not say */\n"
+        "        *fusion, *precision, /* NULL where the manifest does not say */\n"
+        "        *prepass; /* NULL, or the family of the kernel that runs first (quantize) */\n"
         "    uint32_t tile[3];         /* NR0, NR1, NK */\n"
         "    const char *spv, *spv_sha256, *entry_point;\n"
         "    const uint32_t *code; /* the SPIR-V module, shared by the kernels of one spv */\n"

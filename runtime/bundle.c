@@ -2,7 +2,7 @@
  * loads and hash-checks every .spv, and checks a kernel's needs against the device. */
 #include "internal.h"
 #include "qk_util.h"
-#include "json.h"
+#include "qk_json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -197,7 +197,8 @@ static qkrt_result read_lists(loader *ld, const qkrt_json *k, qkrt_kernel *kerne
 /* The names of the public enums, at their values (index 0: OTHER). */
 static const char *const ROLES[] = {
     "",    "weights", "activations", "activations_q8",  "output", "ids",
-    "tpe", "scratch", "indirect",    "routing_weights", "topk"};
+    "tpe", "scratch", "indirect",    "routing_weights", "topk", "logits",
+    "slots", "gate", "up", "residual", "norm_weight", "normed"};
 static const char *const SCALARS[] = {"",    "u8",   "i8",  "u16", "i16",
                                       "f16", "bf16", "u32", "i32", "f32"};
 static const char *const FAMILIES[] = {
@@ -484,6 +485,11 @@ static qkrt_result read_kernel(loader *ld, const qkrt_json *k, qkrt_kernel *kern
     if (r == QKRT_OK) r = get_string(ld, k, "mma", false, &info->mma);
     if (r == QKRT_OK) r = get_string(ld, k, "fusion", false, &info->fusion);
     if (r == QKRT_OK) r = get_string(ld, k, "precision", false, &info->precision);
+    /* null (no pre-pass) or the family of the kernel that runs first */
+    const qkrt_json *pre = qkrt_json_get(k, "prepass");
+    info->prepass = "";
+    if (r == QKRT_OK && pre && pre->type != QKRT_JSON_NULL)
+        r = get_string(ld, k, "prepass", false, &info->prepass);
     if (r == QKRT_OK) r = read_weights(ld, k, info);
     if (r == QKRT_OK) r = get_string(ld, k, "spv", true, &kernel->spv);
     if (r == QKRT_OK) r = get_string(ld, k, "spv_sha256", true, &kernel->sha256);

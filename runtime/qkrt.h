@@ -225,6 +225,13 @@ typedef enum qkrt_role {
     QKRT_ROLE_INDIRECT,        /* vkCmdDispatchIndirect arguments */
     QKRT_ROLE_ROUTING_WEIGHTS, /* MoE routing weights */
     QKRT_ROLE_TOPK,            /* MoE top-k selections */
+    QKRT_ROLE_LOGITS,          /* the router's logits [T, E] (router_topk, ranked gate/up) */
+    QKRT_ROLE_SLOTS,           /* the experts' outputs [T, top_k, N] (moe_combine) */
+    QKRT_ROLE_GATE,            /* the gate product (swiglu) */
+    QKRT_ROLE_UP,              /* the up product (swiglu) */
+    QKRT_ROLE_RESIDUAL,        /* the residual stream (fusions residual, residual_rmsnorm) */
+    QKRT_ROLE_NORM_WEIGHT,     /* RMSNorm's weights [N] */
+    QKRT_ROLE_NORMED,          /* RMSNorm's output */
 } qkrt_role;
 
 typedef enum qkrt_scalar {
@@ -335,7 +342,31 @@ typedef struct qkrt_kernel_info {
      * "precision"): "f32", "f16" (staged as f16) or "q8" (8-bit codes);
      * "f32" where the manifest does not say */
     const char *precision;
+    /* "" or the family of the kernel that must run first on the same
+     * activations (the manifest's "prepass": "quantize" for the kernels that
+     * read q8 rows; qkrt_ops.h's plans add it) */
+    const char *prepass;
 } qkrt_kernel_info;
+
+/* What a bundle's kernels ask of a device, read from dir/manifest.json
+ * before any device exists, so that an engine creates its device with
+ * exactly that (what the device offers of it): the highest Vulkan version a
+ * kernel needs, and the union of the feature names (docs/manifest.md) and
+ * device extensions of all kernels. A kernel whose needs the device lacks
+ * is refused at qkrt_kernel_check; the others run. */
+typedef struct qkrt_requirements {
+    char vulkan_version[16]; /* "1.2" */
+    uint32_t feature_count;
+    const char *const *features;
+    uint32_t extension_count;
+    const char *const *extensions;
+    uint32_t kernel_count; /* the bundle's kernels */
+} qkrt_requirements;
+/* *out (freed with qkrt_requirements_free) or NULL with the reason in
+ * qkrt_last_error(NULL): the manifest's and modules' checks are
+ * qkrt_bundle_load's. */
+qkrt_result qkrt_bundle_requirements(const char *dir, qkrt_requirements **out);
+void qkrt_requirements_free(qkrt_requirements *req);
 
 /* Loads dir/manifest.json and the .spv files it names (each once, however
  * many kernels specialize it); checks the schema version and every hash.
