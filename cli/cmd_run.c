@@ -587,24 +587,22 @@ static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info
     return true;
 }
 
-/* The kernel of family for the product: the bundle's select table decides
- * where it has one (qkrt_select: tuned winners, then its portable
- * fallbacks); a bundle without one gets qk_pick_kernel's built-in
- * preferences. -1 with why in err. */
+/* The kernel of family for the product, as an engine gets it from the
+ * operations layer (qkrt_op_choose): the bundle's select table where a rule
+ * answers, else the default choice; *source says which. -1 with why in err. */
 static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const qk_weights *w,
-                  uint32_t M, uint32_t K, uint32_t T, const qk_moe_shape *moe, char *err,
-                  size_t err_size) {
-    if (!qkrt_bundle_has_select(b))
-        return qk_pick_kernel(ctx, b, family, w, "f32", K, T, err, err_size);
-    char fmt[96];
-    snprintf(fmt, sizeof fmt, "%s%s%s", w->format, w->variant[0] ? "/" : "", w->variant);
-    bool id = moe && moe->E;
-    const int64_t values[] = {M, K, T, id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1, T};
-    qkrt_shape s = QK_SHAPE(SELECT_NAMES, values);
-    uint32_t ki;
-    if (qkrt_select(ctx, b, family, fmt, &s, &ki) == QKRT_OK) return (int)ki;
-    snprintf(err, err_size, "%s", qkrt_last_error(ctx));
-    return -1;
+                  uint32_t M, uint32_t K, uint32_t T, const qk_moe_shape *moe,
+                  qkrt_op_source *source, char *err, size_t err_size) {
+    const bool id = moe && moe->E;
+    const qkrt_op_query q = {family, "none", w->format, w->variant, "f32", M, K, T,
+                             id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1};
+    qkrt_op_choice c;
+    if (qkrt_op_choose(ctx, b, &q, &c) != QKRT_OK) {
+        snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+        return -1;
+    }
+    *source = c.source;
+    return (int)c.kernel;
 }
 
 /* The kernel of the family the shape calls for: the mat-vec families for few
@@ -612,13 +610,14 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
  * err. */
 static int matmul_kernel(qkrt_context *ctx, const qkrt_bundle *b, const qk_weights *w,
                          const int32_t *ids, uint32_t M, uint32_t K, uint32_t T,
-                         const qk_moe_shape *moe, char *err, size_t err_size) {
+                         const qk_moe_shape *moe, qkrt_op_source *source, char *err,
+                         size_t err_size) {
     char why[512] = "";
     const char *few = ids ? "matvec_id" : "matvec", *many = ids ? "matmul_id" : "matmul";
     const qk_moe_shape *m = ids ? moe : NULL;
     int ki = -1;
-    if (T > QK_MATVEC_MAX_TOKENS) ki = choose(ctx, b, many, w, M, K, T, m, why, sizeof why);
-    if (ki < 0) ki = choose(ctx, b, few, w, M, K, T, m, err, err_size);
+    if (T > QK_MATVEC_MAX_TOKENS) ki = choose(ctx, b, many, w, M, K, T, m, source, why, sizeof why);
+    if (ki < 0) ki = choose(ctx, b, few, w, M, K, T, m, source, err, err_size);
     return ki;
 }
 
@@ -782,9 +781,10 @@ int cmd_matmul(qk_args *a) {
         const int32_t *ids = io.idspath ? io.ids.data : NULL;
         size_t ny = (size_t)T * (ids ? moe.top_k : 1) * M;
         y = qk_xmalloc(sizeof *y * ny);
+        qkrt_op_source source = QKRT_OP_DEFAULT;
         ki = kernel
                  ? forced_kernel(b, bundle, kernel, &w, ids != NULL, M, K, T, &moe, err, sizeof err)
-                 : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, err, sizeof err);
+                 : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, &source, err, sizeof err);
         const double t0 = qk_now_s();
         qkrt_result r = ki < 0 ? QKRT_ERROR_UNSUPPORTED
                                : matmul_run(ctx, b, (uint32_t)ki, &w, io.x.data, ids, M, K, T, &moe,
@@ -792,9 +792,9 @@ int cmd_matmul(qk_args *a) {
         if (r == QKRT_OK)
             fprintf(stderr, "qkgen matmul: %s (%s), M=%u K=%u T=%u%s: %.2f ms\n",
                     qkrt_bundle_kernel(b, (uint32_t)ki)->name,
-                    kernel                      ? "--kernel"
-                    : qkrt_bundle_has_select(b) ? "the bundle's select table"
-                                                : "the default choice",
+                    kernel                         ? "--kernel"
+                    : source == QKRT_OP_SELECTED ? "the bundle's select table"
+                                                   : "the default choice",
                     M, K, T, ids ? " with expert ids" : "", (qk_now_s() - t0) * 1e3);
         if (r != QKRT_OK) {
             fprintf(stderr, "qkgen matmul: %s\n", err);

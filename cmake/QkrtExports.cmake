@@ -1,8 +1,12 @@
 # libqkrt.so's exports: a linker version script naming exactly the functions
 # runtime/qkrt.h declares, so that the runtime's internals (qkrt_json_*,
 # qkrt_vk_fail, ...), its benchmark hooks (qkrt_bench.h) and qkcommon stay
-# hidden. Run as: cmake -DHEADER=qkrt.h -DOUT=qkrt.map -P QkrtExports.cmake
-file(READ "${HEADER}" text)
+# hidden. Run as: cmake -DHEADER="qkrt.h;qkrt_ops.h" -DOUT=qkrt.map -P QkrtExports.cmake
+set(text "")
+foreach(h IN LISTS HEADER)
+  file(READ "${h}" one)
+  string(APPEND text "${one}\n")
+endforeach()
 # comments name functions too (see qkrt_create): drop them first
 string(REGEX REPLACE "/\\*([^*]|\\*+[^*/])*\\*+/" "" text "${text}")
 string(REGEX REPLACE "//[^\n]*" "" text "${text}")

@@ -205,7 +205,7 @@ enum { BLK_E = 16, BLK_TOPK = 4, BLK_H = 256 };
 static bool block_find(qkrt_context *ctx, const qkrt_bundle *b, const char *format,
                        const char *variant, qk_moe_kernels *bk) {
     memset(bk, 0, sizeof *bk);
-    bk->route = bk->gate = bk->glu = -1;
+    bk->quant = bk->route = bk->gate = bk->glu = -1;
     bk->router = find_kernel(ctx, b, "matvec", format, variant, "none");
     bk->topk = find_kernel(ctx, b, "router_topk", "none", NULL, "renorm");
     bk->gate_up = find_kernel(ctx, b, "matvec_id", format, variant, "swiglu");

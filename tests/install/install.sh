@@ -6,7 +6,7 @@
 build=$1 src=$2
 prefix=$scratch/prefix
 cmake --install "$build" --prefix "$prefix" >"$scratch/install.log" || fail "cmake --install exited $?"
-for f in bin/qkgen include/qkgen/qkrt.h share/qkgen/specs/formats/q4_0.yaml \
+for f in bin/qkgen include/qkgen/qkrt.h include/qkgen/qkrt_ops.h share/qkgen/specs/formats/q4_0.yaml \
          share/qkgen/specs/formats/ggml_blocks.h share/qkgen/templates/matvec.comp; do
   [ -e "$prefix/$f" ] || fail "no $f in the installation"
 done
@@ -18,12 +18,13 @@ for f in libqkrt.so libqkrt.a pkgconfig/qkrt.pc cmake/qkgen/qkgenConfig.cmake; d
 done
 soname=$(objdump -p "$so" | awk '$1 == "SONAME" { print $2 }')
 [ "$soname" = libqkrt.so.0 ] || fail "SONAME is '$soname', not libqkrt.so.0"
-# the shared library exports exactly the functions its header declares (the
-# preprocessor drops the comments that name functions too)
-want=$(cc -E -P "$prefix/include/qkgen/qkrt.h" | grep -o 'qkrt_[a-z0-9_]* *(' | tr -d ' (' | sort -u)
+# the shared library exports exactly the functions its headers declare (qkrt.h
+# and the operations layer's qkrt_ops.h, which includes it; the preprocessor
+# drops the comments that name functions too)
+want=$(cc -E -P -I"$prefix/include/qkgen" "$prefix/include/qkgen/qkrt_ops.h" | grep -o 'qkrt_[a-z0-9_]* *(' | tr -d ' (' | sort -u)
 have=$(nm -D --defined-only "$so" | awk '$2 == "T" { print $3 }' | sort)
 [ "$want" = "$have" ] ||
-  fail "libqkrt.so's exports differ from qkrt.h's functions: $(diff <(echo "$want") <(echo "$have") | grep '^[<>]' | tr '\n' ' ')"
+  fail "libqkrt.so's exports differ from qkrt.h's and qkrt_ops.h's functions: $(diff <(echo "$want") <(echo "$have") | grep '^[<>]' | tr '\n' ' ')"
 echo "installed: $(cd "$prefix" && find . -type f | grep -vc '^./share/') files and share/qkgen;" \
   "$soname exports $(echo "$have" | wc -l) functions"
 
@@ -63,4 +64,15 @@ for exe in fp/consumer_shared pc_shared fp/consumer_static pc_static; do
   echo "$exe: $out"
   pass=$((pass + 1))
 done
+# examples/engine's engine_ops: a whole MoE layer through the operations layer
+# (qkrt_ops.h) of the installed libqkrt, on a bundle of the layer's q4_0 kernels
+"$prefix/bin/qkgen" build --representative --out "$scratch/layer" -q \
+  --filter _q4_0_,router_topk_f32,moe_combine_f32,swiglu_f32,quantize_q8 ||
+  fail "the installed qkgen did not build the layer's bundle"
+cmake -S "$src/examples/engine" -B ops -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+  >ops.log 2>&1 && cmake --build ops --target engine_ops >>ops.log 2>&1 ||
+  { cat ops.log; fail "examples/engine's engine_ops does not build against the installation"; }
+grep -q "warning:" ops.log && { cat ops.log; fail "engine_ops builds with warnings"; }
+ops/engine_ops "$scratch/layer/default" || fail "engine_ops exited $?"
+pass=$((pass + 1))
 echo "$((pass + 2)) passed, 0 failed"

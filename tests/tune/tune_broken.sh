@@ -81,7 +81,7 @@ assert len(cases) == 2, cases  # both formats, all of each measured by now
 print(len(keys), "records,", bad, "cut lines, no repeats")
 PY
 # --budget 1 with a case warm-up of 1.5 s (each case's first correct
-# candidate waits it out, warm in cli/bench.c; --steady-ms 0, or it would end
+# candidate waits it out, warm in host/bench.c; --steady-ms 0, or it would end
 # after 250 ms on lavapipe, whose clock never rises): the first case's share
 # (half the budget) and the whole budget are spent whatever the device's
 # speed, so the q4_0 case screens its first correct candidate and defers the

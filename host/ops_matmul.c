@@ -146,12 +146,6 @@ static void shape_add(qkrt_shape *sh, qk_slots *s, const char *name, int64_t val
     *sh = (qkrt_shape){sh->count + 1, s->names, s->values};
 }
 
-static void moe_shape(qkrt_shape *sh, qk_slots *sl, const qk_moe_shape *s, uint32_t mpe) {
-    shape_add(sh, sl, "M", s->M), shape_add(sh, sl, "K", s->K), shape_add(sh, sl, "T", s->T);
-    shape_add(sh, sl, "E", s->E), shape_add(sh, sl, "top_k", s->top_k);
-    shape_add(sh, sl, "ne11", s->ne11), shape_add(sh, sl, "max_per_expert", mpe);
-}
-
 static qkrt_result finish(qkrt_context *ctx, pool *p, qkrt_result r, char *err, size_t err_size) {
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     pool_free(p);
@@ -162,6 +156,32 @@ static const uint32_t NaN32 = 0x7fc00000u; /* unwritten outputs read as NaN and 
 
 /* ---------------------------------------------------------------- kernels */
 
+/* The operations layer's buffers (qkrt_op_buffers) of the weights pooled in
+ * wb: matrix m's plane j at wb[m * planes + j]. */
+static void op_weights(qkrt_op_buffers *B, qkrt_buffer *const *wb, uint32_t mats,
+                       uint32_t planes) {
+    B->matrices = mats;
+    for (uint32_t m = 0; m < mats && m < QKRT_OP_MATS; m++)
+        for (uint32_t j = 0; j < planes && j < QKRT_OP_PLANES; j++)
+            B->weights[m][j] = wb[m * planes + j];
+}
+
+/* Runs kernel ki's chain (qkrt_op_chain) on B: a split-K kernel twice on one
+ * scratch, y poisoned again between (the checked run finds the counters as
+ * the first left them, so a kernel that did not set them back leaves y
+ * unwritten); ns gets the GPU time of the last run. */
+static qkrt_result run_chain(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                             const qkrt_op_query *q, const qkrt_op_buffers *B, double *ns) {
+    const qkrt_op_choice c = {ki, -1, QKRT_OP_DEFAULT};
+    qkrt_chain *chain = qk_xmalloc(sizeof *chain);
+    qkrt_result r = qkrt_op_chain(ctx, b, &c, q, B, chain);
+    if (B->scratch && r == QKRT_OK) r = qkrt_run(ctx, chain->dispatch, chain->count);
+    if (B->scratch && r == QKRT_OK) r = qkrt_buffer_fill(ctx, B->y, NaN32);
+    if (r == QKRT_OK) r = qkrt_run_timed(ctx, chain->dispatch, chain->count, ns);
+    free(chain);
+    return r;
+}
+
 qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const qk_weights *w,
                           const float *x, uint32_t M, uint32_t K, uint32_t T, float *y, double *ns,
                           char *err, size_t err_size) {
@@ -171,27 +191,21 @@ qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
     qkrt_result r = QKRT_OK;
     qkrt_buffer *wb[8] = {0};
     pool_weights(&p, w, kernel_weights(k), wb, &r);
-    qkrt_dispatch d = {.bundle = b, .kernel = ki};
-    qk_slots sl;
-    shape_add(&d.shape, &sl, "M", M), shape_add(&d.shape, &sl, "K", K);
-    shape_add(&d.shape, &sl, "T", T);
+    qkrt_op_buffers B = {0};
+    op_weights(&B, wb, kernel_weights(k), w[0].plane_count);
+    const qkrt_op_query q = {.op = k->family, .M = M, .K = K, .T = T};
+    const qkrt_op_choice c = {ki, -1, QKRT_OP_DEFAULT};
     /* a split-K kernel's scratch, zero-filled: its counters start at 0 */
-    size_t scratch = 0;
-    if (!qk_scratch_bytes(k, &d.shape, &scratch, err, err_size)) r = QKRT_ERROR_ARGUMENT;
+    size_t q8 = 0, scratch = 0;
+    if (r == QKRT_OK) r = qkrt_op_work(ctx, b, &c, &q, &q8, &scratch);
     void *xo;
     size_t xbytes;
     const void *xa = qk_activations_for(k, x, (size_t)T * K, &xo, &xbytes);
-    role_buf rb[] = {{"activations", pool_buffer(&p, xa, xbytes, 0, &r)},
-                     {"output", pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r)},
-                     {"scratch", scratch ? pool_buffer(&p, NULL, scratch, 0, &r) : NULL}};
-    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 3, &d, &sl, err, err_size);
-    /* a split-K kernel runs twice on one scratch, y poisoned again between:
-     * the checked run finds the counters as the first left them, so a kernel
-     * that did not set them back leaves y unwritten */
-    if (scratch && r == QKRT_OK) r = qkrt_run(ctx, &d, 1);
-    if (scratch && r == QKRT_OK) r = qkrt_buffer_fill(ctx, rb[1].buf, NaN32);
-    if (r == QKRT_OK) r = qkrt_run_timed(ctx, &d, 1, ns);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, y, (size_t)T * M * 4);
+    B.x = pool_buffer(&p, xa, xbytes, 0, &r);
+    B.y = pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r);
+    if (scratch) B.scratch = pool_buffer(&p, NULL, scratch, 0, &r);
+    if (r == QKRT_OK) r = run_chain(ctx, b, ki, &q, &B, ns);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, (size_t)T * M * 4);
     free(xo);
     return finish(ctx, &p, r, err, err_size);
 }
@@ -219,20 +233,21 @@ qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     qkrt_result r = QKRT_OK;
     qkrt_buffer *wb[8] = {0};
     pool_weights(&p, w, kernel_weights(k), wb, &r);
+    qkrt_op_buffers B = {0};
+    op_weights(&B, wb, kernel_weights(k), w[0].plane_count);
     size_t ny = (size_t)s->T * s->top_k * s->M;
     void *xo;
     size_t xbytes;
     const void *xa = qk_activations_for(k, x, (size_t)s->T * s->ne11 * s->K, &xo, &xbytes);
-    role_buf rb[] = {{"activations", pool_buffer(&p, xa, xbytes, 0, &r)},
-                     {"ids", pool_buffer(&p, ids, (size_t)s->E * s->T * 4, 0, &r)},
-                     {"tpe", pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r)},
-                     {"output", pool_buffer(&p, NULL, ny * 4, NaN32, &r)}};
-    qkrt_dispatch d = {.bundle = b, .kernel = ki};
-    qk_slots sl;
-    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w[0].plane_count, rb, 4, &d, &sl, err, err_size);
-    moe_shape(&d.shape, &sl, s, s->T);
-    if (r == QKRT_OK) r = qkrt_run_timed(ctx, &d, 1, ns);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[3].buf, 0, y, ny * 4);
+    B.x = pool_buffer(&p, xa, xbytes, 0, &r);
+    B.ids = pool_buffer(&p, ids, (size_t)s->E * s->T * 4, 0, &r);
+    B.tpe = pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r);
+    B.y = pool_buffer(&p, NULL, ny * 4, NaN32, &r);
+    /* pairs per expert at most T: a token picks an expert once */
+    const qkrt_op_query q = {.op = k->family, .M = s->M, .K = s->K, .T = s->T,
+                             .E = s->E, .top_k = s->top_k, .ne11 = s->ne11};
+    if (r == QKRT_OK) r = run_chain(ctx, b, ki, &q, &B, ns);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, ny * 4);
     free(tpe), free(ids), free(xo);
     return finish(ctx, &p, r, err, err_size);
 }

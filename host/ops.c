@@ -23,13 +23,7 @@ bool qk_kernel_fits(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t 
     static const char *const names[] = {"M", "N", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
     const int64_t values[] = {M, M, K, T, E, top_k, ne11, max_per_expert};
     qkrt_shape s = QK_SHAPE(names, values);
-    for (uint32_t i = 0; i < k->constraint_count; i++) {
-        bool ok = false;
-        char err[256];
-        if (qkrt_eval_bool(k->constraints[i], &s, &ok, err, sizeof err) != QKRT_OK || !ok)
-            return false;
-    }
-    return true;
+    return qkrt_kernel_fits(k, &s);
 }
 
 int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const qk_weights *w,
@@ -38,44 +32,20 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, 
     return qk_pick_fused(ctx, b, family, "none", w, activation, K, tokens, err, err_size);
 }
 
+/* The operations layer's default choice (qkrt_op_choose_default), so that
+ * the CLI, the tests and an engine without a select table agree. */
 int qk_pick_fused(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const char *fusion,
                   const qk_weights *w, const char *activation, uint32_t K, uint32_t tokens,
                   char *err, size_t err_size) {
-    int best = -1;
-    uint32_t best_score = 0;
-    uint32_t n = qkrt_bundle_kernel_count(b);
-    char why[512] = "";
-    for (uint32_t i = 0; i < n; i++) {
-        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        /* fused variants compute something else (silu(gate) * up): only the one asked for */
-        if (strcmp(k->family, family) || strcmp(k->format, w->format) ||
-            strcmp(k->activation, activation) || strcmp(k->fusion, fusion))
-            continue;
-        /* exact: "f16" is a substring of "bf16", so the kernel name cannot tell */
-        if (w->variant && w->variant[0] && strcmp(k->format_variant, w->variant)) continue;
-        /* e.g. the staged kernels' whole steps (K % NK == 0) */
-        if (K && !qk_kernel_fits(k, 1, K, tokens ? tokens : 1, 1, 1, 1, 1)) continue;
-        if (qkrt_kernel_check(ctx, b, i) != QKRT_OK) {
-            snprintf(why, sizeof why, "%s", qkrt_last_error(ctx));
-            continue;
-        }
-        /* Without tuning data: f32 arithmetic where the family has it (the
-         * mat-vec's cooperative-matrix kernels round operands to f16, the
-         * int8-dot ones activations to 8 bits), then enough token columns
-         * for the tokens, then the most rows per workgroup, then the widest
-         * workgroup (its size / 8 in the low byte: up to 1024 invocations). */
-        bool f32 = !qk_rounds_x8(k) && (strncmp(k->mma, "coopmat", 7) || strcmp(family, "matvec"));
-        uint32_t score = (uint32_t)f32 << 25 | (k->nr1 >= tokens ? 1u << 24 : k->nr1 << 16) |
-                         k->nr0 << 8 | (k->workgroup_size[0] >> 3);
-        if (best < 0 || score > best_score) best = (int)i, best_score = score;
+    const qkrt_op_query q = {
+        .op = family, .fusion = fusion, .format = w->format, .variant = w->variant,
+        .activations = activation, .M = 1, .K = K, .T = tokens};
+    qkrt_op_choice c;
+    if (qkrt_op_choose_default(ctx, b, &q, &c) != QKRT_OK) {
+        snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+        return -1;
     }
-    if (best < 0)
-        snprintf(err, err_size,
-                 "the bundle has no %s%s%s kernel for %s%s%s with %s activations%s%s", family,
-                 strcmp(fusion, "none") ? " " : "", strcmp(fusion, "none") ? fusion : "", w->format,
-                 w->variant && w->variant[0] ? " " : "", w->variant ? w->variant : "", activation,
-                 why[0] ? " that this device runs: " : "", why);
-    return best;
+    return (int)c.kernel;
 }
 
 qkrt_result qk_run_matvec(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const qk_weights *w,
@@ -421,32 +391,22 @@ bool qk_rounds_x8(const qkrt_kernel_info *k) {
 }
 
 bool qk_takes_q8(const qkrt_kernel_info *k) {
-    for (uint32_t i = 0; i < k->binding_count; i++)
-        if (!strcmp(k->bindings[i].role, "activations_q8") && !k->bindings[i].writable) return true;
-    return false;
+    return qkrt_kernel_takes_q8(k);
 }
 
 int qk_find_quantizer(qkrt_context *ctx, const qkrt_bundle *b, char *err, size_t err_size) {
-    char why[512] = "";
-    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
-        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
-        if (strcmp(k->family, "quantize")) continue;
-        if (qkrt_kernel_check(ctx, b, i) == QKRT_OK) return (int)i;
-        snprintf(why, sizeof why, ": %s", qkrt_last_error(ctx));
-    }
-    snprintf(err, err_size,
-             "the bundle has no quantize kernel%s (the pre-quantized int8-dot kernels need "
-             "quantize_q8)",
-             why[0] ? " that this device runs" : "");
-    if (why[0]) snprintf(err + strlen(err), err_size - strlen(err), "%s", why);
-    return -1;
+    const int q = qkrt_op_quantizer(ctx, b);
+    if (q < 0) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
+    return q;
 }
 
 bool qk_scratch_bytes(const qkrt_kernel_info *k, const qkrt_shape *shape, size_t *bytes, char *err,
                       size_t err_size) {
     *bytes = 0;
+    /* the library reports through a context; a shape's failing size
+     * expression is a manifest error, so the message is rebuilt here */
     for (uint32_t i = 0; i < k->binding_count; i++) {
-        if (strcmp(k->bindings[i].role, "scratch")) continue;
+        if (k->bindings[i].role_id != QKRT_ROLE_SCRATCH) continue;
         int64_t v = 0;
         char why[256] = "";
         if (!k->bindings[i].size[0])
@@ -464,7 +424,7 @@ bool qk_scratch_bytes(const qkrt_kernel_info *k, const qkrt_shape *shape, size_t
 }
 
 size_t qk_q8_bytes(uint32_t rows, uint32_t K) {
-    return (size_t)rows * K / 4 * 5;
+    return qkrt_q8_bytes(rows, K);
 }
 
 void qk_round_x8(double *xd, const float *x, size_t n) {

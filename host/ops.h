@@ -5,6 +5,7 @@
 #define QK_OPS_H
 
 #include "qkrt_bench.h" /* libqkrt and its timing hooks (qkrt_run_timed) */
+#include "qkrt_ops.h"   /* the operations layer: kernel choice, MoE layer plans */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,53 +8,18 @@
 #define QK_OPS_MOE_LAYER_H
 
 #include "ops_moe.h"
+#include "qkrt_ops.h"
 
-/* Tokens up to which a layer takes the decode path (router mat-vec, expert
- * mat-vecs reading the router's ids) by default; above it the prefill path
- * (router matmul, moe_route, expert matmuls with ids through indirect
- * dispatch). 8, where qkgen matmul and the tuned model sets change over. */
-#define QK_MOE_DECODE_TOKENS 8u
-
-/* The kernels of a layer (indices in the bundle; -1: not used). */
-typedef struct qk_moe_kernels {
-    int router;       /* matvec or matmul: logits [T, E] = x Wr^T */
-    int topk;         /* router_topk, renorm: ids and routing weights [T, top_k]; the same
-                         kernel as router where it computes the logits itself */
-    int route;        /* moe_route (prefill path): pairs per expert, indirect arguments */
-    int gate_up;      /* swiglu-fused matvec_id / matmul_id: act = silu(x Wg^T) * (x Wu^T) */
-    int gate;         /* without a fused kernel: this plain one for gate and for up, */
-    int glu;          /* and then the elementwise swiglu kernel */
-    int down;         /* matvec_id / matmul_id: slots [T, top_k, H] = act Wd^T */
-    int combine;      /* moe_combine residual_rmsnorm; with the down projection inside
-                         (slots computed) where down is -1 */
-    bool routed;      /* the prefill path (route set; gate_up, gate and down are matmul_id) */
-    bool ranked;      /* gate_up ranks the router's logits itself (matvec_id_ranked): no
-                         topk kernel; it writes the ids and routing weights */
-    bool selected[3]; /* router, gate/up, down came from the bundle's select table */
-} qk_moe_kernels;
-
-/* Whether a layer runs two of its steps as one kernel: QK_FUSE_AUTO as
- * qk_moe_layer_pick says, QK_FUSE_ALWAYS always one kernel, QK_FUSE_NEVER
- * always apart.
- * - gate and up: one swiglu-fused kernel (auto: where the bundle has one;
- *   always: the selected kernel's sibling, else the CLI's choice among the
- *   fused ones), apart the plain product twice and the swiglu kernel;
- * - the router: router_topk computing its logits (axis logits=computed;
- *   auto: on the decode path where the bundle has one for the format and
- *   shape), apart the router product and router_topk;
- * - down and the combine: moe_combine computing its slots (axis
- *   slots=computed, the down projection inside; always: on the decode path
- *   where the bundle has one for the format), apart the down product and
- *   moe_combine; auto keeps them apart.
- * QK_FUSE_RANKED (the router only): the top-k inside gate/up instead, on the
- * decode path: the router's mat-vec, then the gate/up kernel's ranked form
- * (its name's routing "-ids" read "-ranked", qk_ranked_name) ranking the
- * logits itself; one dispatch fewer than split, no last-arrival meeting.
- * The router's auto takes it where the bundle has the ranked form, else the
- * computing router_topk. The prefill path keeps router_topk (moe_route reads
- * its ids). */
-typedef enum qk_fuse { QK_FUSE_AUTO, QK_FUSE_ALWAYS, QK_FUSE_NEVER, QK_FUSE_RANKED } qk_fuse;
-
+/* The layer's choice and recording are libqkrt's operations layer
+ * (qkrt_ops.h: qkrt_moe_plan); this file adds what a benchmark and a test
+ * need around it: random weights in copies, and the float64 check. */
+#define QK_MOE_DECODE_TOKENS QKRT_MOE_DECODE_TOKENS
+typedef qkrt_moe_kernels qk_moe_kernels;
+typedef qkrt_fuse qk_fuse;
+#define QK_FUSE_AUTO QKRT_FUSE_AUTO
+#define QK_FUSE_ALWAYS QKRT_FUSE_ALWAYS
+#define QK_FUSE_NEVER QKRT_FUSE_NEVER
+#define QK_FUSE_RANKED QKRT_FUSE_RANKED
 /* A layer's problem: T tokens of hidden size H, E experts of F rows each, top_k per token. */
 typedef struct qk_moe_layer_desc {
     const char *format, *variant; /* the weights' format, e.g. "q4_0"; variant "" or "bf16" */
@@ -70,19 +35,12 @@ typedef struct qk_moe_layer_desc {
     qk_fuse down;        /* down and the combine as one kernel (qk_moe_layer_pick) */
 } qk_moe_layer_desc;
 
-/* The kernels an engine would run for the layer: the bundle's select table
- * where it has one (qkrt_select: router, gate/up and down; the fused swiglu
- * kernel of the selected one's name plus "_swiglu" where the bundle has
- * it), else qk_pick_kernel's choice (a fused swiglu kernel where the bundle
- * has one); without a fused kernel, gate and up separately and the swiglu
- * kernel. Above d->decode_max tokens the prefill kernels (router matmul;
- * moe_route and matmul_id) where the bundle has ones that this device runs
- * and the shape fits, else the decode ones. QKRT_ERROR_ARGUMENT
- * with a message when a kernel is missing. */
+/* The kernels an engine would run for the layer: qkrt_moe_plan_create's
+ * (qkrt_ops.h). An error with its message when a kernel is missing. */
 qkrt_result qk_moe_layer_pick(qkrt_context *ctx, const qkrt_bundle *b, const qk_moe_layer_desc *d,
                               qk_moe_kernels *k, char *err, size_t err_size);
 
-enum { QK_MOE_LAYER_MAX_DISPATCHES = 12, QK_MOE_LAYER_MAX_COPIES = 64 };
+enum { QK_MOE_LAYER_MAX_DISPATCHES = QKRT_CHAIN_MAX, QK_MOE_LAYER_MAX_COPIES = 64 };
 
 typedef struct qk_moe_layer qk_moe_layer;
 

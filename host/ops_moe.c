@@ -83,61 +83,50 @@ qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
                              uint32_t M, uint32_t K, uint32_t T, uint32_t top_k, uint32_t ne11,
                              uint32_t E, float *y, double *ns, char *err, size_t err_size) {
     qk_wbufs mats[QK_MOE_MAX_MATS] = {0};
-    qkrt_buffer *xb = NULL, *ib = NULL, *yb = NULL, *qb = NULL, *sb = NULL;
+    qkrt_op_buffers B = {.matrices = nw};
     size_t pairs = (size_t)T * top_k;
     qkrt_result r = nw >= 1 && nw <= QK_MOE_MAX_MATS ? QKRT_OK : QKRT_ERROR_ARGUMENT;
     if (r != QKRT_OK) snprintf(err, err_size, "%u weight matrices: 1 to %d", nw, QK_MOE_MAX_MATS);
-    for (uint32_t m = 0; m < nw && r == QKRT_OK; m++)
+    for (uint32_t m = 0; m < nw && r == QKRT_OK; m++) {
         r = qk_wbufs_upload(ctx, &w[m], &mats[m]);
-    if (r == QKRT_OK) r = qk_buffer_from(ctx, x, (size_t)T * ne11 * K * 4, &xb);
-    if (r == QKRT_OK) r = qk_buffer_from(ctx, ids, pairs * 4, &ib);
-    if (r == QKRT_OK) r = qk_buffer_from(ctx, NULL, pairs * M * 4, &yb);
-    /* a kernel on pre-quantized activations: the bundle's quantizer first,
-     * over every row of x */
-    bool q8 = r == QKRT_OK && qk_takes_q8(qkrt_bundle_kernel(b, ki));
-    int qi = q8 ? qk_find_quantizer(ctx, b, err, err_size) : -1;
-    if (q8 && qi < 0) r = QKRT_ERROR_UNSUPPORTED;
-    if (q8 && r == QKRT_OK) r = qk_buffer_from(ctx, NULL, qk_q8_bytes(T * ne11, K), &qb);
-    const char *names[] = {"M", "K", "T", "top_k", "ne11", "E"};
-    int64_t vals[] = {M, K, T, top_k, ne11, E}, qvals[] = {K, (int64_t)T * ne11};
+        for (uint32_t p = 0; p < mats[m].plane_count && p < QKRT_OP_PLANES; p++)
+            B.weights[m][p] = mats[m].plane[p];
+    }
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, x, (size_t)T * ne11 * K * 4, &B.x);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, ids, pairs * 4, &B.ids);
+    if (r == QKRT_OK) r = qk_buffer_from(ctx, NULL, pairs * M * 4, &B.y);
+    /* the operations layer's chain for kernel ki: the bundle's quantizer
+     * first (over every row of x) where the kernel reads q8 rows */
+    const qkrt_op_query q = {.op = qkrt_bundle_kernel(b, ki)->family,
+                             .M = M, .K = K, .T = T, .E = E, .top_k = top_k, .ne11 = ne11};
+    qkrt_op_choice c = {ki, -1, QKRT_OP_DEFAULT};
+    if (r == QKRT_OK && qk_takes_q8(qkrt_bundle_kernel(b, ki)) &&
+        (c.prepass = qk_find_quantizer(ctx, b, err, err_size)) < 0)
+        r = QKRT_ERROR_UNSUPPORTED;
+    size_t q8 = 0, scratch = 0;
+    if (r == QKRT_OK) r = qkrt_op_work(ctx, b, &c, &q, &q8, &scratch);
+    if (q8 && r == QKRT_OK) r = qk_buffer_from(ctx, NULL, q8, &B.x_q8);
     /* a split-K kernel's scratch, zero-filled: its counters start at 0 */
-    qkrt_shape shape = QK_SHAPE(names, vals);
-    size_t scratch = 0;
-    if (r == QKRT_OK &&
-        !qk_scratch_bytes(qkrt_bundle_kernel(b, ki), &shape, &scratch, err, err_size))
-        r = QKRT_ERROR_ARGUMENT;
-    if (scratch && r == QKRT_OK) r = qkrt_buffer_create(ctx, scratch, &sb);
-    if (sb && r == QKRT_OK) r = qkrt_buffer_fill(ctx, sb, 0);
+    if (scratch && r == QKRT_OK) r = qkrt_buffer_create(ctx, scratch, &B.scratch);
+    if (B.scratch && r == QKRT_OK) r = qkrt_buffer_fill(ctx, B.scratch, 0);
+    qkrt_chain *chain = qk_xmalloc(sizeof *chain);
+    if (r == QKRT_OK) r = qkrt_op_chain(ctx, b, &c, &q, &B, chain);
     if (r == QKRT_OK) {
-        qkrt_dispatch d[2];
-        qk_slots slots[2];
-        qk_bind binds[] = {{"x", xb}, {"ids", ib}, {"y", yb}, {"xq", qb}, {"scratch", sb}};
-        uint32_t n = 0;
-        if (q8) {
-            r = qk_dispatch_setup(b, (uint32_t)qi, NULL, 0, binds, 5, names + 1, qvals, 2, &d[n],
-                                  &slots[n], err, err_size);
-            n++;
-        }
-        if (r == QKRT_OK) {
-            r = qk_dispatch_setup(b, ki, mats, nw, binds, 5, names, vals, 6, &d[n], &slots[n], err,
-                                  err_size);
-            n++;
-        }
-        d[n - 1].depends = q8;
         double t[2] = {0, 0};
         /* a split-K kernel runs twice on one scratch, y poisoned again
          * between: the checked run finds the counters as the first left
          * them, so a kernel that did not set them back leaves y unwritten */
-        if (sb && r == QKRT_OK) r = qkrt_run(ctx, d, n);
-        if (sb && r == QKRT_OK) r = qkrt_buffer_fill(ctx, yb, 0x7fc00000u);
-        if (r == QKRT_OK) r = qkrt_run_timed(ctx, d, n, ns ? t : NULL);
+        if (B.scratch) r = qkrt_run(ctx, chain->dispatch, chain->count);
+        if (B.scratch && r == QKRT_OK) r = qkrt_buffer_fill(ctx, B.y, 0x7fc00000u);
+        if (r == QKRT_OK) r = qkrt_run_timed(ctx, chain->dispatch, chain->count, ns ? t : NULL);
         if (ns) *ns = t[0] + t[1]; /* the quantizer's time counts */
-        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, yb, 0, y, pairs * M * 4);
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, pairs * M * 4);
     }
+    free(chain);
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     for (uint32_t m = 0; m < nw; m++)
         qk_wbufs_destroy(ctx, &mats[m]);
-    qkrt_buffer *bufs[] = {xb, ib, yb, qb, sb};
+    qkrt_buffer *bufs[] = {B.x, B.ids, B.y, B.x_q8, B.scratch};
     for (int i = 0; i < 5; i++)
         if (bufs[i]) qkrt_buffer_destroy(ctx, bufs[i]);
     return r;
