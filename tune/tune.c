@@ -311,8 +311,9 @@ int qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
         const qk_tune_device *d = &oc[i].dev;
         qk_str_addf(o,
                     "%s\n      { \"vendor_id\": %u, \"device_id\": %u, \"driver_version\": %u, "
-                    "\"cache_uuid\": ",
-                    first_dev ? "" : ",", d->vendor_id, d->device_id, d->driver_version);
+                    "\"family_mask\": %u, \"cache_uuid\": ",
+                    first_dev ? "" : ",", d->vendor_id, d->device_id, d->driver_version,
+                    QK_TUNE_FAMILY_MASK);
         qk_json_string(o, d->cache_uuid);
         qk_str_add(o, ", \"name\": ");
         qk_json_string(o, d->name);

@@ -54,6 +54,13 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
                           const char *(*fallback_of)(void *user, const qk_tune_case *c), void *user,
                           qk_tune_outcome **out);
 
+/* The family_mask of every device entry a select table gets: its rules also
+ * serve the devices of its vendor whose ids differ in their low 8 bits only
+ * (docs/manifest.md, "Selection"), and then the vendor's others. PCI device
+ * ids come in blocks of 256 per chip and its variants (NVIDIA's 0x233x: the
+ * H100 and H200), where one tile tuning is a good guess for the others. */
+#define QK_TUNE_FAMILY_MASK 0xffffff00u
+
 /* The manifest's "select" object (docs/manifest.md) from the outcomes with a
  * winner, grouped by device, and the fallbacks (names[i] of ops[i]) as the
  * device-independent default (one with an empty kernel: none, no rule).
