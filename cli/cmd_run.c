@@ -588,12 +588,13 @@ static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info
 }
 
 /* The kernel of family for the product: the bundle's select table decides
- * where it has one (qkrt_select: tuned winners, then its portable
- * fallbacks); a bundle without one gets qk_pick_kernel's built-in
- * preferences. -1 with why in err. */
+ * where it has one (qkrt_select_ex: tuned winners of this device, of its
+ * family, of its vendor, then its portable fallbacks; the level that answered
+ * in *how); a bundle without one gets qk_pick_kernel's built-in preferences.
+ * -1 with why in err. */
 static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const qk_weights *w,
-                  uint32_t M, uint32_t K, uint32_t T, const qk_moe_shape *moe, char *err,
-                  size_t err_size) {
+                  uint32_t M, uint32_t K, uint32_t T, const qk_moe_shape *moe, qkrt_selection *how,
+                  char *err, size_t err_size) {
     if (!qkrt_bundle_has_select(b))
         return qk_pick_kernel(ctx, b, family, w, "f32", K, T, err, err_size);
     char fmt[96];
@@ -601,8 +602,7 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
     bool id = moe && moe->E;
     const int64_t values[] = {M, K, T, id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1, T};
     qkrt_shape s = QK_SHAPE(SELECT_NAMES, values);
-    uint32_t ki;
-    if (qkrt_select(ctx, b, family, fmt, &s, &ki) == QKRT_OK) return (int)ki;
+    if (qkrt_select_ex(ctx, b, family, fmt, "f32", &s, how) == QKRT_OK) return (int)how->kernel;
     snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     return -1;
 }
@@ -612,13 +612,13 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
  * err. */
 static int matmul_kernel(qkrt_context *ctx, const qkrt_bundle *b, const qk_weights *w,
                          const int32_t *ids, uint32_t M, uint32_t K, uint32_t T,
-                         const qk_moe_shape *moe, char *err, size_t err_size) {
+                         const qk_moe_shape *moe, qkrt_selection *how, char *err, size_t err_size) {
     char why[512] = "";
     const char *few = ids ? "matvec_id" : "matvec", *many = ids ? "matmul_id" : "matmul";
     const qk_moe_shape *m = ids ? moe : NULL;
     int ki = -1;
-    if (T > QK_MATVEC_MAX_TOKENS) ki = choose(ctx, b, many, w, M, K, T, m, why, sizeof why);
-    if (ki < 0) ki = choose(ctx, b, few, w, M, K, T, m, err, err_size);
+    if (T > QK_MATVEC_MAX_TOKENS) ki = choose(ctx, b, many, w, M, K, T, m, how, why, sizeof why);
+    if (ki < 0) ki = choose(ctx, b, few, w, M, K, T, m, how, err, err_size);
     return ki;
 }
 
@@ -695,8 +695,10 @@ int cmd_matmul(qk_args *a) {
                  "with the best-fitting token tile, then the most rows per workgroup.\n"
                  "--kernel NAME runs that kernel of the bundle instead (a mat-vec or matmul,\n"
                  "with expert ids where --ids is given, of the weights' format, unfused).\n"
-                 "It prints the kernel it ran, how it was chosen and the milliseconds of the\n"
-                 "run (upload, dispatch and download) on stderr.\n"
+                 "It prints the kernel it ran, how it was chosen (from a select table: the\n"
+                 "level whose rules answered: this device's, its family's, its vendor's or the\n"
+                 "portable default ones) and the milliseconds of the run (upload, dispatch\n"
+                 "and download) on stderr.\n"
                  "  W.npy  block formats: uint8 [M, K/QK*block_bytes], the raw GGUF blocks;\n"
                  "         MLX formats (mlx<bits>_g<group>): uint32 [M, K*bits/32]\n"
                  "  S.npy, B.npy  MLX scales and biases [M, K/group]: <f4 f32, <f2 f16, <u2 bf16 "
@@ -782,20 +784,29 @@ int cmd_matmul(qk_args *a) {
         const int32_t *ids = io.idspath ? io.ids.data : NULL;
         size_t ny = (size_t)T * (ids ? moe.top_k : 1) * M;
         y = qk_xmalloc(sizeof *y * ny);
+        qkrt_selection how = {0};
         ki = kernel
                  ? forced_kernel(b, bundle, kernel, &w, ids != NULL, M, K, T, &moe, err, sizeof err)
-                 : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, err, sizeof err);
+                 : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, &how, err, sizeof err);
+        /* how it was chosen; from a select table, the level that answered
+         * and the device its rules were tuned on */
+        char chosen[400];
+        if (kernel)
+            snprintf(chosen, sizeof chosen, "--kernel");
+        else if (!qkrt_bundle_has_select(b) || ki < 0)
+            snprintf(chosen, sizeof chosen, "the default choice");
+        else
+            snprintf(chosen, sizeof chosen, "the bundle's select table, %s level%s%s%s",
+                     qkrt_select_level_name(how.level), how.tuned_on[0] ? ": tuned on " : "",
+                     how.tuned_on, how.level == QKRT_SELECT_DEFAULT ? ": the portable rules" : "");
         const double t0 = qk_now_s();
         qkrt_result r = ki < 0 ? QKRT_ERROR_UNSUPPORTED
                                : matmul_run(ctx, b, (uint32_t)ki, &w, io.x.data, ids, M, K, T, &moe,
                                             y, err, sizeof err);
         if (r == QKRT_OK)
             fprintf(stderr, "qkgen matmul: %s (%s), M=%u K=%u T=%u%s: %.2f ms\n",
-                    qkrt_bundle_kernel(b, (uint32_t)ki)->name,
-                    kernel                      ? "--kernel"
-                    : qkrt_bundle_has_select(b) ? "the bundle's select table"
-                                                : "the default choice",
-                    M, K, T, ids ? " with expert ids" : "", (qk_now_s() - t0) * 1e3);
+                    qkrt_bundle_kernel(b, (uint32_t)ki)->name, chosen, M, K, T,
+                    ids ? " with expert ids" : "", (qk_now_s() - t0) * 1e3);
         if (r != QKRT_OK) {
             fprintf(stderr, "qkgen matmul: %s\n", err);
             rc = r == QKRT_ERROR_UNSUPPORTED ? QK_EXIT_USAGE : QK_EXIT_FAIL;
