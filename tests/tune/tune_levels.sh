@@ -119,4 +119,18 @@ EOF
   n=$((n + 1))
   echo "$name: $kernel at the $level level"
 done
+# a malformed family_mask: the bundle refused where it is loaded, with the
+# file, line and column of the value
+variant bad "d['family_mask'] = 'x'"
+where=$(python3 -c "
+import sys
+text = open(sys.argv[1]).read()
+at = text.index('\"family_mask\": \"x\"') + len('\"family_mask\": ')
+print('%d:%d' % (text.count('\\n', 0, at) + 1, at - text.rfind('\\n', 0, at)))" "$scratch/bad/manifest.json")
+rc=0
+"$qkgen" matmul --format q4_0 --weights "$scratch/data/W.npy" --x "$scratch/data/X.npy" \
+  --out "$scratch/data/Y.npy" --bundle "$scratch/bad" 2>"$scratch/err" || rc=$?
+grep -qF "$scratch/bad/manifest.json:$where: select: \"family_mask\" is not an integer 0 .. 2^32-1" \
+  "$scratch/err" && [ $rc != 0 ] || fail "a bad family_mask (at $where): exit $rc, $(cat "$scratch/err")"
+echo "a bad family_mask refused at $where"
 echo "$n levels checked, 0 failed"
