@@ -39,6 +39,7 @@ static const char *str_of(const qkrt_json *o, const char *key) {
     return n && n->type == QKRT_JSON_STRING ? n->string : NULL;
 }
 
+/* The member key of o where it is an integer 0 .. 2^32-1: true with it in *v. */
 static bool u32_of(const qkrt_json *o, const char *key, uint32_t *v) {
     const qkrt_json *n = qkrt_json_get(o, key);
     if (!n || n->type != QKRT_JSON_NUMBER || !n->integral || n->integer < 0 ||
