@@ -589,20 +589,19 @@ static bool matmul_shapes(const char *cmd, matmul_io *io, const qkrt_kernel_info
 
 /* The kernel of family for the product, as an engine gets it from the
  * operations layer (qkrt_op_choose): the bundle's select table where a rule
- * answers, else the default choice; *source says which. -1 with why in err. */
+ * answers (the level that answered and the device its rules were tuned on in
+ * c->selection), else the default choice. -1 with why in err. */
 static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const qk_weights *w,
-                  uint32_t M, uint32_t K, uint32_t T, const qk_moe_shape *moe,
-                  qkrt_op_source *source, char *err, size_t err_size) {
+                  uint32_t M, uint32_t K, uint32_t T, const qk_moe_shape *moe, qkrt_op_choice *c,
+                  char *err, size_t err_size) {
     const bool id = moe && moe->E;
     const qkrt_op_query q = {family, "none", w->format, w->variant, "f32", M, K, T,
                              id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1};
-    qkrt_op_choice c;
-    if (qkrt_op_choose(ctx, b, &q, &c) != QKRT_OK) {
+    if (qkrt_op_choose(ctx, b, &q, c) != QKRT_OK) {
         snprintf(err, err_size, "%s", qkrt_last_error(ctx));
         return -1;
     }
-    *source = c.source;
-    return (int)c.kernel;
+    return (int)c->kernel;
 }
 
 /* The kernel of the family the shape calls for: the mat-vec families for few
@@ -610,14 +609,14 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
  * err. */
 static int matmul_kernel(qkrt_context *ctx, const qkrt_bundle *b, const qk_weights *w,
                          const int32_t *ids, uint32_t M, uint32_t K, uint32_t T,
-                         const qk_moe_shape *moe, qkrt_op_source *source, char *err,
+                         const qk_moe_shape *moe, qkrt_op_choice *how, char *err,
                          size_t err_size) {
     char why[512] = "";
     const char *few = ids ? "matvec_id" : "matvec", *many = ids ? "matmul_id" : "matmul";
     const qk_moe_shape *m = ids ? moe : NULL;
     int ki = -1;
-    if (T > QK_MATVEC_MAX_TOKENS) ki = choose(ctx, b, many, w, M, K, T, m, source, why, sizeof why);
-    if (ki < 0) ki = choose(ctx, b, few, w, M, K, T, m, source, err, err_size);
+    if (T > QK_MATVEC_MAX_TOKENS) ki = choose(ctx, b, many, w, M, K, T, m, how, why, sizeof why);
+    if (ki < 0) ki = choose(ctx, b, few, w, M, K, T, m, how, err, err_size);
     return ki;
 }
 
@@ -694,8 +693,10 @@ int cmd_matmul(qk_args *a) {
                  "with the best-fitting token tile, then the most rows per workgroup.\n"
                  "--kernel NAME runs that kernel of the bundle instead (a mat-vec or matmul,\n"
                  "with expert ids where --ids is given, of the weights' format, unfused).\n"
-                 "It prints the kernel it ran, how it was chosen and the milliseconds of the\n"
-                 "run (upload, dispatch and download) on stderr.\n"
+                 "It prints the kernel it ran, how it was chosen (from a select table: the\n"
+                 "level whose rules answered: this device's, its family's, its vendor's or the\n"
+                 "portable default ones) and the milliseconds of the run (upload, dispatch\n"
+                 "and download) on stderr.\n"
                  "  W.npy  block formats: uint8 [M, K/QK*block_bytes], the raw GGUF blocks;\n"
                  "         MLX formats (mlx<bits>_g<group>): uint32 [M, K*bits/32]\n"
                  "  S.npy, B.npy  MLX scales and biases [M, K/group]: <f4 f32, <f2 f16, <u2 bf16 "
@@ -781,21 +782,30 @@ int cmd_matmul(qk_args *a) {
         const int32_t *ids = io.idspath ? io.ids.data : NULL;
         size_t ny = (size_t)T * (ids ? moe.top_k : 1) * M;
         y = qk_xmalloc(sizeof *y * ny);
-        qkrt_op_source source = QKRT_OP_DEFAULT;
+        qkrt_op_choice how = {0};
         ki = kernel
                  ? forced_kernel(b, bundle, kernel, &w, ids != NULL, M, K, T, &moe, err, sizeof err)
-                 : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, &source, err, sizeof err);
+                 : matmul_kernel(ctx, b, &w, ids, M, K, T, &moe, &how, err, sizeof err);
+        /* how it was chosen; from a select table, the level that answered
+         * and the device its rules were tuned on */
+        char chosen[400];
+        const qkrt_selection *sel = &how.selection;
+        if (kernel)
+            snprintf(chosen, sizeof chosen, "--kernel");
+        else if (how.source != QKRT_OP_SELECTED || ki < 0)
+            snprintf(chosen, sizeof chosen, "the default choice");
+        else
+            snprintf(chosen, sizeof chosen, "the bundle's select table, %s level%s%s%s",
+                     qkrt_select_level_name(sel->level), sel->tuned_on[0] ? ": tuned on " : "",
+                     sel->tuned_on, sel->level == QKRT_SELECT_DEFAULT ? ": the portable rules" : "");
         const double t0 = qk_now_s();
         qkrt_result r = ki < 0 ? QKRT_ERROR_UNSUPPORTED
                                : matmul_run(ctx, b, (uint32_t)ki, &w, io.x.data, ids, M, K, T, &moe,
                                             y, err, sizeof err);
         if (r == QKRT_OK)
             fprintf(stderr, "qkgen matmul: %s (%s), M=%u K=%u T=%u%s: %.2f ms\n",
-                    qkrt_bundle_kernel(b, (uint32_t)ki)->name,
-                    kernel                         ? "--kernel"
-                    : source == QKRT_OP_SELECTED ? "the bundle's select table"
-                                                   : "the default choice",
-                    M, K, T, ids ? " with expert ids" : "", (qk_now_s() - t0) * 1e3);
+                    qkrt_bundle_kernel(b, (uint32_t)ki)->name, chosen, M, K, T,
+                    ids ? " with expert ids" : "", (qk_now_s() - t0) * 1e3);
         if (r != QKRT_OK) {
             fprintf(stderr, "qkgen matmul: %s\n", err);
             rc = r == QKRT_ERROR_UNSUPPORTED ? QK_EXIT_USAGE : QK_EXIT_FAIL;

@@ -843,106 +843,6 @@ int cmd_tune(qk_args *a) {
     return rc;
 }
 
-/* The end of the JSON object that opens at text[at] ('{'): one past its
- * closing brace, strings skipped. */
-static size_t object_end(const char *text, size_t n, size_t at) {
-    int depth = 0;
-    for (size_t i = at; i < n; i++) {
-        if (text[i] == '"') {
-            for (i++; i < n && text[i] != '"'; i++)
-                i += text[i] == '\\';
-        } else if (text[i] == '{') {
-            depth++;
-        } else if (text[i] == '}' && --depth == 0) {
-            return i + 1;
-        }
-    }
-    return n;
-}
-
-/* Rewrites the bundle's manifest atomically: the select table before the
- * kernels, and without the kernels not in keep (variants built only because
- * their module's SPIR-V starts with them: the file stays, for the others). */
-static bool finish_manifest(const char *bundle_dir, const qk_str *select, const char *const *keep,
-                            uint32_t nkeep, uint32_t *dropped, qk_error *e) {
-    char *path = qk_path_join(bundle_dir, "manifest.json");
-    size_t n = 0;
-    char *text = qk_read_file(path, &n, e);
-    char err[256] = "";
-    qkrt_json *doc = text ? qkrt_json_parse(text, n, err, sizeof err) : NULL;
-    const qkrt_json *ks = doc ? qkrt_json_get(doc, "kernels") : NULL;
-    char *at = text ? strstr(text, "\n  \"kernels\": [") : NULL;
-    bool ok = ks && ks->type == QKRT_JSON_ARRAY && at;
-    if (text && !ok) qk_error_set(e, "%s: %s", path, err[0] ? err : "no kernels array");
-    /* line starts, for the offsets of the parser's line:column marks */
-    size_t *line = qk_xcalloc(n + 2, sizeof *line), nl = 1;
-    for (size_t i = 0; ok && i < n; i++)
-        if (text[i] == '\n') line[nl++] = i + 1;
-    char *cut = qk_xcalloc(n + 1, 1); /* bytes dropped */
-    *dropped = 0;
-    /* a bundle that was current is not rewritten: its manifest still has
-     * the select table of the build before, which the new one replaces (two
-     * "select" keys are a manifest no reader takes). It sits where this
-     * function put it: its own line before "kernels", a comma after it. */
-    const qkrt_json *old = ok ? qkrt_json_get(doc, "select") : NULL;
-    if (old && (old->type != QKRT_JSON_OBJECT || old->line > nl)) {
-        qk_error_set(e, "%s:%u:%u: \"select\" is not an object", path, old->line, old->column);
-        ok = false;
-    } else if (old) {
-        size_t start = line[old->line - 1] + old->column - 1, b = object_end(text, n, start);
-        size_t a = line[old->line - 1]; /* the key's line, with the newline before it */
-        if (a > 0) a--;
-        while (b < n && text[b] == ' ')
-            b++;
-        if (b < n && text[b] == ',') b++;
-        memset(cut + a, 1, b - a);
-    }
-    for (uint32_t i = 0; ok && i < ks->count; i++) {
-        const qkrt_json *k = &ks->items[i], *name = qkrt_json_get(k, "name");
-        bool wanted = !name || name->type != QKRT_JSON_STRING;
-        for (uint32_t j = 0; j < nkeep && !wanted; j++)
-            wanted = !strcmp(keep[j], name->string);
-        if (wanted || k->line > nl) continue;
-        size_t start = line[k->line - 1] + k->column - 1, end = object_end(text, n, start);
-        /* the comma before it, or, for the first, the one after */
-        size_t a = start, b = end;
-        while (a > 0 && (text[a - 1] == ' ' || text[a - 1] == '\n'))
-            a--;
-        if (a > 0 && text[a - 1] == ',' && !cut[a - 1]) {
-            a--;
-        } else {
-            a = start;
-            while (b < n && (text[b] == ' ' || text[b] == '\n'))
-                b++;
-            if (b < n && text[b] == ',') b++;
-        }
-        memset(cut + a, 1, b - a);
-        (*dropped)++;
-    }
-    if (ok) {
-        qk_str out = {0};
-        for (size_t i = 0; i < n; i++) {
-            if (text + i == at) {
-                qk_str_add(&out, "\n  \"select\": ");
-                qk_str_addn(&out, select->s, select->len);
-                qk_str_add(&out, ",");
-            }
-            if (!cut[i]) qk_str_addn(&out, text + i, 1);
-        }
-        /* rules for f16 activations (select version 2): schema 4, which a
-         * reader of 3 refuses instead of answering f32 queries with them */
-        char *schema = strstr(out.s, "\"schema\": \"" QK_BUNDLE_SCHEMA "\"");
-        if (strstr(select->s, "\"version\": 2") && schema)
-            memcpy(schema + strlen("\"schema\": \""), QK_BUNDLE_SCHEMA_ACT,
-                   strlen(QK_BUNDLE_SCHEMA_ACT));
-        ok = qk_write_file(path, out.s, out.len, e);
-        qk_str_free(&out);
-    }
-    qkrt_json_free(doc);
-    free(line), free(cut), free(text), free(path);
-    return ok;
-}
-
 /* The operations of a MoE layer besides its products (docs/tune.md). */
 static bool moe_aux(const char *op) {
     return !strcmp(op, "router_topk") || !strcmp(op, "moe_route") || !strcmp(op, "moe_combine") ||
@@ -997,9 +897,9 @@ static bool model_has(const qk_model_case *mc, uint32_t n, const qk_tune_case *c
 static bool build_chosen(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
                          bool specialize, const char *spec_dir, const char *set_path,
                          const char *templates, const char *out, const char *name, bool quiet,
-                         qk_build_stats *st, qk_error *e) {
+                         const qk_bundle_tuned *tuned, qk_build_stats *st, qk_error *e) {
     if (specialize)
-        return qk_tune_build_subset(specs, plan, want, templates, out, name, quiet, st, e);
+        return qk_tune_build_tuned(specs, plan, want, templates, out, name, quiet, tuned, st, e);
     qk_spec_set fixed;
     qk_plan fixed_plan;
     if (!qk_plan_load(spec_dir, set_path, NULL, 0, true, &fixed, &fixed_plan, e)) return false;
@@ -1020,7 +920,8 @@ static bool build_chosen(const qk_spec_set *specs, const qk_plan *plan, const bo
                      "%u of %u chosen variants are missing from the plan without "
                      "specialization constants",
                      asked - found, asked);
-    ok = ok && qk_tune_build_subset(&fixed, &fixed_plan, take, templates, out, name, quiet, st, e);
+    ok = ok &&
+         qk_tune_build_tuned(&fixed, &fixed_plan, take, templates, out, name, quiet, tuned, st, e);
     free(take);
     qk_plan_free(&fixed_plan);
     qk_spec_set_free(&fixed);
@@ -1092,8 +993,10 @@ int cmd_build_tuned(qk_args *a) {
                  "default), plus one portable fallback per operation, format and activation\n"
                  "type (none for f16 activations of the K-quants and mxfp4: NVIDIA-only\n"
                  "kernels), and a select table in the manifest (docs/manifest.md,\n"
-                 "\"Selection\") that says which kernel\n"
-                 "runs for a device, operation, format and shape. Records of variants whose\n"
+                 "\"Selection\") that says which kernel runs for a device, operation, format\n"
+                 "and shape: the rules tuned on that device, else on a sibling of its family\n"
+                 "(device ids that differ in their low 8 bits), else on another device of its\n"
+                 "vendor, else the fallbacks. Records of variants whose\n"
                  "SPIR-V the generator no longer makes are ignored with a message. Where one\n"
                  "kernel is within --within percent (default 3; 0: off) of a case's best, by\n"
                  "the times of one stage, it serves that case too, so the bundle holds fewer.\n"
@@ -1301,8 +1204,9 @@ int cmd_build_tuned(qk_args *a) {
     /* the table first, checked as libqkrt will check it when it loads the
      * bundle: a table it would refuse must not replace the bundle there */
     qk_str sel = {0};
+    int version = 0;
     if (rc == QK_EXIT_OK) {
-        qk_tune_select_json(&sel, oc, n, defs, nd);
+        version = qk_tune_select_json(&sel, oc, n, defs, nd);
         char err[512] = "";
         qkrt_json *t = qkrt_json_parse(sel.s, sel.len, err, sizeof err);
         if (!t || !qkrt_select_check(t, plan_kernel, &plan, err, sizeof err)) {
@@ -1312,38 +1216,37 @@ int cmd_build_tuned(qk_args *a) {
         }
         qkrt_json_free(t);
     }
+    /* the manifest lists the winners and the fallbacks, and what was built
+     * besides them: the quantizer, a MoE layer's other kernels and the
+     * winners' fused siblings (winners and fallbacks are unfused products);
+     * not the variants built only because a module's SPIR-V starts with
+     * them */
+    const char **keep = qk_xcalloc(n + nd + plan.variant_count + 1, sizeof *keep);
+    uint32_t nkeep = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
+    for (uint32_t d = 0; d < nd; d++)
+        if (defs[d].kernel[0]) keep[nkeep++] = defs[d].kernel;
+    for (uint32_t i = 0; i < plan.variant_count; i++)
+        if (want[i] && (moe_aux(plan.variants[i].kernel->family) || plan.variants[i].fusion))
+            keep[nkeep++] = plan.variants[i].name;
+    /* rules for f16 activations (select version 2): schema 4, which a reader
+     * of 3 refuses instead of answering f32 queries with them */
+    qk_bundle_tuned tuned = {.select = sel.s,
+                             .schema = version == 2 ? QK_BUNDLE_SCHEMA_ACT : QK_BUNDLE_SCHEMA,
+                             .listed = keep,
+                             .listed_count = nkeep};
     if (rc == QK_EXIT_OK && !build_chosen(&specs, &plan, want, specialize, spec_dir, set_path,
-                                          templates, out, name, quiet, &st, &e)) {
+                                          templates, out, name, quiet, &tuned, &st, &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
         rc = QK_EXIT_FAIL;
     }
-    uint32_t extra = 0;
-    if (rc == QK_EXIT_OK) {
-        /* the manifest lists the winners and the fallbacks first */
-        const char **keep = qk_xcalloc(n + nd + plan.variant_count + 1, sizeof *keep);
-        uint32_t nkeep = 0;
-        for (uint32_t i = 0; i < n; i++)
-            if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
-        for (uint32_t d = 0; d < nd; d++)
-            if (defs[d].kernel[0]) keep[nkeep++] = defs[d].kernel;
-        /* and what was built besides them: the quantizer, a MoE layer's
-         * other kernels and the winners' fused siblings (winners and
-         * fallbacks are unfused products, listed above) */
-        for (uint32_t i = 0; i < plan.variant_count; i++)
-            if (want[i] && (moe_aux(plan.variants[i].kernel->family) || plan.variants[i].fusion))
-                keep[nkeep++] = plan.variants[i].name;
-        bool fin = finish_manifest(st.path, &sel, keep, nkeep, &extra, &e);
-        free(keep);
-        if (!fin) {
-            fprintf(stderr, "qkgen build: %s\n", e.msg);
-            rc = QK_EXIT_FAIL;
-        }
-    }
+    free(keep);
     if (rc == QK_EXIT_OK && !quiet)
         printf(
             "built %s: %u variants (winners of %u of %u tuned cases, %u fallbacks) with a select "
             "table (precision %s), in %.2f s\n",
-            st.path, st.variants - extra, winners, n, nd, precision, qk_now_s() - t0);
+            st.path, st.variants, winners, n, nd, precision, qk_now_s() - t0);
     qk_str_free(&sel);
     for (uint32_t i = 0; i < tr.nh; i++)
         free(tr.names[i]), free(tr.hashes[i]);

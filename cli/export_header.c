@@ -296,17 +296,21 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
     qk_str devs = {0};
     for (uint32_t i = 0; i < devices->count; i++) {
         const qkrt_json *d = &devices->items[i];
-        uint32_t vendor, device, driver;
+        uint32_t vendor, device, driver, mask;
         char what[32];
         snprintf(what, sizeof what, "select_device_%u", i);
         if (!qk_export_u32(x, d, "vendor_id", true, &vendor) ||
             !qk_export_u32(x, d, "device_id", true, &device) ||
             !qk_export_u32(x, d, "driver_version", true, &driver) ||
+            !qk_export_u32(x, d, "family_mask", false, &mask) ||
             !rules(x, kernels, qk_export_list(x, d, "rules", false), what, names)) {
             qk_str_free(&devs);
             return false;
         }
-        qk_str_addf(&devs, "    {%uu, %uu, %uu, ", vendor, device, driver);
+        /* without family_mask (a table written before the levels) the
+         * entry serves its own device only */
+        qk_str_addf(&devs, "    {%uu, %uu, %uu, %d, %uu, ", vendor, device, driver,
+                    qkrt_json_get(d, "family_mask") != NULL, mask);
         qk_export_c_field(&devs, qk_export_str(x, d, "cache_uuid", false));
         qk_export_c_field(&devs, qk_export_str(x, d, "name", false));
         const qkrt_json *rl = qkrt_json_get(d, "rules");
@@ -333,6 +337,9 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "} %s_rule;\n"
         "typedef struct %s_device_rules {\n"
         "    uint32_t vendor_id, device_id, driver_version;\n"
+        "    int levels; /* 1: the entry also serves its family (the device ids equal under\n"
+        "                   family_mask), then its vendor's other devices; 0: its own only */\n"
+        "    uint32_t family_mask;\n"
         "    const char *cache_uuid, *name;\n"
         "    uint32_t rule_count;\n"
         "    const %s_rule *rules;\n"
@@ -356,33 +363,53 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "int %s_select_activations(uint32_t vendor_id, uint32_t device_id,\n"
         "    uint32_t driver_version, const char *op, const char *format,\n"
         "    const char *format_variant, const char *activations, const %s_shape *s,\n"
-        "    int (*can_run)(const %s_kernel *k, void *user), void *user);\n\n",
-        x->up, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user);\n"
+        "/* The levels a rule comes from, nearest first: the rules tuned on this device,\n"
+        " * on a sibling of its family, on another device of its vendor, the default. */\n"
+        "#define %s_SELECT_DEVICE 0\n#define %s_SELECT_FAMILY 1\n"
+        "#define %s_SELECT_VENDOR 2\n#define %s_SELECT_DEFAULT 3\n"
+        "/* %s_select_activations that also stores the level of the rule that answered\n"
+        " * in *level (NULL: not), as libqkrt's qkrt_select_ex. */\n"
+        "int %s_select_level(uint32_t vendor_id, uint32_t device_id,\n"
+        "    uint32_t driver_version, const char *op, const char *format,\n"
+        "    const char *format_variant, const char *activations, const %s_shape *s,\n"
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user, int *level);\n\n",
+        x->up, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, x->up, x->up, x->up, x->up, p,
+        p, p, p);
     bool has[3] = {false, false, false};
     for (uint32_t i = 0; i < x->var_count; i++)
         for (int j = 0; j < 3; j++)
             has[j] |= !strcmp(x->vars[i], j == 0 ? "M" : j == 1 ? "K" : "T");
     qk_str_addf(
         &x->defs,
-        "int %s_select_activations(uint32_t vendor_id, uint32_t device_id,\n"
+        "int %s_select_level(uint32_t vendor_id, uint32_t device_id,\n"
         "    uint32_t driver_version, const char *op, const char *format,\n"
         "    const char *format_variant, const char *activations, const %s_shape *s,\n"
-        "    int (*can_run)(const %s_kernel *k, void *user), void *user) {\n"
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user, int *level) {\n"
         "    const %s_selection *t = &%s_selection_table;\n"
-        "    const %s_device_rules *dev = NULL;\n"
+        "    const %s_device_rules *at[3];\n"
         "    const char *act = activations ? activations : \"f32\";\n"
-        "    uint32_t i, pass;\n"
+        "    uint32_t i, l;\n"
+        "    int exact = 0;\n"
         "    int64_t v[3];\n"
         "    v[0] = %s;\n    v[1] = %s;\n    v[2] = %s;\n"
+        "    at[0] = at[1] = at[2] = NULL;\n"
+        "    /* the entry each level reads: the device's own (its driver's first),\n"
+        "     * its family's, its vendor's */\n"
         "    for (i = 0; i < t->device_count; i++) {\n"
         "        const %s_device_rules *d = &t->devices[i];\n"
-        "        if (d->vendor_id != vendor_id || d->device_id != device_id) continue;\n"
-        "        if (d->driver_version == driver_version) {\n"
-        "            dev = d;\n            break;\n        }\n"
-        "        if (!dev) dev = d;\n    }\n"
-        "    for (pass = 0; pass < 2; pass++) {\n"
-        "        const %s_rule *r = pass ? t->defaults : dev ? dev->rules : NULL;\n"
-        "        uint32_t n = pass ? t->default_count : dev ? dev->rule_count : 0;\n"
+        "        if (d->vendor_id != vendor_id) continue;\n"
+        "        if (d->device_id == device_id) {\n"
+        "            if (!exact && d->driver_version == driver_version) {\n"
+        "                at[0] = d;\n                exact = 1;\n"
+        "            } else if (!at[0]) {\n                at[0] = d;\n            }\n"
+        "            continue;\n        }\n"
+        "        if (!d->levels) continue;\n"
+        "        l = (d->device_id & d->family_mask) == (device_id & d->family_mask) ? 1 : 2;\n"
+        "        if (!at[l]) at[l] = d;\n    }\n"
+        "    for (l = 0; l < 4; l++) {\n"
+        "        const %s_rule *r = l == 3 ? t->defaults : at[l] ? at[l]->rules : NULL;\n"
+        "        uint32_t n = l == 3 ? t->default_count : at[l] ? at[l]->rule_count : 0;\n"
         "        for (i = 0; i < n; i++, r++) {\n"
         "            const int64_t *range[3];\n"
         "            int j, in = 1;\n"
@@ -396,14 +423,21 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "                in &= v[j] >= range[j][0] && (range[j][1] < 0 || v[j] <= range[j][1]);\n"
         "            if (!in || %s_kernels[r->kernel].check(s) >= 0) continue;\n"
         "            if (can_run && !can_run(&%s_kernels[r->kernel], user)) continue;\n"
+        "            if (level) *level = (int)l;\n"
         "            return r->kernel;\n"
         "        }\n    }\n    return -1;\n}\n\n"
+        "int %s_select_activations(uint32_t vendor_id, uint32_t device_id,\n"
+        "    uint32_t driver_version, const char *op, const char *format,\n"
+        "    const char *format_variant, const char *activations, const %s_shape *s,\n"
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user) {\n"
+        "    return %s_select_level(vendor_id, device_id, driver_version, op, format,\n"
+        "        format_variant, activations, s, can_run, user, NULL);\n}\n\n"
         "int %s_select(uint32_t vendor_id, uint32_t device_id, uint32_t driver_version,\n"
         "    const char *op, const char *format, const char *format_variant,\n"
         "    const %s_shape *s, int (*can_run)(const %s_kernel *k, void *user), void *user) {\n"
-        "    return %s_select_activations(vendor_id, device_id, driver_version, op, format,\n"
-        "        format_variant, \"f32\", s, can_run, user);\n}\n",
+        "    return %s_select_level(vendor_id, device_id, driver_version, op, format,\n"
+        "        format_variant, \"f32\", s, can_run, user, NULL);\n}\n",
         p, p, p, p, p, p, has[0] ? "s->M" : "0", has[1] ? "s->K" : "0", has[2] ? "s->T" : "0", p, p,
-        p, p, p, p, p, p);
+        p, p, p, p, p, p, p, p, p, p);
     return true;
 }

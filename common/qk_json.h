@@ -63,14 +63,45 @@ typedef struct qkrt_select_kernel {
 typedef bool (*qkrt_select_kernel_fn)(void *user, const char *name, qkrt_select_kernel *out);
 /* Checks the object table (docs/manifest.md, "Selection"): "version" 1 or 2;
  * "devices" an array of objects with integer vendor_id, device_id and
- * driver_version 0 .. 2^32-1, string cache_uuid and name where present, and
- * a rules array where present; "default" an array of rules. Each rule has
- * strings op, format, kernel, format_variant (may be absent) and
- * activations (version 2 only; absent: f32), names a kernel kernel_of finds
- * whose family is op and whose format, option and activation type are the
- * rule's, and has M, K and T ranges [lo, hi]: integers 0 <= lo <= hi, or
- * hi null (no bound). False with "LINE:COL: select: what" in err. */
+ * driver_version 0 .. 2^32-1 (family_mask too, where present), string
+ * cache_uuid and name where present, and a rules array where present; "default" an array of rules.
+ * Each rule has strings op, format, kernel, format_variant (may be absent) and activations (version
+ * 2 only; absent: f32), names a kernel kernel_of finds whose family is op and whose format, option
+ * and activation type are the rule's, and has M, K and T ranges [lo, hi]: integers 0 <= lo <= hi,
+ * or hi null (no bound). False with "LINE:COL: select: what" in err. */
 bool qkrt_select_check(const qkrt_json *table, qkrt_select_kernel_fn kernel_of, void *user,
                        char *err, size_t err_size);
+
+/* The evaluation of a checked table, apart from a device, so that it can be
+ * tested without one: qkrt_select_ex is these two over the context's device
+ * and the bundle's kernels. */
+
+/* The entries of table's "devices" that the device's levels read
+ * (docs/manifest.md, "Selection"), in qkrt_select_level's order: [0] the
+ * device's own (vendor and device id equal; the one with its driver version
+ * first), [1] its family's (the first other device id of the vendor equal to
+ * it under the entry's family_mask), [2] its vendor's (the first other of the
+ * vendor with a family_mask, outside that family); NULL where none. */
+void qkrt_select_entries(const qkrt_json *table, uint32_t vendor_id, uint32_t device_id,
+                         uint32_t driver_version, const qkrt_json *entries[3]);
+
+/* A query of qkrt_select_scan: the operation, the format without its option,
+ * the option (NULL: any), the activations' type and the shape's M, K, T. */
+typedef struct qkrt_select_query {
+    const char *op, *format, *option, *activations;
+    int64_t M, K, T;
+} qkrt_select_query;
+/* Whether the kernel a matching rule names can answer (the bundle has it, it
+ * reads the activations asked, the device runs it, the shape meets its
+ * constraints): true with its index. */
+typedef bool (*qkrt_select_usable_fn)(void *user, const char *kernel, uint32_t *index);
+/* Scans the rules of entries[0], [1], [2] (from qkrt_select_entries), then
+ * table's "default", for the first that matches q and whose kernel is
+ * usable: 1 with its index in *kernel and the level (0 .. 3) it came from in
+ * *level, 0 where none does, -1 with "select: ..." in err for a malformed
+ * rule. */
+int qkrt_select_scan(const qkrt_json *table, const qkrt_json *const entries[3],
+                     const qkrt_select_query *q, qkrt_select_usable_fn usable, void *user,
+                     uint32_t *kernel, int *level, char *err, size_t err_size);
 
 #endif

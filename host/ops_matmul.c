@@ -172,7 +172,7 @@ static void op_weights(qkrt_op_buffers *B, qkrt_buffer *const *wb, uint32_t mats
  * unwritten); ns gets the GPU time of the last run. */
 static qkrt_result run_chain(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                              const qkrt_op_query *q, const qkrt_op_buffers *B, double *ns) {
-    const qkrt_op_choice c = {ki, -1, QKRT_OP_DEFAULT};
+    const qkrt_op_choice c = {.kernel = ki, .prepass = -1};
     qkrt_chain *chain = qk_xmalloc(sizeof *chain);
     qkrt_result r = qkrt_op_chain(ctx, b, &c, q, B, chain);
     if (B->scratch && r == QKRT_OK) r = qkrt_run(ctx, chain->dispatch, chain->count);
@@ -194,7 +194,7 @@ qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
     qkrt_op_buffers B = {0};
     op_weights(&B, wb, kernel_weights(k), w[0].plane_count);
     const qkrt_op_query q = {.op = k->family, .M = M, .K = K, .T = T};
-    const qkrt_op_choice c = {ki, -1, QKRT_OP_DEFAULT};
+    const qkrt_op_choice c = {.kernel = ki, .prepass = -1};
     /* a split-K kernel's scratch, zero-filled: its counters start at 0 */
     size_t q8 = 0, scratch = 0;
     if (r == QKRT_OK) r = qkrt_op_work(ctx, b, &c, &q, &q8, &scratch);

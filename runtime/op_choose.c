@@ -104,7 +104,11 @@ static const char *str_or(const char *s, const char *dflt) {
 
 static qkrt_result with_prepass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                                 qkrt_op_source source, qkrt_op_choice *out) {
-    *out = (qkrt_op_choice){ki, -1, source};
+    /* a selected choice keeps what qkrt_select_ex wrote into out->selection */
+    const qkrt_selection sel = source == QKRT_OP_SELECTED
+                                   ? out->selection
+                                   : (qkrt_selection){ki, QKRT_SELECT_DEFAULT, ""};
+    *out = (qkrt_op_choice){ki, -1, source, sel};
     if (!qkrt_kernel_takes_q8(qkrt_bundle_kernel(b, ki))) return QKRT_OK;
     out->prepass = qkrt_op_quantizer(ctx, b);
     return out->prepass < 0 ? QKRT_ERROR_UNSUPPORTED : QKRT_OK;
@@ -171,10 +175,9 @@ qkrt_result qkrt_op_choose(qkrt_context *ctx, const qkrt_bundle *b, const qkrt_o
                  str_or(q->variant, ""));
         query_shape s;
         shape_of(q, &s);
-        uint32_t ki;
-        if (qkrt_select_activations(ctx, b, q->op, fmt, str_or(q->activations, "f32"), &s.shape,
-                                    &ki) == QKRT_OK)
-            return with_prepass(ctx, b, ki, QKRT_OP_SELECTED, out);
+        if (qkrt_select_ex(ctx, b, q->op, fmt, str_or(q->activations, "f32"), &s.shape,
+                           &out->selection) == QKRT_OK)
+            return with_prepass(ctx, b, out->selection.kernel, QKRT_OP_SELECTED, out);
     }
     return qkrt_op_choose_default(ctx, b, q, out);
 }

@@ -508,12 +508,14 @@ bool qkrt_bundle_has_select(const qkrt_bundle *bundle);
  * (the rules that name none; a rule whose kernel reads others is skipped),
  * format ("q4_0"; "mlx4_g64/bf16" names the format option too, "mlx4_g64"
  * takes any) and shape (M, K and T at least) on this context's device, by
- * the rule of docs/manifest.md: the rules of the device's entry, then the
- * default ones, the first whose op and format match, whose ranges hold M, K
- * and T, and whose kernel the bundle has, the device runs and the shape's
- * constraints allow. *kernel receives its index. QKRT_ERROR_UNSUPPORTED when the bundle
- * has no select table or no rule answers (the message says which);
- * QKRT_ERROR_MANIFEST for a malformed table. */
+ * the rule of docs/manifest.md: the rules tuned on this device, then those
+ * of a sibling of its family, then those of another device of its vendor,
+ * then the default ones; the first whose op and format match, whose ranges
+ * hold M, K and T, and whose kernel the bundle has, the device runs and the
+ * shape's constraints allow. *kernel receives its index.
+ * QKRT_ERROR_UNSUPPORTED when the bundle has no select table or no rule
+ * answers (the message says which levels it read); QKRT_ERROR_MANIFEST for a
+ * malformed table. */
 qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
                         const char *format, const qkrt_shape *shape, uint32_t *kernel);
 /* qkrt_select for activations of a type: "f32" (what qkrt_select asks) or
@@ -524,6 +526,37 @@ qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char
 qkrt_result qkrt_select_activations(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
                                     const char *format, const char *activations,
                                     const qkrt_shape *shape, uint32_t *kernel);
+
+/* The level of a select table whose rule answered, nearest first
+ * (docs/manifest.md, "Selection"): rules tuned on this device (vendor and
+ * device id equal), on a sibling of its family (the same vendor, the device
+ * ids equal under the entry's family_mask: those that differ in their low 8
+ * bits, as `qkgen build --tuned` writes it), on another device of its
+ * vendor, or the portable default rules. */
+typedef enum qkrt_select_level {
+    QKRT_SELECT_DEVICE = 0,
+    QKRT_SELECT_FAMILY = 1,
+    QKRT_SELECT_VENDOR = 2,
+    QKRT_SELECT_DEFAULT = 3,
+} qkrt_select_level;
+
+/* "device", "family", "vendor" or "default"; "unknown" for another value. */
+const char *qkrt_select_level_name(qkrt_select_level level);
+
+/* What qkrt_select_ex answers. */
+typedef struct qkrt_selection {
+    uint32_t kernel;         /* the kernel's index in the bundle */
+    qkrt_select_level level; /* the level whose rule answered */
+    const char *tuned_on;    /* that level's device entry's name ("" for the default rules
+                                or an entry without one); valid while the bundle is */
+} qkrt_selection;
+
+/* qkrt_select_activations (activations NULL: "f32") that also says where
+ * the answer came from; the same kernel for the same query, the same
+ * results. */
+qkrt_result qkrt_select_ex(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
+                           const char *format, const char *activations, const qkrt_shape *shape,
+                           qkrt_selection *out);
 
 #ifdef __cplusplus
 }

@@ -34,10 +34,12 @@ typedef enum qkrt_op_source {
 } qkrt_op_source;
 
 typedef struct qkrt_op_choice {
-    uint32_t kernel;       /* index in the bundle */
-    int32_t prepass;       /* the quantize kernel that writes the kernel's q8 activations
-                              first (its manifest "prepass"), or -1 */
-    qkrt_op_source source; /* where the choice came from */
+    uint32_t kernel;         /* index in the bundle */
+    int32_t prepass;         /* the quantize kernel that writes the kernel's q8 activations
+                                first (its manifest "prepass"), or -1 */
+    qkrt_op_source source;   /* where the choice came from */
+    qkrt_selection selection; /* QKRT_OP_SELECTED: the level that answered and the device
+                                 its rules were tuned on (qkrt_select_ex) */
 } qkrt_op_choice;
 
 /* The kernel for q on this device: for the four products without a fusion,

@@ -39,18 +39,40 @@ static const char *str_of(const qkrt_json *o, const char *key) {
     return n && n->type == QKRT_JSON_STRING ? n->string : NULL;
 }
 
-/* The device's entry of devices[]: vendor, device and driver version equal,
- * else the first with vendor and device equal, else NULL. */
-static const qkrt_json *device_entry(const qkrt_json *devices, const qkrt_device_identity *id) {
-    const qkrt_json *same_device = NULL;
+/* The member key of o where it is an integer 0 .. 2^32-1: true with it in *v. */
+static bool u32_of(const qkrt_json *o, const char *key, uint32_t *v) {
+    const qkrt_json *n = qkrt_json_get(o, key);
+    if (!n || n->type != QKRT_JSON_NUMBER || !n->integral || n->integer < 0 ||
+        n->integer > UINT32_MAX)
+        return false;
+    *v = (uint32_t)n->integer;
+    return true;
+}
+
+void qkrt_select_entries(const qkrt_json *table, uint32_t vendor_id, uint32_t device_id,
+                         uint32_t driver_version, const qkrt_json *entries[3]) {
+    const qkrt_json *devices = qkrt_json_get(table, "devices");
+    entries[0] = entries[1] = entries[2] = NULL;
+    bool exact = false; /* entries[0] has the driver version too */
     for (uint32_t i = 0; devices && devices->type == QKRT_JSON_ARRAY && i < devices->count; i++) {
         const qkrt_json *d = &devices->items[i];
-        if (!num_eq(d, "vendor_id", id->vendor_id) || !num_eq(d, "device_id", id->device_id))
+        if (!num_eq(d, "vendor_id", vendor_id)) continue;
+        uint32_t id, mask;
+        if (num_eq(d, "device_id", device_id)) {
+            /* the device's own: another driver's entry is its second choice,
+             * never a sibling's */
+            if (!exact && num_eq(d, "driver_version", driver_version))
+                entries[0] = d, exact = true;
+            else if (!entries[0])
+                entries[0] = d;
             continue;
-        if (num_eq(d, "driver_version", id->driver_version)) return d;
-        if (!same_device) same_device = d;
+        }
+        /* an entry without family_mask (a table written before the levels)
+         * serves its own device only */
+        if (!u32_of(d, "device_id", &id) || !u32_of(d, "family_mask", &mask)) continue;
+        int level = (id & mask) == (device_id & mask) ? 1 : 2;
+        if (!entries[level]) entries[level] = d;
     }
-    return same_device;
 }
 
 /* Whether v lies in the range [lo, hi] of rule's key (hi null: no bound);
@@ -218,6 +240,7 @@ bool qkrt_select_check(const qkrt_json *t, qkrt_select_kernel_fn kernel_of, void
             return check_fail(err, size, d, "a device is not an object");
         if (!check_u32(d, "vendor_id", err, size) || !check_u32(d, "device_id", err, size) ||
             !check_u32(d, "driver_version", err, size) ||
+            (qkrt_json_get(d, "family_mask") && !check_u32(d, "family_mask", err, size)) ||
             !check_str(d, "cache_uuid", false, &s, err, size) ||
             !check_str(d, "name", false, &s, err, size) ||
             !check_rules(d, "rules", false, ver->integer, kernel_of, user, err, size))
@@ -242,6 +265,95 @@ qkrt_result qkrt_select_load_check(qkrt_context *ctx, const qkrt_bundle *b, cons
     return qkrt_fail(ctx, QKRT_ERROR_MANIFEST, "%s:%s", path, err);
 }
 
+int qkrt_select_scan(const qkrt_json *table, const qkrt_json *const entries[3],
+                     const qkrt_select_query *q, qkrt_select_usable_fn usable, void *user,
+                     uint32_t *kernel, int *level, char *err, size_t err_size) {
+    const int64_t dims[3] = {q->M, q->K, q->T};
+    static const char *const dim_names[3] = {"M", "K", "T"};
+    for (int l = 0; l < 4; l++) {
+        const qkrt_json *rules = l < 3 ? (entries[l] ? qkrt_json_get(entries[l], "rules") : NULL)
+                                       : qkrt_json_get(table, "default");
+        for (uint32_t i = 0; rules && rules->type == QKRT_JSON_ARRAY && i < rules->count; i++) {
+            const qkrt_json *r = &rules->items[i];
+            const char *rop = str_of(r, "op"), *rf = str_of(r, "format");
+            const char *rv = str_of(r, "format_variant"), *name = str_of(r, "kernel");
+            const char *ra = str_of(r, "activations"); /* absent: f32 */
+            if (!rop || !rf || !name) {
+                snprintf(err, err_size, "select: rule at %u:%u lacks op, format or kernel", r->line,
+                         r->column);
+                return -1;
+            }
+            if (!ra && qkrt_json_get(r, "activations")) {
+                snprintf(err, err_size, "select: rule at %u:%u: \"activations\" is not a string",
+                         r->line, r->column);
+                return -1;
+            }
+            if (strcmp(rop, q->op) || strcmp(rf, q->format) ||
+                (q->option && strcmp(rv ? rv : "", q->option)) ||
+                strcmp(ra ? ra : "f32", q->activations))
+                continue;
+            bool inside = true;
+            for (int d = 0; d < 3; d++) {
+                int in = in_range(r, dim_names[d], dims[d]);
+                if (in < 0) {
+                    snprintf(err, err_size, "select: rule at %u:%u: \"%s\" is not [lo, hi or null]",
+                             r->line, r->column, dim_names[d]);
+                    return -1;
+                }
+                inside &= in == 1;
+            }
+            if (inside && usable(user, name, kernel)) {
+                *level = l;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+const char *qkrt_select_level_name(qkrt_select_level level) {
+    static const char *const names[] = {"device", "family", "vendor", "default"};
+    return (unsigned)level < 4 ? names[level] : "unknown";
+}
+
+typedef struct usable_ctx {
+    qkrt_context *ctx;
+    const qkrt_bundle *bundle;
+    const char *activations;
+    const qkrt_shape *shape;
+} usable_ctx;
+
+/* A rule's kernel answers where the bundle has it, it reads the activations
+ * asked (whatever the rule says), the device runs it and the shape meets its
+ * constraints. */
+static bool bundle_usable(void *user, const char *name, uint32_t *index) {
+    const usable_ctx *u = user;
+    int ki = qkrt_bundle_find(u->bundle, name);
+    if (ki < 0 || strcmp(kernel_activations(u->bundle, (uint32_t)ki), u->activations) ||
+        qkrt_kernel_check(u->ctx, u->bundle, (uint32_t)ki) != QKRT_OK ||
+        !fits(u->bundle, (uint32_t)ki, u->shape))
+        return false;
+    *index = (uint32_t)ki;
+    return true;
+}
+
+/* "its own rules, its family's (NAME), ... and the default ones": what a
+ * query no rule answers was looked up in. */
+static void levels_read(const qkrt_json *const entries[3], char *out, size_t size) {
+    static const char *const what[3] = {"its own rules", "its family's", "its vendor's"};
+    size_t n = 0;
+    out[0] = 0;
+    for (int l = 0; l < 3; l++) {
+        if (!entries[l]) continue;
+        const char *name = str_of(entries[l], "name");
+        int w = snprintf(out + n, size - n, "%s%s%s%s%s", n ? ", " : "", what[l],
+                         l && name ? " (" : "", l && name ? name : "", l && name ? ")" : "");
+        if (w < 0 || (size_t)w >= size - n) return;
+        n += (size_t)w;
+    }
+    snprintf(out + n, size - n, "%sthe default ones", n ? " and " : "an unknown device: ");
+}
+
 qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
                         const char *format, const qkrt_shape *shape, uint32_t *kernel) {
     return qkrt_select_activations(ctx, bundle, op, format, "f32", shape, kernel);
@@ -250,7 +362,19 @@ qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char
 qkrt_result qkrt_select_activations(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
                                     const char *format, const char *activations,
                                     const qkrt_shape *shape, uint32_t *kernel) {
-    if (!ctx || !bundle || !op || !format || !activations || !shape || !kernel)
+    if (!activations || !kernel)
+        return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_select: a NULL argument");
+    qkrt_selection sel;
+    qkrt_result r = qkrt_select_ex(ctx, bundle, op, format, activations, shape, &sel);
+    if (r == QKRT_OK) *kernel = sel.kernel;
+    return r;
+}
+
+qkrt_result qkrt_select_ex(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
+                           const char *format, const char *activations, const qkrt_shape *shape,
+                           qkrt_selection *out) {
+    if (!activations) activations = "f32";
+    if (!ctx || !bundle || !op || !format || !shape || !out)
         return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_select: a NULL argument");
     const qkrt_json *t = select_table(bundle);
     if (!t) return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED, "the bundle has no select table");
@@ -269,55 +393,29 @@ qkrt_result qkrt_select_activations(qkrt_context *ctx, const qkrt_bundle *bundle
     char fmt[128], opt[32] = "";
     snprintf(fmt, sizeof fmt, "%s", format);
     char *slash = strchr(fmt, '/');
-    bool any_opt = !slash;
     if (slash) *slash = 0, snprintf(opt, sizeof opt, "%s", slash + 1);
     qkrt_device_identity id;
     qkrt_device_identify(ctx, &id);
-    const qkrt_json *dev = device_entry(qkrt_json_get(t, "devices"), &id);
-    const qkrt_json *lists[2] = {dev ? qkrt_json_get(dev, "rules") : NULL,
-                                 qkrt_json_get(t, "default")};
-    for (int l = 0; l < 2; l++) {
-        const qkrt_json *rules = lists[l];
-        for (uint32_t i = 0; rules && rules->type == QKRT_JSON_ARRAY && i < rules->count; i++) {
-            const qkrt_json *r = &rules->items[i];
-            const char *rop = str_of(r, "op"), *rf = str_of(r, "format");
-            const char *rv = str_of(r, "format_variant"), *name = str_of(r, "kernel");
-            const char *ra = str_of(r, "activations"); /* absent: f32 */
-            if (!rop || !rf || !name)
-                return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
-                                 "select: rule at %u:%u lacks op, format or kernel", r->line,
-                                 r->column);
-            if (!ra && qkrt_json_get(r, "activations"))
-                return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
-                                 "select: rule at %u:%u: \"activations\" is not a string", r->line,
-                                 r->column);
-            if (strcmp(rop, op) || strcmp(rf, fmt) || (!any_opt && strcmp(rv ? rv : "", opt)) ||
-                strcmp(ra ? ra : "f32", activations))
-                continue;
-            bool inside = true;
-            for (int d = 0; d < 3; d++) {
-                int in = in_range(r, dim_names[d], dims[d]);
-                if (in < 0)
-                    return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
-                                     "select: rule at %u:%u: \"%s\" is not [lo, hi or null]",
-                                     r->line, r->column, dim_names[d]);
-                inside &= in == 1;
-            }
-            if (!inside) continue;
-            int ki = qkrt_bundle_find(bundle, name);
-            /* the kernel must read the activations asked for, whatever the
-             * rule says */
-            if (ki < 0 || strcmp(kernel_activations(bundle, (uint32_t)ki), activations) ||
-                qkrt_kernel_check(ctx, bundle, (uint32_t)ki) != QKRT_OK ||
-                !fits(bundle, (uint32_t)ki, shape))
-                continue;
-            *kernel = (uint32_t)ki;
-            return QKRT_OK;
-        }
+    const qkrt_json *entries[3];
+    qkrt_select_entries(t, id.vendor_id, id.device_id, id.driver_version, entries);
+    qkrt_select_query q = {op, fmt, slash ? opt : NULL, activations, dims[0], dims[1], dims[2]};
+    usable_ctx u = {ctx, bundle, activations, shape};
+    char err[256];
+    int level = 0;
+    int found =
+        qkrt_select_scan(t, entries, &q, bundle_usable, &u, &out->kernel, &level, err, sizeof err);
+    if (found < 0) return qkrt_fail(ctx, QKRT_ERROR_MANIFEST, "%s", err);
+    if (found) {
+        out->level = (qkrt_select_level)level;
+        const char *name = level < 3 ? str_of(entries[level], "name") : NULL;
+        out->tuned_on = name ? name : "";
+        return QKRT_OK;
     }
-    return qkrt_fail(
-        ctx, QKRT_ERROR_UNSUPPORTED,
-        "select: no rule for %s %s on %s activations at M=%lld K=%lld T=%lld on %s (%s)", op,
-        format, activations, (long long)dims[0], (long long)dims[1], (long long)dims[2], id.name,
-        dev ? "its own rules and the default ones" : "an unknown device: the default rules");
+    char levels[640];
+    levels_read(entries, levels, sizeof levels);
+    return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED,
+                     "select: no rule for %s %s on %s activations at M=%lld K=%lld T=%lld on %s "
+                     "(%s)",
+                     op, format, activations, (long long)dims[0], (long long)dims[1],
+                     (long long)dims[2], id.name, levels);
 }

@@ -335,10 +335,10 @@ static void group_rules(qk_str *o, const qk_tune_outcome *const *sel, uint32_t n
     free(ts), free(ms), free(ks);
 }
 
-void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
-                         const qk_tune_default *defaults, uint32_t nd) {
+int qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
+                        const qk_tune_default *defaults, uint32_t nd) {
     /* version 2 where a rule names activations other than f32 (the bundle
-     * then says schema 4, which readers of 3 refuse: finish_manifest) */
+     * then says schema 4, which readers of 3 refuse: cmd_build_tuned) */
     bool v2 = false;
     for (uint32_t i = 0; i < n; i++)
         v2 |= oc[i].best && strcmp(qk_tune_case_activations(&oc[i].c), "f32");
@@ -353,8 +353,9 @@ void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
         const qk_tune_device *d = &oc[i].dev;
         qk_str_addf(o,
                     "%s\n      { \"vendor_id\": %u, \"device_id\": %u, \"driver_version\": %u, "
-                    "\"cache_uuid\": ",
-                    first_dev ? "" : ",", d->vendor_id, d->device_id, d->driver_version);
+                    "\"family_mask\": %u, \"cache_uuid\": ",
+                    first_dev ? "" : ",", d->vendor_id, d->device_id, d->driver_version,
+                    QK_TUNE_FAMILY_MASK);
         qk_json_string(o, d->cache_uuid);
         qk_str_add(o, ", \"name\": ");
         qk_json_string(o, d->name);
@@ -385,6 +386,7 @@ void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
     qk_str_add(o, "\n    ]\n  }");
     free(done);
     free(sel);
+    return v2 ? 2 : 1;
 }
 
 bool qk_tune_manifest_hashes(const char *bundle_dir, char ***names, char ***hashes, uint32_t *n,
@@ -428,6 +430,12 @@ static void build_progress(void *user, uint32_t done, uint32_t total, const char
 bool qk_tune_build_subset(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
                           const char *templates, const char *out_dir, const char *name, bool quiet,
                           qk_build_stats *st, qk_error *e) {
+    return qk_tune_build_tuned(specs, plan, want, templates, out_dir, name, quiet, NULL, st, e);
+}
+
+bool qk_tune_build_tuned(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
+                         const char *templates, const char *out_dir, const char *name, bool quiet,
+                         const qk_bundle_tuned *tuned, qk_build_stats *st, qk_error *e) {
     bool *take = qk_xcalloc(plan->variant_count + 1, sizeof *take);
     for (uint32_t i = 0; i < plan->variant_count; i++)
         if (want[i]) take[i] = take[plan->variants[i].module_first] = true;
@@ -445,7 +453,8 @@ bool qk_tune_build_subset(const qk_spec_set *specs, const qk_plan *plan, const b
                        .out_dir = out_dir,
                        .name = name,
                        .progress = quiet ? NULL : build_progress,
-                       .log = stderr}; /* a tune waiting for another's build of DIR says so */
+                       .log = stderr, /* a tune waiting for another's build of DIR says so */
+                       .tuned = tuned};
     qk_compile_init();
     bool ok = qk_bundle_build(specs, &sub, &o, st, e);
     qk_compile_finish();

@@ -56,14 +56,22 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
                           const char *(*fallback_of)(void *user, const qk_tune_case *c), void *user,
                           qk_tune_outcome **out);
 
+/* The family_mask of every device entry a select table gets: its rules also
+ * serve the devices of its vendor whose ids differ in their low 8 bits only
+ * (docs/manifest.md, "Selection"), and then the vendor's others. PCI device
+ * ids come in blocks of 256 per chip and its variants (NVIDIA's 0x233x: the
+ * H100 and H200), where one tile tuning is a good guess for the others. */
+#define QK_TUNE_FAMILY_MASK 0xffffff00u
+
 /* The manifest's "select" object (docs/manifest.md) from the outcomes with a
  * winner, grouped by device, and the fallbacks (names[i] of ops[i]) as the
- * device-independent default (one with an empty kernel: none, no rule). */
+ * device-independent default (one with an empty kernel: none, no rule).
+ * Returns the table's version (2 where a rule names f16 activations). */
 typedef struct qk_tune_default {
     char op[24], format[64], option[16], activations[8], kernel[256], precision[8];
 } qk_tune_default;
-void qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
-                         const qk_tune_default *defaults, uint32_t nd);
+int qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
+                        const qk_tune_default *defaults, uint32_t nd);
 
 /* A case as the tuner and its report print it: "matmul q4_0 m=4096 k=14336
  * t=512", the format's option ("/bf16"), " e=E/top_k" for MoE and " x=f16"
@@ -90,6 +98,12 @@ bool qk_tune_manifest_hashes(const char *bundle_dir, char ***names, char ***hash
 bool qk_tune_build_subset(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
                           const char *templates, const char *out_dir, const char *name, bool quiet,
                           qk_build_stats *st, qk_error *e);
+/* qk_tune_build_subset with what a tuned bundle's manifest adds (its select
+ * table, schema and the kernels it lists; NULL: nothing), which the bundle
+ * writer puts into the manifest it writes. */
+bool qk_tune_build_tuned(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
+                         const char *templates, const char *out_dir, const char *name, bool quiet,
+                         const qk_bundle_tuned *tuned, qk_build_stats *st, qk_error *e);
 
 /* Fewer distinct kernels: within each device's (op, format, option), a case
  * takes a kernel that already serves other cases where its time there is

@@ -232,35 +232,42 @@ typedef struct unit {
     char spv_hash[65];
 } unit;
 
-/* The "kernels" and "modules" arrays. A module's entry holds each SPIR-V
- * file once with the specialization constants it leaves open and the values
- * the bundle's kernels give them; where the module serves two kernels or
- * more, also every field that all of them have alike, which their own
- * entries then leave out (docs/manifest.md, "Kernels and modules"). */
-static void manifest_entries(qk_str *m, const unit *units, uint32_t nu) {
+/* The "kernels" and "modules" arrays of the units listed[] marks. A module's
+ * entry holds each SPIR-V file once with the specialization constants it
+ * leaves open and the values the bundle's kernels give them; where the module
+ * serves two kernels or more, also every field that all of them have alike,
+ * which their own entries then leave out (docs/manifest.md, "Kernels and
+ * modules"). A module whose first variant is not listed (built for its
+ * SPIR-V alone) takes its fields from its first listed kernel. */
+static void manifest_entries(qk_str *m, const unit *units, const bool *listed, uint32_t nu) {
     entry *es = qk_xcalloc(nu + 1, sizeof *es);
     uint32_t *shared = qk_xcalloc(nu + 1, sizeof *shared);   /* by owner: bit f, FIELDS[f] */
-    uint32_t *kernels = qk_xcalloc(nu + 1, sizeof *kernels); /* by owner: its kernels */
+    uint32_t *kernels = qk_xcalloc(nu + 1, sizeof *kernels); /* by owner: its listed kernels */
+    uint32_t *first = qk_xcalloc(nu + 1, sizeof *first);     /* by owner: its first listed */
     for (uint32_t i = 0; i < nu; i++) {
+        if (!listed[i]) continue;
         kernel_entry(units[i].v, &es[i]);
-        kernels[units[i].owner]++;
+        if (!kernels[units[i].owner]++) first[units[i].owner] = i;
     }
     for (uint32_t i = 0; i < nu; i++) {
         uint32_t o = units[i].owner;
-        if (kernels[o] < 2) continue;
-        if (o == i) {
+        if (!listed[i] || kernels[o] < 2) continue;
+        if (first[o] == i) {
             shared[o] = (1u << N_FIELDS) - 1;
             continue;
         }
         for (uint32_t f = 0; f < N_FIELDS; f++)
-            if (strcmp(es[i].json[f], es[o].json[f])) shared[o] &= ~(1u << f);
+            if (strcmp(es[i].json[f], es[first[o]].json[f])) shared[o] &= ~(1u << f);
     }
+    bool first_kernel = true;
     for (uint32_t i = 0; i < nu; i++) {
         const unit *u = &units[i];
+        if (!listed[i]) continue;
         uint32_t own = ~shared[u->owner];
         bool one_line = shared[u->owner] != 0;
         const char *sep = one_line ? ", " : ",\n      ";
-        qk_str_addf(m, "%s\n    { \"name\": ", i ? "," : "");
+        qk_str_addf(m, "%s\n    { \"name\": ", first_kernel ? "" : ",");
+        first_kernel = false;
         qk_json_string(m, u->v->name);
         qk_str_add(m, ", \"module\": ");
         qk_json_string(m, u->v->module);
@@ -269,21 +276,21 @@ static void manifest_entries(qk_str *m, const unit *units, uint32_t nu) {
         qk_str_addf(m, "%s\"specialization_constants\": %s }", sep, es[i].spec);
     }
     qk_str_add(m, "\n  ],\n  \"modules\": [");
-    bool first = true;
+    bool first_module = true;
     for (uint32_t i = 0; i < nu; i++) {
         const unit *u = &units[i];
-        if (u->owner != i) continue;
+        if (u->owner != i || !kernels[i]) continue;
         char spv[300];
         snprintf(spv, sizeof spv, "%s.spv", u->v->module);
-        qk_str_addf(m, "%s\n    { \"name\": ", first ? "" : ",");
+        qk_str_addf(m, "%s\n    { \"name\": ", first_module ? "" : ",");
         qk_json_string(m, u->v->module);
         qk_str_add(m, ", \"spv\": ");
         qk_json_string(m, spv);
         qk_str_addf(m, ", \"spv_sha256\": \"%s\",", u->spv_hash);
-        first = false;
+        first_module = false;
         for (uint32_t f = 0; f < N_FIELDS; f++)
             if (shared[i] & (1u << f))
-                qk_str_addf(m, "\n      \"%s\": %s,", FIELDS[f], es[i].json[f]);
+                qk_str_addf(m, "\n      \"%s\": %s,", FIELDS[f], es[first[i]].json[f]);
         qk_str_add(m, "\n      \"specialization_constants\": [");
         uint32_t ids[QK_SPEC_COUNT], values[QK_SPEC_COUNT];
         uint32_t ns = qk_variant_specialization(u->v, ids, values);
@@ -294,7 +301,7 @@ static void manifest_entries(qk_str *m, const unit *units, uint32_t nu) {
             /* each value a kernel of this module gives it, once, in order of first use */
             uint32_t seen[64], nseen = 0;
             for (uint32_t j = i; j < nu; j++) {
-                if (units[j].owner != i) continue;
+                if (units[j].owner != i || !listed[j]) continue;
                 uint32_t val = qk_variant_tile(units[j].v, (qk_tile_param)ids[s]);
                 bool dup = false;
                 for (uint32_t q = 0; q < nseen; q++)
@@ -309,10 +316,11 @@ static void manifest_entries(qk_str *m, const unit *units, uint32_t nu) {
     }
     qk_str_add(m, "\n  ]");
     for (uint32_t i = 0; i < nu; i++)
-        entry_free(&es[i]);
+        if (listed[i]) entry_free(&es[i]);
     free(es);
     free(shared);
     free(kernels);
+    free(first);
 }
 
 /* Replaces dst by src in one step where the kernel can (renameat2 exchange),
@@ -403,6 +411,24 @@ static int lock_bundle(const char *out_dir, const char *name, FILE *log, qk_erro
     return fd;
 }
 
+/* listed[i]: whether unit i gets a kernel entry: every unit, or those the
+ * tuned build names (each name must be a unit's). */
+static bool list_units(const qk_bundle_tuned *t, const unit *units, uint32_t nu, bool *listed,
+                       qk_error *e) {
+    for (uint32_t i = 0; i < nu; i++)
+        listed[i] = !t || !t->listed;
+    for (uint32_t j = 0; t && t->listed && j < t->listed_count; j++) {
+        bool found = false;
+        for (uint32_t i = 0; i < nu; i++)
+            if (!strcmp(units[i].v->name, t->listed[j])) listed[i] = found = true;
+        if (!found) {
+            qk_error_set(e, "%s: listed for the manifest but not built", t->listed[j]);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_build_opts *o,
                      qk_build_stats *st, qk_error *e) {
     memset(st, 0, sizeof *st);
@@ -466,9 +492,25 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
         qk_sha256_update(&inputs, u->key, 64);
     }
     free(owner_of);
+    bool *listed = qk_xcalloc(nu + 1, sizeof *listed);
+    if (ok) ok = list_units(o->tuned, units, nu, listed, e);
+    /* a tuned bundle's table, schema and listing are inputs too: a bundle
+     * built before with another table is not current */
+    if (o->tuned) {
+        const qk_bundle_tuned *t = o->tuned;
+        qk_sha256_update(&inputs, "tuned", 6);
+        qk_sha256_update(&inputs, t->select ? t->select : "",
+                         strlen(t->select ? t->select : "") + 1);
+        qk_sha256_update(&inputs, t->schema ? t->schema : "",
+                         strlen(t->schema ? t->schema : "") + 1);
+        for (uint32_t i = 0; i < nu; i++)
+            qk_sha256_update(&inputs, listed[i] ? "1" : "0", 1);
+    }
     char inputs_hash[65];
     qk_sha256_final_hex(&inputs, inputs_hash);
-    st->variants = nu;
+    st->variants = 0; /* the kernels the manifest lists */
+    for (uint32_t i = 0; i < nu; i++)
+        st->variants += listed[i];
     if (ok && nu == 0) {
         qk_error_set(e, "no variant to build%s%s", o->filter ? " matches " : "",
                      o->filter ? o->filter : "");
@@ -494,8 +536,12 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
     qk_str_addf(&manifest,
                 "{\n  \"schema\": \"%s\",\n  \"generator\": { \"name\": \"qkgen\", \"version\": "
                 "\"%s\", \"hash\": \"%s\" },\n  \"inputs_hash\": \"%s\",\n  \"target\": { "
-                "\"vulkan\": \"1.2\", \"spirv\": \"1.5\" },\n  \"kernels\": [",
-                QK_BUNDLE_SCHEMA, QK_VERSION, qk_generator_hash(), inputs_hash);
+                "\"vulkan\": \"1.2\", \"spirv\": \"1.5\" },",
+                o->tuned && o->tuned->schema ? o->tuned->schema : QK_BUNDLE_SCHEMA, QK_VERSION,
+                qk_generator_hash(), inputs_hash);
+    if (o->tuned && o->tuned->select)
+        qk_str_addf(&manifest, "\n  \"select\": %s,", o->tuned->select);
+    qk_str_add(&manifest, "\n  \"kernels\": [");
     for (uint32_t i = 0; ok && i < nu; i++) {
         unit *u = &units[i];
         if (u->owner == i) { /* the module's first variant: compile or take it from the cache */
@@ -532,6 +578,10 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
             u->spv = spv;
             u->spv_bytes = n;
             qk_sha256_hex(spv, n, u->spv_hash);
+            bool any = false; /* a module no listed kernel uses has no file */
+            for (uint32_t j = i; j < nu && !any; j++)
+                any = units[j].owner == i && listed[j];
+            if (!any) continue;
             char file[300];
             snprintf(file, sizeof file, "%s/%s.spv", tmp.s, u->v->module);
             ok = qk_write_file(file, spv, n, e);
@@ -570,7 +620,7 @@ bool qk_bundle_build(const qk_spec_set *specs, const qk_plan *plan, const qk_bui
         free(job.declared);
         free(job.errors);
     }
-    if (ok) manifest_entries(&manifest, units, nu);
+    if (ok) manifest_entries(&manifest, units, listed, nu);
     qk_str_add(&manifest, "\n}\n");
     if (ok) {
         char *mpath = qk_path_join(tmp.s, "manifest.json");
@@ -586,6 +636,7 @@ done:
     for (uint32_t i = 0; i < nu; i++)
         free(units[i].glsl), free(units[i].spv);
     free(units);
+    free(listed);
     free(picked);
     free(bundle_dir);
     free(cache_dir);

@@ -13,6 +13,19 @@
 #define QK_BUNDLE_SCHEMA_ACT "qkgen-bundle/4"
 #define QK_VERSION           "0.1.0"
 
+/* What a tuned build (`qkgen build --tuned`) adds to its bundle's manifest,
+ * which the writer, not the tuner, puts there (docs/manifest.md,
+ * "Selection"). */
+typedef struct qk_bundle_tuned {
+    const char *select; /* the "select" object as JSON text, checked by the caller */
+    const char *schema; /* the schema the table needs (QK_BUNDLE_SCHEMA_ACT); NULL: the usual */
+    /* The variants the manifest lists, by name; a variant built besides them
+     * is there only because a listed one's module starts with it (a module's
+     * first variant gives its SPIR-V and hash), and has no entry. */
+    const char *const *listed;
+    uint32_t listed_count;
+} qk_bundle_tuned;
+
 typedef struct qk_build_opts {
     const char *templates_dir; /* GLSL templates and includes */
     const char *out_dir;       /* the bundle goes to out_dir/name */
@@ -26,10 +39,12 @@ typedef struct qk_build_opts {
     void (*check_progress)(void *user, uint32_t done, uint32_t total, const char *variant);
     void *user;
     FILE *log; /* where a build that waits for another's lock of the bundle says so; NULL: not */
+    const qk_bundle_tuned *tuned; /* NULL: an untuned bundle that lists every variant built */
 } qk_build_opts;
 
 typedef struct qk_build_stats {
-    uint32_t variants, modules, compiled, cached, dropped;
+    uint32_t variants; /* the kernels the manifest lists */
+    uint32_t modules, compiled, cached, dropped;
     bool up_to_date; /* the bundle was current: nothing written */
     char path[1024]; /* the bundle folder */
 } qk_build_stats;

@@ -2,8 +2,9 @@
 """The exported header's select table and qkb_select against select_eval.py
 (docs/manifest.md's rule, evaluated independently): a copy of BUNDLE gets a
 random select table over its kernels, is exported, and both answer the same
-queries (devices known, known with another driver, unknown; shapes inside,
-between and beyond the ranges)."""
+queries (devices known, known with another driver, siblings of a family,
+other chips of a vendor, unknown; shapes inside, between and beyond the
+ranges), with the level each answer comes from."""
 import json
 import os
 import random
@@ -37,9 +38,16 @@ def main(argv):
     with open(os.path.join(copy, "manifest.json")) as f:
         man = json.load(f)
     ks = [k for k in manifest_view.kernels(man) if k["family"] in ("matvec", "matvec_id", "matmul", "matmul_id")]
-    devices = [{"vendor_id": 4318, "device_id": 8961, "driver_version": d, "cache_uuid": "0" * 32,
-                "name": f"device {d}", "rules": [rule(rng, rng.choice(ks)) for _ in range(12)]}
-               for d in (100, 200)]
+    # two drivers of 0x2301 (the second without family_mask: its device only),
+    # a sibling 0x2305, another chip 0x2684 and another vendor's device
+    ids = [(4318, 0x2301, 100, True), (4318, 0x2301, 200, False), (4318, 0x2305, 1, True),
+           (4318, 0x2684, 1, True), (4319, 0x2301, 1, True)]
+    devices = [{"vendor_id": v, "device_id": d, "driver_version": drv, "cache_uuid": "0" * 32,
+                "name": f"device {d:#x} {drv}", "rules": [rule(rng, rng.choice(ks)) for _ in range(8)]}
+               for v, d, drv, _ in ids]
+    for d, (_, _, _, mask) in zip(devices, ids):
+        if mask:
+            d["family_mask"] = 0xffffff00
     man["select"] = {"version": 2, "devices": devices,
                      "default": [rule(rng, rng.choice(ks)) for _ in range(8)]}
     with open(os.path.join(copy, "manifest.json"), "w") as f:
@@ -59,8 +67,10 @@ def main(argv):
     names = [n.strip().strip('"') for n in listed.split(",")]
     queries, expected = [], []
     for _ in range(600):
-        r = rng.choice(devices[0]["rules"] + devices[1]["rules"] + man["select"]["default"])
-        dev = rng.choice([(4318, 8961, 100), (4318, 8961, 200), (4318, 8961, 300), (1, 2, 3)])
+        r = rng.choice([r for d in devices for r in d["rules"]] + man["select"]["default"])
+        dev = rng.choice([(4318, 0x2301, 100), (4318, 0x2301, 200), (4318, 0x2301, 300),
+                          (4318, 0x2302, 1), (4318, 0x2305, 1), (4318, 0x2700, 1),
+                          (4319, 0x2301, 1), (4319, 0x1000, 1), (1, 2, 3)])
         variant = rng.choice(["-", r["format_variant"]])
         shape = {n: rng.randint(1, 8) for n in names}
         shape.update(M=rng.randint(1, 450), K=rng.choice([32, 64, 256, 320, 33]),
@@ -68,7 +78,8 @@ def main(argv):
         shape["max_per_expert"] = shape["T"]
         fmt = r["format"] + ("" if variant == "-" else "/" + variant)
         act = rng.choice(["f32", "f16", r.get("activations", "f32")])
-        want, _ = select_eval.select(man, dev, r["op"], fmt, shape, act)
+        kernel, level = select_eval.select(man, dev, r["op"], fmt, shape, act)
+        want = f"{kernel}:{level}" if level else "-"
         queries.append(" ".join(str(x) for x in (*dev, r["op"], r["format"],
                                                  variant if variant else "-", act)) + " " +
                        " ".join(str(shape[n]) for n in names))
@@ -79,9 +90,11 @@ def main(argv):
     for q, w, g in wrong[:10]:
         print(f"FAIL: {q}\n  select_eval: {w}\n  header:      {g}")
     picked = sum(w != "-" for w in expected)
-    print(f"seed {seed}: {len(queries)} queries ({picked} pick a kernel), "
+    levels = {lv: sum(w.endswith(":" + lv) for w in expected) for lv in select_eval.LEVELS}
+    print(f"seed {seed}: {len(queries)} queries ({picked} pick a kernel; by level {levels}), "
           f"{len(wrong) + abs(len(got) - len(expected))} differ")
-    return 1 if wrong or len(got) != len(expected) or run.returncode else 0
+    return 1 if wrong or len(got) != len(expected) or run.returncode or not all(
+        levels.values()) else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 /* Reads queries (vendor device driver op format variant|- activations and a
  * value for each shape variable in the order of qkb_shape_names) and prints
- * the kernel qkb_select_activations picks (qkb_select for f32), or "-";
+ * the kernel qkb_select_level picks and the level ("NAME:family"), or "-";
+ * "disagree" where qkb_select_activations (qkb_select for f32) picks another.
  * check_select.py compares with select_eval.py. */
 #define QKB_IMPLEMENTATION
 #include "qkb_bundle.h"
@@ -13,8 +14,9 @@ int main(void) {
     char op[64], format[64], variant[64], act[16];
     while (scanf("%u %u %u %63s %63s %63s %15s", &vendor, &device, &driver, op, format, variant,
                  act) == 7) {
+        static const char *const levels[] = {"device", "family", "vendor", "default"};
         qkb_shape s;
-        int i, k;
+        int i, k, kl, level = -1;
         memset(&s, 0, sizeof s);
         for (i = 0; i < QKB_SHAPE_COUNT; i++) {
             long long v;
@@ -26,7 +28,14 @@ int main(void) {
         else
             k = qkb_select(vendor, device, driver, op, format,
                            strcmp(variant, "-") ? variant : NULL, &s, NULL, NULL);
-        printf("%s\n", k < 0 ? "-" : qkb_kernels[k].name);
+        kl = qkb_select_level(vendor, device, driver, op, format,
+                              strcmp(variant, "-") ? variant : NULL, act, &s, NULL, NULL, &level);
+        if (k != kl || (k >= 0 && (level < QKB_SELECT_DEVICE || level > QKB_SELECT_DEFAULT)))
+            printf("disagree\n");
+        else if (k < 0)
+            printf("-\n");
+        else
+            printf("%s:%s\n", qkb_kernels[k].name, levels[level]);
     }
     return 0;
 }

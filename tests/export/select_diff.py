@@ -4,7 +4,8 @@
 compiled against each header). For TABLES random select tables over BUNDLE's
 kernels, with the integer literals of random grids and constraints rewritten
 with leading zeros (the same value to libqkrt's reader), both answer the same
-random queries: the same kernel and the same workgroup counts, every time.
+random queries: the same kernel, the same workgroup counts and the same level
+(device, family, vendor, default), every time.
 
 usage: select_diff.py QKGEN SELECT_QKRT BUNDLE SCRATCH SEED [TABLES]"""
 import json
@@ -17,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
 import manifest_view  # noqa: E402
+import select_eval  # noqa: E402
 
 PRODUCTS = ("matvec", "matvec_id", "matmul", "matmul_id")
 
@@ -46,21 +48,27 @@ def table(rng, ks, dev):
     vendor, device, driver = dev
     entries = []
     # the device's own entry, one of the same device with another driver
-    # (taken when no entry has this driver), another device's, in random order
-    for ids in rng.sample([(vendor, device, driver), (vendor, device, driver + 1),
-                           (vendor + 1, device, driver)], rng.randint(0, 3)):
-        entries.append({"vendor_id": ids[0], "device_id": ids[1], "driver_version": ids[2],
-                        "cache_uuid": "0" * 32, "name": "device %d" % ids[2],
-                        "rules": [rule(rng, rng.choice(ks)) for _ in range(rng.randint(0, 10))]})
+    # (taken when no entry has this driver), a sibling's (another device id
+    # under the family mask), another chip's of the vendor, another vendor's,
+    # in random order, each with family_mask or (as tables written before the
+    # levels) without
+    ids = [(vendor, device, driver), (vendor, device, driver + 1),
+           (vendor, device ^ rng.randint(1, 255), driver), (vendor, device ^ 0x100, driver),
+           (vendor, device ^ 0x10000, driver), (vendor + 1, device, driver)]
+    for ids in rng.sample(ids, rng.randint(0, len(ids))):
+        entry = {"vendor_id": ids[0], "device_id": ids[1], "driver_version": ids[2],
+                 "cache_uuid": "0" * 32, "name": "device %d" % ids[2],
+                 "rules": [rule(rng, rng.choice(ks)) for _ in range(rng.randint(0, 10))]}
+        if rng.random() < 0.8:
+            entry["family_mask"] = rng.choice([0xffffff00, 0xffffff00, 0xffff0000, 0])
+        entries.append(entry)
     default = [rule(rng, rng.choice(ks)) for _ in range(rng.randint(0, 8))]
     rules = default + [r for e in entries for r in e["rules"]]
     version = 2 if any("activations" in r for r in rules) else 1
-    # the rules this device's queries reach (docs/manifest.md's rule 1), for
+    # the rules this device's queries reach (its levels' entries), for
     # queries that mostly meet one
-    own = [e for e in entries if (e["vendor_id"], e["device_id"]) == (vendor, device)]
-    exact = [e for e in own if e["driver_version"] == driver]
-    seen = (exact or own)[:1]
-    visible = (seen[0]["rules"] if seen else []) + default
+    visible = [r for e in select_eval.entries({"devices": entries}, dev) if e
+               for r in e["rules"]] + default
     return {"version": version, "devices": entries, "default": default}, visible or rules
 
 
@@ -126,6 +134,7 @@ def main(argv):
     ks = [k for k in manifest_view.kernels(base) if k["family"] in PRODUCTS]
     src = os.path.join(os.path.dirname(__file__), "select_header.c")
     differ = asked = picked = 0
+    levels = {}
     for t in range(tables):
         copy = os.path.join(scratch, f"t{t}")
         shutil.rmtree(copy, ignore_errors=True)
@@ -173,12 +182,15 @@ def main(argv):
         for q, a, b in zip(queries, lib_out, hdr_out):
             asked += 1
             picked += a != "-"
+            if a != "-":
+                levels[a.split()[-1]] = levels.get(a.split()[-1], 0) + 1
             if a != b:
                 differ += 1
                 if differ <= 10:
                     print(f"FAIL table {t}: {q[0]} {q[1]} {q[2]} {q[3]} "
                           f"{dict(zip(names, q[4]))}\n  libqkrt: {a}\n  header:  {b}")
-    print(f"seed {seed}: {tables} tables, {asked} queries ({picked} pick a kernel), {differ} differ")
+    print(f"seed {seed}: {tables} tables, {asked} queries ({picked} pick a kernel; by level "
+          f"{levels}), {differ} differ")
     return 1 if differ or not picked else 0
 
 

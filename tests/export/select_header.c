@@ -2,8 +2,9 @@
  * ("kernel NAME 0|1" lines up to "end", as select_qkrt prints them), then
  * queries ("vendor device driver op format variant|- activations" and a value
  * for each name of qkb_shape_names, in order) and prints the kernel
- * qkb_select_activations picks with its dispatch grid (-1 -1 -1 where it
- * fails), or "-". */
+ * qkb_select_level picks with its dispatch grid (-1 -1 -1 where it fails) and
+ * the level that answered, or "-"; "disagree" where qkb_select_activations
+ * picks another kernel. */
 #define QKB_IMPLEMENTATION
 #include "qkb_bundle.h"
 
@@ -26,12 +27,14 @@ int main(void) {
         k = qkb_find(word);
         if (k >= 0) runs[k] = (char)flag;
     }
+    static const char *const levels[] = {"device", "family", "vendor", "default"};
     unsigned vendor, device, driver;
     char op[64], format[64], variant[64], act[16];
     while (scanf("%u %u %u %63s %63s %63s %15s", &vendor, &device, &driver, op, format, variant,
                  act) == 7) {
         qkb_shape s;
         uint32_t g[3];
+        int level = -1, kl;
         memset(&s, 0, sizeof s);
         for (i = 0; i < QKB_SHAPE_COUNT; i++) {
             long long v;
@@ -39,12 +42,17 @@ int main(void) {
         }
         k = qkb_select_activations(vendor, device, driver, op, format,
                                    strcmp(variant, "-") ? variant : NULL, act, &s, can_run, NULL);
-        if (k < 0)
+        kl =
+            qkb_select_level(vendor, device, driver, op, format,
+                             strcmp(variant, "-") ? variant : NULL, act, &s, can_run, NULL, &level);
+        if (k != kl || (k >= 0 && (level < QKB_SELECT_DEVICE || level > QKB_SELECT_DEFAULT)))
+            printf("disagree\n");
+        else if (k < 0)
             printf("-\n");
         else if (qkb_kernels[k].dispatch(&s, g))
-            printf("%s -1 -1 -1\n", qkb_kernels[k].name);
+            printf("%s -1 -1 -1 %s\n", qkb_kernels[k].name, levels[level]);
         else
-            printf("%s %u %u %u\n", qkb_kernels[k].name, g[0], g[1], g[2]);
+            printf("%s %u %u %u %s\n", qkb_kernels[k].name, g[0], g[1], g[2], levels[level]);
     }
     return 0;
 }

@@ -2,9 +2,9 @@
  * VENDOR DEVICE DRIVER") and each kernel with whether this device runs it
  * ("kernel NAME 0|1"), then answers queries from stdin. The first line of
  * input names the shape variables; each query line is "op format variant|-
- * activations" and one value per name. Answer: the kernel qkrt_select_activations
- * picks and its grid (qkrt_eval of the manifest's; -1 where it fails or
- * leaves 0 .. 2^32-1), or "-". */
+ * activations" and one value per name. Answer: the kernel qkrt_select_ex
+ * picks, its grid (qkrt_eval of the manifest's; -1 where it fails or leaves
+ * 0 .. 2^32-1) and the level that answered, or "-". */
 #include "qkrt.h"
 
 #include <stdio.h>
@@ -59,11 +59,13 @@ int main(int argc, char **argv) {
             snprintf(fmt + l, sizeof fmt - l, "/%s", variant);
         }
         qkrt_shape s = {n, name_ptrs, values};
-        uint32_t k;
-        if (qkrt_select_activations(ctx, b, op, fmt, act, &s, &k) != QKRT_OK) {
+        qkrt_selection sel;
+        if (qkrt_select_ex(ctx, b, op, fmt, act, &s, &sel) != QKRT_OK) {
             printf("-\n");
             continue;
         }
+        uint32_t k = sel.kernel;
+        const char *level = qkrt_select_level_name(sel.level);
         const qkrt_kernel_info *info = qkrt_bundle_kernel(b, k);
         int64_t v[3];
         bool ok = true; /* as the header's dispatch: all three, or -1 for all */
@@ -73,10 +75,10 @@ int main(int argc, char **argv) {
                   v[g] <= (int64_t)UINT32_MAX;
         }
         if (ok)
-            printf("%s %lld %lld %lld\n", info->name, (long long)v[0], (long long)v[1],
-                   (long long)v[2]);
+            printf("%s %lld %lld %lld %s\n", info->name, (long long)v[0], (long long)v[1],
+                   (long long)v[2], level);
         else
-            printf("%s -1 -1 -1\n", info->name);
+            printf("%s -1 -1 -1 %s\n", info->name, level);
     }
     qkrt_bundle_destroy(ctx, b);
     qkrt_destroy(ctx);

@@ -200,6 +200,13 @@ def trust_seeds():
     put(d, "v2.json", json.dumps({"version": 2, "devices": [], "default": [f16, r]}))
     put(d, "bad_range.json", json.dumps({"version": 1, "devices": [], "default": [dict(r, M=[5, -1])]}))
     put(d, "bad_kernel.json", json.dumps({"version": 1, "devices": [], "default": [dict(r, kernel="mm8")]}))
+    # the fallback levels: a device, a sibling, another chip, an entry of
+    # before the levels; a family_mask past 32 bits
+    levels = [dict(dev, device_id=i, family_mask=m, rules=[dict(r, kernel=k)])
+              for i, m, k in ((9008, 4294967040, "mv"), (9013, 4294967040, "mv"), (9860, 0, "mv"))]
+    put(d, "levels.json", json.dumps({"version": 1, "devices": levels + [dev], "default": [r]}))
+    put(d, "bad_mask.json", json.dumps({"version": 1, "devices": [dict(dev, family_mask=2 ** 32)],
+                                        "default": [r]}))
     d = fresh("tuned")
     rec = {"v": 1, "device": {"vendor_id": 4318, "device_id": 8961, "driver_version": 1,
                               "cache_uuid": "5c4a2b0f5c4a2b0f5c4a2b0f5c4a2b0f", "name": "H100"},

@@ -2,10 +2,13 @@
 """Evaluates a manifest's select table by the rule of docs/manifest.md,
 independently of libqkrt, and compares it with test_select's answers.
 
-usage: select_eval.py TEST_SELECT BUNDLE [--expect-device-rules | --expect-default-only]
+usage: select_eval.py TEST_SELECT BUNDLE [--expect-device-rules | --expect-default-only |
+                                          --expect-levels L1,L2...]
 
 Asks a grid of shapes at, between and beyond the tuned ones for every
-(op, format) the table names; fails on any disagreement."""
+(op, format) the table names; fails on any disagreement of kernel or level
+(device, family, vendor, default). --expect-levels: every answer comes from
+one of the levels listed, and some from the first."""
 import json, os, re, subprocess, sys
 
 import manifest_view
@@ -27,19 +30,30 @@ def in_range(r, v):
     return v >= lo and (hi is None or v <= hi)
 
 
+LEVELS = ('device', 'family', 'vendor', 'default')
+
+
+def entries(table, device):
+    """The entry each level reads: device, family, vendor (None: none)."""
+    vendor, dev_id, driver = device
+    own = [d for d in table['devices'] if d['vendor_id'] == vendor and d['device_id'] == dev_id]
+    exact = [d for d in own if d['driver_version'] == driver]
+    others = [d for d in table['devices'] if d['vendor_id'] == vendor and d['device_id'] != dev_id
+              and 'family_mask' in d]
+    same = lambda d: d['device_id'] & d['family_mask'] == dev_id & d['family_mask']
+    family = [d for d in others if same(d)]
+    rest = [d for d in others if not same(d)]
+    return [(exact or own or [None])[0], (family or [None])[0], (rest or [None])[0]]
+
+
 def select(man, device, op, fmt, shape, act='f32'):
+    """(kernel, level) by docs/manifest.md's rule, or ('-', None)."""
     name, _, opt = fmt.partition('/')
     t = man['select']
-    dev = None
-    for d in t['devices']:
-        if d['vendor_id'] == device[0] and d['device_id'] == device[1]:
-            if d['driver_version'] == device[2]:
-                dev = d
-                break
-            dev = dev or d
     kernels = {k['name']: k for k in manifest_view.kernels(man)}
     env = dict(shape, ne11=1, max_per_expert=shape['T'])
-    for rules in ([dev['rules']] if dev else []) + [t['default']]:
+    lists = [(e.get('rules', []) if e else []) for e in entries(t, device)] + [t['default']]
+    for level, rules in zip(LEVELS, lists):
         for r in rules:
             if r['op'] != op or r['format'] != name or (fmt.count('/') and r['format_variant'] != opt):
                 continue
@@ -52,8 +66,8 @@ def select(man, device, op, fmt, shape, act='f32'):
                 continue
             if not all(constraint_ok(c, env) for c in k['constraints']):
                 continue
-            return r['kernel'], rules is t['default']
-    return '-', False
+            return r['kernel'], level
+    return '-', None
 
 
 def main():
@@ -90,12 +104,14 @@ def main():
         return 1
     lines = out.stdout.splitlines()
     device = tuple(int(x) for x in lines[0].split()[1:4])
-    bad, from_default, from_device = 0, 0, 0
+    bad = 0
+    count = dict.fromkeys(LEVELS, 0)
     for q, got in zip(queries, lines[1:]):
         shape = {'M': q[2], 'K': q[3], 'T': q[4], 'E': max(q[5], 1), 'top_k': max(q[6], 1)}
-        want, dflt = select(man, device, q[0], q[1], shape, q[7])
-        from_default += dflt
-        from_device += want != '-' and not dflt
+        kernel, level = select(man, device, q[0], q[1], shape, q[7])
+        want = kernel + ' ' + level if level else '-'
+        if level:
+            count[level] += 1
         if got != want:
             bad += 1
             if bad <= 10:
@@ -104,14 +120,21 @@ def main():
     if len(lines) - 1 != len(queries):
         print('FAIL: %d answers for %d queries' % (len(lines) - 1, len(queries)))
         bad += 1
-    if expect == '--expect-device-rules' and not from_device:
+    if expect == '--expect-device-rules' and not count['device']:
         print('FAIL: no answer came from the device\'s own rules')
         bad += 1
-    if expect == '--expect-default-only' and from_device:
-        print('FAIL: %d answers came from device rules on an unknown device' % from_device)
-        bad += 1
-    print('%d queries: %d agree (%d from the device\'s rules, %d from the default ones), %d differ'
-          % (len(queries), len(queries) - bad, from_device, from_default, bad))
+    if expect == '--expect-default-only':
+        expect, sys.argv[4:] = '--expect-levels', ['default']
+    if expect == '--expect-levels':
+        allowed = sys.argv[4].split(',')
+        other = sum(n for level, n in count.items() if level not in allowed)
+        if other or not count[allowed[0]]:
+            print('FAIL: answers by level %s, wanted only %s and some from %s'
+                  % (count, ', '.join(allowed), allowed[0]))
+            bad += 1
+    print('%d queries: %d agree (by level: %s), %d differ'
+          % (len(queries), len(queries) - bad,
+             ', '.join('%s %d' % (level, n) for level, n in count.items()), bad))
     return 1 if bad else 0
 
 

@@ -1,9 +1,12 @@
 /* Answers qkrt_select_activations for queries on stdin, one a line: "op
- * format M K T E top_k activations" -> the kernel's name, or "-" when no rule
- * answers (f32 queries through qkrt_select itself). Paired with
- * tests/tools/select_eval.py, which evaluates the manifest's rule on its own. */
+ * format M K T E top_k activations" -> the kernel's name and the level that
+ * answered (qkrt_select_ex, which must agree with qkrt_select for f32
+ * queries and qkrt_select_activations for the others: "disagree" where not),
+ * or "-" when no rule answers. Paired with tests/tools/select_eval.py, which
+ * evaluates the manifest's rule on its own. */
 #include "qkrt.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,11 +35,15 @@ int main(int argc, char **argv) {
         static const char *const names[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
         const int64_t values[] = {M, K, T, E ? E : 1, top_k ? top_k : 1, 1, T};
         qkrt_shape s = {7, names, values};
-        uint32_t ki;
+        uint32_t ki = UINT32_MAX;
         qkrt_result r = strcmp(act, "f32") ? qkrt_select_activations(ctx, b, op, fmt, act, &s, &ki)
                                            : qkrt_select(ctx, b, op, fmt, &s, &ki);
-        if (r == QKRT_OK)
-            printf("%s\n", qkrt_bundle_kernel(b, ki)->name);
+        qkrt_selection sel = {0};
+        qkrt_result rx = qkrt_select_ex(ctx, b, op, fmt, act, &s, &sel);
+        if (r != rx || (r == QKRT_OK && ki != sel.kernel))
+            printf("disagree\n");
+        else if (r == QKRT_OK)
+            printf("%s %s\n", qkrt_bundle_kernel(b, ki)->name, qkrt_select_level_name(sel.level));
         else
             printf("-\n");
     }
