@@ -157,6 +157,30 @@ static void test_moe(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi, uint
     }
 }
 
+/* Pairs the host operations refuse, with their message, before any dispatch. */
+static void test_refused(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dq, uint32_t dqid,
+                         uint32_t mm) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, dq);
+    qk_weights w;
+    if (!qk_random_weights(k->format, k->format_variant, 4, k->block_elements, &g_rng, &w)) return;
+    float x[512] = {0}, y[16];
+    const uint32_t K = k->block_elements;
+    const struct {
+        uint32_t dq, mm;
+        const char *says;
+    } bad[] = {{dq, dq, "is not an unfused matmul kernel on f16w weights"},
+               {mm, mm, "is not a dequant kernel of format"},
+               {dqid, mm, "reads expert counts (tpe) this call has none of"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[1024] = "", what[256];
+        qkrt_result r = qk_run_matmul_two_pass(ctx, b, bad[i].dq, bad[i].mm, &w, x, 4, K, 1, y,
+                                               NULL, err, sizeof err);
+        snprintf(what, sizeof what, "refused (%s): got '%s'", bad[i].says, err);
+        check(r != QKRT_OK && strstr(err, bad[i].says), what);
+    }
+    qk_free_weights(&w);
+}
+
 int main(int argc, char **argv) {
     const char *filter;
     qkrt_context *ctx;
@@ -186,6 +210,7 @@ int main(int argc, char **argv) {
         test_dense(ctx, b, (uint32_t)dq, (uint32_t)mm);
         test_moe(ctx, b, (uint32_t)dqid, (uint32_t)mmid);
         test_moe(ctx, b, (uint32_t)dq, (uint32_t)mmid); /* pass 1 over all experts */
+        if (f == 0) test_refused(ctx, b, (uint32_t)dq, (uint32_t)dqid, (uint32_t)mm);
     }
     return gpu_close(ctx, b);
 }
