@@ -498,6 +498,7 @@ int cmd_bench(qk_args *a) {
                        .finalists = (uint32_t)finalists,
                        .time_wrong = time_wrong,
                        .activation = activation,
+                       .two_pass = true, /* matmul cases: the two-pass path too */
                        .seed = seed,
                        .progress = isatty(2) ? stderr : NULL};
     const qkrt_device_info *dev = qkrt_device(ctx);

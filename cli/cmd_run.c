@@ -404,8 +404,8 @@ int cmd_verify(qk_args *a) {
                "lists them\n",
                skip_device, first_skip);
     if (skip_family)
-        printf("skipped %u post-op, routing, copy and separate-expert kernels: the test suite "
-               "checks those (ctest -R 'gpu[.]'); --verbose lists them\n",
+        printf("skipped %u post-op, routing, copy, dequant and separate-expert kernels: the test "
+               "suite checks those (ctest -R 'gpu[.]'); --verbose lists them\n",
                skip_family);
     if (skip_format) /* the first format's; --verbose names each kernel */
         printf("skipped %u kernels of formats without a CPU reference (the first: %s); "

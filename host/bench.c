@@ -705,6 +705,167 @@ static void phase(const qk_bench_opts *o, int p, double *t) {
     *t = now;
 }
 
+/* ---------------------------------------------------------------- two-pass */
+
+/* The two-pass path of a matmul case (docs/matmul.md): pass 1, the bundle's
+ * dequant kernel of the case's format (dequant_id for MoE where there is one:
+ * only the routed experts), into one f16w scratch; pass 2, an f16w matmul
+ * kernel of the case's family on it. Both share the case's buffers (weight
+ * copies, x, y, routing); the scratch is one buffer, so every pass has a
+ * barrier before it, also back to back. */
+typedef struct two_pass {
+    uint32_t dq, mm;   /* bundle indices */
+    qkrt_buffer *half; /* pass 1's output, pass 2's weights */
+    int64_t shape1[3]; /* pass 1's M, K, E */
+    const char *names1[3];
+} two_pass;
+
+/* A dispatch of tp's pass (0 or 1) on weight copy `copy` into d. */
+static void two_pass_dispatch(const qkrt_bundle *b, const two_pass *tp, int pass,
+                              const case_buffers *cb, uint32_t copy, qkrt_dispatch *d) {
+    const uint32_t ki = pass ? tp->mm : tp->dq;
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
+    memset(d, 0, sizeof *d);
+    d->bundle = b, d->kernel = ki, d->depends = true;
+    uint32_t slot = 0, plane = 0, count = 0;
+    for (uint32_t i = 0; i < k->binding_count; i++)
+        count += k->bindings[i].count;
+    qkrt_buffer **list = list_alloc(cb->lists, count);
+    for (uint32_t i = 0; i < k->binding_count; i++) {
+        const char *role = k->bindings[i].role;
+        qkrt_buffer *buf = !strcmp(role, "weights")
+                               ? (pass ? tp->half : cb->w[copy * cb->planes + plane++])
+                           : !strcmp(role, "activations") ? cb->x
+                           : !strcmp(role, "ids")         ? cb->route
+                           : !strcmp(role, "tpe")         ? cb->tpe
+                           : pass                         ? cb->y
+                                                          : tp->half;
+        for (uint32_t j = 0; j < k->bindings[i].count; j++)
+            list[slot++] = buf;
+    }
+    d->buffer_count = slot, d->buffers = list;
+    d->shape = pass ? case_shape(cb) : (qkrt_shape){3, tp->names1, tp->shape1};
+}
+
+/* runs runs of tp into d (scratch for 2 * runs): both passes each. */
+static uint32_t two_pass_runs(const qkrt_bundle *b, const two_pass *tp, const case_buffers *cb,
+                              uint32_t runs, qkrt_dispatch *d) {
+    for (uint32_t i = 0; i < runs; i++) {
+        two_pass_dispatch(b, tp, 0, cb, i % cb->copies, &d[2 * i]);
+        two_pass_dispatch(b, tp, 1, cb, i % cb->copies, &d[2 * i + 1]);
+    }
+    return 2 * runs;
+}
+
+/* The dequant kernel for case c that this device runs: dequant_id for MoE
+ * where the bundle has one, else dequant; -1 if none. */
+static int two_pass_dequant(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c) {
+    for (int pass = c->E ? 0 : 1; pass < 2; pass++)
+        for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b); i++) {
+            const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+            if (!strcmp(k->family, pass ? "dequant" : "dequant_id") &&
+                !strcmp(k->format, c->format) && !strcmp(k->format_variant, c->variant) &&
+                qkrt_kernel_check(ctx, b, i) == QKRT_OK)
+                return (int)i;
+        }
+    return -1;
+}
+
+/* Appends a result for each two-pass candidate of case c: the dequant
+ * kernel with each unfused, unsplit f16w kernel of the case's family that
+ * fits (a few: f16w takes one tile a path), checked against ref first like
+ * every variant, then timed in full (never screened). *best_us and *best
+ * as qk_bench_case_run keeps them. */
+static qkrt_result two_pass_candidates(qkrt_context *ctx, const qkrt_bundle *b,
+                                       const qk_bench_case *c, const qk_bench_opts *o,
+                                       case_buffers *cb, double copy_gbps, double wbytes, float *y,
+                                       const double *ref, uint32_t tr, bool last_row, uint32_t runs,
+                                       qkrt_dispatch *d, double *ns, double *per,
+                                       qk_bench_result **res, uint32_t *count, double *best_us,
+                                       int *best) {
+    if (strcmp(c->family, "matmul") && strcmp(c->family, "matmul_id")) return QKRT_OK;
+    int dq = two_pass_dequant(ctx, b, c);
+    if (dq < 0) return QKRT_OK;
+    two_pass tp = {.dq = (uint32_t)dq, .names1 = {"M", "K", "E"}};
+    tp.shape1[0] = c->M, tp.shape1[1] = c->K, tp.shape1[2] = c->E ? c->E : 1;
+    size_t bytes = 0;
+    char err[256] = "";
+    if (!qk_dequant_bytes(qkrt_bundle_kernel(b, tp.dq), c->M, c->K, c->E ? c->E : 1, &bytes, err,
+                          sizeof err))
+        return QKRT_OK; /* a dequant kernel without its size: no candidate */
+    qkrt_result r = QKRT_OK;
+    const size_t pairs = (size_t)c->T * (c->E ? c->top_k : 1), ny = pairs * c->M;
+    const size_t nx = (size_t)c->T * c->K;
+    double *pre = qk_xmalloc(sizeof *pre * runs);
+    for (uint32_t i = 0; i < qkrt_bundle_kernel_count(b) && r == QKRT_OK; i++) {
+        const qkrt_kernel_info *k = qkrt_bundle_kernel(b, i);
+        if (strcmp(k->family, c->family) || strcmp(k->format, QK_F16W) ||
+            strcmp(k->activation, o->activation ? o->activation : "f32") ||
+            strcmp(k->fusion, "none") || uses_scratch(b, i) || !fits(k, c) ||
+            qkrt_kernel_check(ctx, b, i) != QKRT_OK)
+            continue;
+        char name[256];
+        snprintf(name, sizeof name, "twopass:%s+%s", qkrt_bundle_kernel(b, tp.dq)->name, k->name);
+        if (o->filter && !qk_filter_match(o->filter, name)) continue;
+        tp.mm = i;
+        if (!tp.half) r = qkrt_buffer_create(ctx, bytes, &tp.half);
+        if (r != QKRT_OK) break;
+        *res = qk_xrealloc(*res, sizeof **res * (*count + 1));
+        qk_bench_result *out = &(*res)[(*count)++];
+        memset(out, 0, sizeof *out);
+        snprintf(out->kernel, sizeof out->kernel, "%s", name);
+        out->c = *c;
+        /* the case's bytes, as its fused kernels': the two passes' traffic
+         * (the scratch written and read) is theirs to spend */
+        const double xw = strcmp(k->activation, "f16") ? 4.0 : 2.0;
+        out->bytes = wbytes + xw * (double)nx + 4.0 * (double)ny + (c->E ? 4.0 * pairs : 0);
+        out->flops = 2.0 * c->M * (double)c->K * pairs;
+        progress(o, c, "two-pass", name);
+        /* correctness first: y and the scratch poisoned */
+        r = qkrt_buffer_fill(ctx, cb->y, 0x7fc00000u);
+        if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, tp.half, QK_F16_NAN2);
+        uint32_t nd = two_pass_runs(b, &tp, cb, 1, d);
+        double t_prep = qk_now_s();
+        if (r == QKRT_OK) r = qkrt_run(ctx, d, nd);
+        out->prepare_ms = (qk_now_s() - t_prep) * 1e3;
+        if (r == QKRT_OK) r = qkrt_buffer_download(ctx, cb->y, 0, y, ny * 4);
+        if (r != QKRT_OK) break;
+        out->nmse = checked_nmse(c, y, ref, tr, last_row);
+        out->ok = out->nmse <= qk_nmse_bound(k);
+        if (!out->ok) {
+            snprintf(out->error, sizeof out->error, "wrong result: NMSE %.3g", out->nmse);
+            continue;
+        }
+        /* warm, then runs runs between barriers, then the same back to back */
+        nd = two_pass_runs(b, &tp, cb, runs < 64 ? runs : 64, d);
+        r = keep_busy(ctx, d, nd, o->rewarm_s > 0 ? o->rewarm_s : o->warmup_s);
+        nd = two_pass_runs(b, &tp, cb, runs, d);
+        if (r == QKRT_OK) r = qkrt_run_timed(ctx, d, nd, ns);
+        if (r != QKRT_OK) break;
+        double lo = INFINITY, hi = 0, span[3];
+        for (uint32_t j = 0; j < runs; j++) {
+            per[j] = ns[2 * j] + ns[2 * j + 1], pre[j] = ns[2 * j];
+            lo = fmin(lo, per[j]), hi = fmax(hi, per[j]);
+        }
+        out->us = median(per, runs) / 1e3, out->us_pre = median(pre, runs) / 1e3;
+        for (uint32_t j = 0; j < 3 && r == QKRT_OK; j++)
+            r = qkrt_run_span(ctx, d, nd, &span[j]);
+        if (r != QKRT_OK) break;
+        out->us_span = median(span, 3) / runs / 1e3;
+        out->pct_copy_span =
+            copy_gbps > 0 ? 100.0 * out->bytes / (out->us_span * 1e3) / copy_gbps : 0;
+        out->us_min = lo / 1e3, out->us_max = hi / 1e3, out->runs = runs;
+        out->gbps = out->bytes / (out->us * 1e3);
+        out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;
+        out->tflops = out->flops / (out->us * 1e6);
+        out->timed = true;
+        if (out->us < *best_us) *best_us = out->us, *best = (int)(*count - 1);
+    }
+    free(pre);
+    qkrt_buffer_destroy(ctx, tp.half);
+    return r;
+}
+
 qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_bench_case *c,
                               const qk_bench_opts *o, double copy_gbps, qk_bench_result **res,
                               uint32_t *count, char *err, size_t err_size) {
@@ -1042,6 +1203,9 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
     }
     free(fki), free(fpick), free(fout);
     phase(o, QK_PH_FINAL, &tp);
+    if (r == QKRT_OK && o->two_pass)
+        r = two_pass_candidates(ctx, b, c, o, &cb, copy_gbps, wbytes, y, ref, tr, last_row, runs, d,
+                                ns, per, res, count, &best_us, &best);
     if (best >= 0) (*res)[best].best = true;
     /* the yardstick of the case's size: a copy moving as many bytes */
     double cu = 0, cs = 0;

@@ -56,6 +56,10 @@ typedef struct qk_bench_opts {
     uint32_t finalists;     /* time only this many fastest of a short screen in full; 0: all */
     bool time_wrong;        /* diagnostics: time a variant whose result is wrong too */
     const char *activation; /* the kernels' activation type: f32 (NULL) or f16 */
+    /* matmul cases: also time the two-pass path (a dequant kernel of the
+     * format, then an f16w matmul: docs/matmul.md), as results named
+     * "twopass:<dequant>+<matmul>", checked first, timed in full */
+    bool two_pass;
     uint64_t seed;
     FILE *progress; /* a progress line, or NULL */
     /* the autotuner's hooks, all optional (zero: qkgen bench's behaviour) */

@@ -360,3 +360,181 @@ bool qk_ref_matmul_id(const qk_weights *w, uint32_t nw, const double *x, const i
         ok &= !job.failed[t];
     return ok;
 }
+
+/* ---------------------------------------------------------------- two-pass */
+
+bool qk_dequant_bytes(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t E, size_t *bytes,
+                      char *err, size_t err_size) {
+    qk_slots sl;
+    qkrt_shape sh = {0};
+    shape_add(&sh, &sl, "M", M), shape_add(&sh, &sl, "K", K), shape_add(&sh, &sl, "E", E);
+    *bytes = 0;
+    for (uint32_t i = 0; i < k->binding_count; i++) {
+        if (strcmp(k->bindings[i].role, "output")) continue;
+        int64_t v = 0;
+        char why[256] = "";
+        if (!k->bindings[i].size[0])
+            snprintf(why, sizeof why, "no size in the manifest");
+        else if (qkrt_eval(k->bindings[i].size, &sh, &v, why, sizeof why) == QKRT_OK && v <= 0)
+            snprintf(why, sizeof why, "%lld bytes", (long long)v);
+        if (why[0]) {
+            snprintf(err, err_size, "%s: the size of output binding %s: %s", k->name,
+                     k->bindings[i].name, why);
+            return false;
+        }
+        *bytes = (size_t)v;
+        return true;
+    }
+    snprintf(err, err_size, "%s has no output binding: it is not a dequant kernel", k->name);
+    return false;
+}
+
+/* Whether dqi is a dequant kernel of w's format and mmi (when not ~0u) a
+ * kernel of family `family` on f16w weights; else false with a message. */
+static bool two_pass_pair(const qkrt_bundle *b, uint32_t dqi, uint32_t mmi, const char *family,
+                          const qk_weights *w, char *err, size_t err_size) {
+    const qkrt_kernel_info *dq = qkrt_bundle_kernel(b, dqi);
+    if (strncmp(dq->family, "dequant", 7) || strcmp(dq->format, w->format)) {
+        snprintf(err, err_size, "%s is not a dequant kernel of format %s", dq->name, w->format);
+        return false;
+    }
+    if (mmi == ~0u) return true;
+    const qkrt_kernel_info *mm = qkrt_bundle_kernel(b, mmi);
+    if (strcmp(mm->family, family) || strcmp(mm->format, QK_F16W) || kernel_weights(mm) != 1) {
+        snprintf(err, err_size, "%s is not an unfused %s kernel on %s weights (pass 2)", mm->name,
+                 family, QK_F16W);
+        return false;
+    }
+    return true;
+}
+
+/* Fills d (buffers and shape in sl) with pass 1 over w into h: every matrix,
+ * or under a tpe binding the experts tpe routes to. */
+static qkrt_result dequant_dispatch(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi, pool *p,
+                                    const qk_weights *w, uint32_t M, uint32_t K, uint32_t E,
+                                    qkrt_buffer *tpe, qkrt_buffer *h, qkrt_dispatch *d,
+                                    qk_slots *sl, char *err, size_t err_size) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, dqi);
+    if (!qk_matmul_k_ok(k, K, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    qkrt_result r = QKRT_OK;
+    qkrt_buffer *wb[4] = {0};
+    pool_weights(p, w, 1, wb, &r);
+    role_buf rb[] = {{"output", h}, {"tpe", tpe}};
+    *d = (qkrt_dispatch){.bundle = b, .kernel = dqi};
+    if (r == QKRT_OK) r = bind_roles(ctx, k, wb, w->plane_count, rb, 2, d, sl, err, err_size);
+    if (r == QKRT_OK && tpe == NULL)
+        for (uint32_t i = 0; i < k->binding_count; i++)
+            if (!strcmp(k->bindings[i].role, "tpe")) {
+                snprintf(err, err_size, "%s reads expert counts (tpe) this call has none of",
+                         k->name);
+                return QKRT_ERROR_ARGUMENT;
+            }
+    shape_add(&d->shape, sl, "M", M), shape_add(&d->shape, sl, "K", K);
+    shape_add(&d->shape, sl, "E", E);
+    return r;
+}
+
+qkrt_result qk_run_dequant(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi,
+                           const qk_weights *w, uint32_t M, uint32_t K, uint32_t E,
+                           const uint32_t *tpe, uint16_t *h, double *ns, char *err,
+                           size_t err_size) {
+    if (!two_pass_pair(b, dqi, ~0u, NULL, w, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    size_t bytes = 0;
+    if (!qk_dequant_bytes(qkrt_bundle_kernel(b, dqi), M, K, E, &bytes, err, err_size))
+        return QKRT_ERROR_ARGUMENT;
+    pool p = {.ctx = ctx};
+    qkrt_result r = QKRT_OK;
+    qkrt_buffer *hb = pool_buffer(&p, NULL, bytes, QK_F16_NAN2, &r);
+    qkrt_buffer *tb = tpe ? pool_buffer(&p, tpe, (size_t)E * 4, 0, &r) : NULL;
+    qkrt_dispatch d;
+    qk_slots sl;
+    if (r == QKRT_OK)
+        r = dequant_dispatch(ctx, b, dqi, &p, w, M, K, E, tb, hb, &d, &sl, err, err_size);
+    if (r == QKRT_OK) r = qkrt_run_timed(ctx, &d, 1, ns);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, hb, 0, h, bytes);
+    return finish(ctx, &p, r, err, err_size);
+}
+
+qkrt_result qk_run_matmul_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi,
+                                   uint32_t mmi, const qk_weights *w, const float *x, uint32_t M,
+                                   uint32_t K, uint32_t T, float *y, double ns[2], char *err,
+                                   size_t err_size) {
+    if (!two_pass_pair(b, dqi, mmi, "matmul", w, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    const qkrt_kernel_info *mm = qkrt_bundle_kernel(b, mmi);
+    if (!qk_matmul_k_ok(mm, K, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    size_t bytes = 0;
+    if (!qk_dequant_bytes(qkrt_bundle_kernel(b, dqi), M, K, 1, &bytes, err, err_size))
+        return QKRT_ERROR_ARGUMENT;
+    pool p = {.ctx = ctx};
+    qkrt_result r = QKRT_OK;
+    /* the scratch poisoned too: a half pass 1 leaves unwritten is NaN in y */
+    qkrt_buffer *hb = pool_buffer(&p, NULL, bytes, QK_F16_NAN2, &r);
+    qkrt_dispatch d[2];
+    qk_slots sl[2];
+    if (r == QKRT_OK)
+        r = dequant_dispatch(ctx, b, dqi, &p, w, M, K, 1, NULL, hb, &d[0], &sl[0], err, err_size);
+    size_t scratch = 0;
+    d[1] = (qkrt_dispatch){.bundle = b, .kernel = mmi};
+    shape_add(&d[1].shape, &sl[1], "M", M), shape_add(&d[1].shape, &sl[1], "K", K);
+    shape_add(&d[1].shape, &sl[1], "T", T);
+    if (r == QKRT_OK && !qk_scratch_bytes(mm, &d[1].shape, &scratch, err, err_size))
+        r = QKRT_ERROR_ARGUMENT;
+    void *xo = NULL;
+    size_t xbytes;
+    const void *xa = qk_activations_for(mm, x, (size_t)T * K, &xo, &xbytes);
+    role_buf rb[] = {{"activations", pool_buffer(&p, xa, xbytes, 0, &r)},
+                     {"output", pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r)},
+                     {"scratch", scratch ? pool_buffer(&p, NULL, scratch, 0, &r) : NULL}};
+    if (r == QKRT_OK) r = bind_roles(ctx, mm, &hb, 1, rb, 3, &d[1], &sl[1], err, err_size);
+    d[1].depends = true; /* pass 2 reads the halves pass 1 wrote: a barrier between */
+    /* one submission: pass 1, a barrier, pass 2 */
+    if (r == QKRT_OK) r = qkrt_run_timed(ctx, d, 2, ns);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, y, (size_t)T * M * 4);
+    free(xo);
+    return finish(ctx, &p, r, err, err_size);
+}
+
+qkrt_result qk_run_matmul_id_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi,
+                                      uint32_t mmi, const qk_weights *w, const float *x,
+                                      const int32_t *topk, const qk_moe_shape *s, float *y,
+                                      double ns[2], char *err, size_t err_size) {
+    if (!two_pass_pair(b, dqi, mmi, "matmul_id", w, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    const qkrt_kernel_info *mm = qkrt_bundle_kernel(b, mmi);
+    if (!qk_matmul_k_ok(mm, s->K, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    size_t bytes = 0;
+    if (!qk_dequant_bytes(qkrt_bundle_kernel(b, dqi), s->M, s->K, s->E, &bytes, err, err_size))
+        return QKRT_ERROR_ARGUMENT;
+    uint32_t *tpe = qk_xcalloc(s->E, sizeof *tpe),
+             *ids = qk_xcalloc((size_t)s->E * s->T, sizeof *ids);
+    qk_route_ref(topk, s->T, s->top_k, s->E, s->T, tpe, ids);
+    pool p = {.ctx = ctx};
+    qkrt_result r = QKRT_OK;
+    qkrt_buffer *hb = pool_buffer(&p, NULL, bytes, QK_F16_NAN2, &r);
+    size_t ny = (size_t)s->T * s->top_k * s->M;
+    void *xo = NULL;
+    size_t xbytes;
+    const void *xa = qk_activations_for(mm, x, (size_t)s->T * s->ne11 * s->K, &xo, &xbytes);
+    role_buf rb[] = {{"activations", pool_buffer(&p, xa, xbytes, 0, &r)},
+                     {"ids", pool_buffer(&p, ids, (size_t)s->E * s->T * 4, 0, &r)},
+                     {"tpe", pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r)},
+                     {"output", pool_buffer(&p, NULL, ny * 4, NaN32, &r)}};
+    qkrt_dispatch d[2];
+    qk_slots sl[2];
+    /* pass 1 over the experts the routing touches where the kernel reads tpe
+     * (dequant_id), else over all E */
+    bool routed = false;
+    const qkrt_kernel_info *dq = qkrt_bundle_kernel(b, dqi);
+    for (uint32_t i = 0; i < dq->binding_count; i++)
+        routed |= !strcmp(dq->bindings[i].role, "tpe");
+    if (r == QKRT_OK)
+        r = dequant_dispatch(ctx, b, dqi, &p, w, s->M, s->K, s->E, routed ? rb[2].buf : NULL, hb,
+                             &d[0], &sl[0], err, err_size);
+    d[1] = (qkrt_dispatch){.bundle = b, .kernel = mmi};
+    if (r == QKRT_OK) r = bind_roles(ctx, mm, &hb, 1, rb, 4, &d[1], &sl[1], err, err_size);
+    moe_shape(&d[1].shape, &sl[1], s, s->T);
+    d[1].depends = true;
+    if (r == QKRT_OK) r = qkrt_run_timed(ctx, d, 2, ns);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[3].buf, 0, y, ny * 4);
+    free(tpe), free(ids), free(xo);
+    return finish(ctx, &p, r, err, err_size);
+}

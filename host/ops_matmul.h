@@ -63,4 +63,44 @@ bool qk_ref_matmul_id(const qk_weights *w, uint32_t nw, const double *x, const i
 /* The weights of expert e of E stacked ones (a view: nothing is copied). */
 qk_weights qk_weights_expert(const qk_weights *w, uint32_t e, uint32_t E);
 
+/* ---------------------------------------------------------------- two-pass
+ * The two-pass prefill (docs/matmul.md): pass 1, a dequant kernel, writes
+ * the weights as f16w blocks (plain halves, row-major) into a scratch; pass 2
+ * is the matmul (matmul_id) kernel of format f16w on that scratch. */
+
+#define QK_F16W     "f16w"      /* the format of pass 2's weights (specs/formats/f16w.yaml) */
+#define QK_F16_NAN2 0x7e007e00u /* two quiet f16 NaNs: unwritten halves show */
+
+/* *bytes = the scratch pass 1 of dequant kernel k writes for E matrices of
+ * M x K (its output binding's manifest size); false (why in err) if the
+ * kernel has none or the expression fails. */
+bool qk_dequant_bytes(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_t E, size_t *bytes,
+                      char *err, size_t err_size);
+
+/* Pass 1 alone: dequant kernel dqi over E stacked M x K matrices w into
+ * h[E * M * K] (halves' bits), which starts as QK_F16_NAN2. tpe[E] (NULL for
+ * the dense kernel) is required by a dequant_id kernel: the experts with
+ * tpe[e] == 0 stay NaN. ns (optional) gets the GPU time. */
+qkrt_result qk_run_dequant(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi,
+                           const qk_weights *w, uint32_t M, uint32_t K, uint32_t E,
+                           const uint32_t *tpe, uint16_t *h, double *ns, char *err,
+                           size_t err_size);
+
+/* y[T, M] = x[T, K] * W[M, K]^T in two passes, one submission: dequant
+ * kernel dqi (w's format), a barrier, matmul kernel mmi (format f16w, no
+ * fusion) on the scratch. ns (optional) gets each pass's GPU time. y and the
+ * scratch are poisoned with NaN first. */
+qkrt_result qk_run_matmul_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi,
+                                   uint32_t mmi, const qk_weights *w, const float *x, uint32_t M,
+                                   uint32_t K, uint32_t T, float *y, double ns[2], char *err,
+                                   size_t err_size);
+
+/* The MoE form (as qk_run_matmul_id, routing built on the host): pass 1 over
+ * the experts the routing touches when dqi reads tpe (dequant_id), else over
+ * all E; pass 2 the matmul_id kernel mmi of format f16w. */
+qkrt_result qk_run_matmul_id_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi,
+                                      uint32_t mmi, const qk_weights *w, const float *x,
+                                      const int32_t *topk, const qk_moe_shape *s, float *y,
+                                      double ns[2], char *err, size_t err_size);
+
 #endif

@@ -26,12 +26,14 @@ keep() { python3 "$scratch/keep.py" "$scratch/families" "$@" <"$scratch/all"; }
 # the standard set (specs/sets/standard.yaml)
 "$qkgen" list --variants --set specs/sets/standard.yaml | sed '$d' >"$scratch/std" ||
   fail "list --set standard.yaml exited $?"
-# every GGUF format and MLX configuration (bf16 scales)
+# every GGUF format and MLX configuration (bf16 scales), and the two-pass prefill's (dequant
+# and the f16w products)
 mlx=$(for b in 2 3 4 5 6 8; do for g in 32 64 128; do printf ',mlx%s_g%s_bf16' $b $g; done; done)
-keep "q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_nl,iq4_xs,iq3_xxs,iq2_xxs,mxfp4,nvfp4$mlx" \
+keep "q4_0,q4_1,q5_0,q5_1,q8_0,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_nl,iq4_xs,iq3_xxs,iq2_xxs,mxfp4,nvfp4,f16w$mlx" \
   "fam in ('copy', 'quantize_q8') or fmt and (fam == 'matvec' and values == ['ids'] and fmt == 'q6_K'
    or fam == 'matvec_lanes' and set(values) & {'slab', 'q8', 'q8pre'}
-   or fam == 'matmul' and not name.endswith('_scalar') or fam == 'matmul_tensor')" >"$scratch/std_want"
+   or fam == 'matmul' and not name.endswith('_scalar') or fam == 'matmul_tensor'
+   or fam == 'dequant')" >"$scratch/std_want"
 [ -s "$scratch/std" ] || fail "the standard set has no variants"
 diff "$scratch/std_want" "$scratch/std" >"$scratch/diff" ||
   fail "standard set: $(wc -l <"$scratch/std") variants, the rules give $(wc -l <"$scratch/std_want"): $(head -5 "$scratch/diff")"
@@ -62,6 +64,6 @@ grep -A1 '^  matvec  ' "$scratch/axes" | grep -q 'excluded: not in the standard 
   fail "no exclusion reason for the dense matvec: $(grep -A1 '^  matvec  ' "$scratch/axes")"
 "$qkgen" list --axes matvec_mma --set specs/sets/standard.yaml 2>"$scratch/err" >/dev/null
 rc=$?
-[ $rc -eq 2 ] && grep -q "no family 'matvec_mma' (the specs have: matmul, matmul_tensor, matvec, matvec_lanes)" "$scratch/err" ||
+[ $rc -eq 2 ] && grep -q "no family 'matvec_mma' (the specs have: dequant, matmul, matmul_tensor, matvec, matvec_lanes)" "$scratch/err" ||
   fail "--axes of a family outside the set: exit $rc, $(cat "$scratch/err")"
 echo "3 passed, 0 failed"

@@ -17,7 +17,7 @@ grep -q "registers stage chunks of whole blocks; a planar format's groups lie in
 "$qkgen" list --axes nosuch 2>"$scratch/err"
 rc=$?
 [ $rc -eq 2 ] || fail "an unknown family: exit status $rc, expected 2"
-grep -q "no family 'nosuch' (the specs have: matmul, matmul_tensor, matvec, matvec_lanes" "$scratch/err" ||
+grep -q "no family 'nosuch' (the specs have: dequant, matmul, matmul_tensor, matvec, matvec_lanes" "$scratch/err" ||
   fail "message: $(cat "$scratch/err")"
 # qkgen list without flags: counts per kernel and format, whose total is
 # the number of variants and of modules a bundle of the specs holds

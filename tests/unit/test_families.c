@@ -139,7 +139,8 @@ static bool axes_match(const char *have, const char *want) {
  *   @added-axis FAMILY AXIS=VALUE an axis value of a family
  *   @added-activation FAMILY TYPE an activation type of a family
  *   @added-format NAME            a format, in every kernel that lists it
- *   @added-format FAMILY PATTERN  formats (a shell pattern) a family took */
+ *   @added-format FAMILY PATTERN  formats (a shell pattern) a family took
+ *   @added-family FAMILY          a family, every variant of it */
 typedef struct added_point {
     char kind[16], family[64], value[64];
 } added_point;
@@ -148,7 +149,8 @@ typedef struct added_point {
 static bool parse_added(const char *line, added_point *a) {
     memset(a, 0, sizeof *a);
     if (sscanf(line, "@added-%15s %63s %63s", a->kind, a->family, a->value) < 2) return false;
-    if (!strcmp(a->kind, "mma") || (!strcmp(a->kind, "format") && !a->value[0])) {
+    if (!strcmp(a->kind, "mma") || !strcmp(a->kind, "family") ||
+        (!strcmp(a->kind, "format") && !a->value[0])) {
         /* one argument */
         if (a->value[0]) return false;
         memcpy(a->value, a->family, sizeof a->value);
@@ -166,6 +168,7 @@ static bool is_added(const qk_variant *v, const added_point *a) {
     const qk_kernel_spec *k = v->kernel;
     if (!strcmp(a->kind, "mma")) return !strcmp(v->mma, a->value);
     if (!strcmp(a->kind, "format") && !a->family[0]) return !strcmp(v->format->name, a->value);
+    if (!strcmp(a->kind, "family")) return !strcmp(k->origin[0] ? k->origin : k->name, a->value);
     if (strcmp(k->origin[0] ? k->origin : k->name, a->family)) return false;
     if (!strcmp(a->kind, "fusion")) return v->fusion && !strcmp(v->fusion->name, a->value);
     if (!strcmp(a->kind, "wg")) return v->wg == strtoul(a->value, NULL, 10);
