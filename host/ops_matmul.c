@@ -146,6 +146,12 @@ static void shape_add(qkrt_shape *sh, qk_slots *s, const char *name, int64_t val
     *sh = (qkrt_shape){sh->count + 1, s->names, s->values};
 }
 
+static void moe_shape(qkrt_shape *sh, qk_slots *sl, const qk_moe_shape *s, uint32_t mpe) {
+    shape_add(sh, sl, "M", s->M), shape_add(sh, sl, "K", s->K), shape_add(sh, sl, "T", s->T);
+    shape_add(sh, sl, "E", s->E), shape_add(sh, sl, "top_k", s->top_k);
+    shape_add(sh, sl, "ne11", s->ne11), shape_add(sh, sl, "max_per_expert", mpe);
+}
+
 static qkrt_result finish(qkrt_context *ctx, pool *p, qkrt_result r, char *err, size_t err_size) {
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     pool_free(p);

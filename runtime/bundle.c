@@ -204,7 +204,8 @@ static const char *const SCALARS[] = {"",    "u8",   "i8",  "u16", "i16",
 static const char *const FAMILIES[] = {
     "",          "matvec",      "matvec_id",   "matvec_id_sep",   "matmul",
     "matmul_id", "quantize",    "copy",        "embed",           "swiglu",
-    "moe_route", "moe_combine", "router_topk", "matvec_id_ranked"};
+    "moe_route", "moe_combine", "router_topk", "matvec_id_ranked", "dequant",
+    "dequant_id"};
 enum {
     N_ROLES = sizeof ROLES / sizeof ROLES[0],
     N_SCALARS = sizeof SCALARS / sizeof SCALARS[0],

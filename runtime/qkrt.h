@@ -262,6 +262,8 @@ typedef enum qkrt_family {
     QKRT_FAMILY_MOE_COMBINE,
     QKRT_FAMILY_ROUTER_TOPK,
     QKRT_FAMILY_MATVEC_ID_RANKED,
+    QKRT_FAMILY_DEQUANT,    /* weights to f16w blocks: the two-pass prefill's pass 1 */
+    QKRT_FAMILY_DEQUANT_ID, /* the same for the experts the routing touches */
 } qkrt_family;
 
 typedef struct qkrt_binding_info {
