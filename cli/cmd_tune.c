@@ -969,8 +969,9 @@ static bool plan_kernel(void *user, const char *name, qkrt_select_kernel *out) {
     for (uint32_t i = 0; i < plan->variant_count; i++) {
         const qk_variant *v = &plan->variants[i];
         if (strcmp(v->name, name)) continue;
-        *out = (qkrt_select_kernel){v->kernel->family, v->format->name, v->format->variant,
-                                    v->activation};
+        *out = (qkrt_select_kernel){v->kernel->family, v->format ? v->format->name : "",
+                                    v->format ? v->format->variant : "", v->activation,
+                                    v->fusion ? v->fusion->name : "none"};
         return true;
     }
     return false;
@@ -1201,6 +1202,29 @@ int cmd_build_tuned(qk_args *a) {
             want[i] = oc[j].best && (is_fused_sibling(v, oc[j].best->variant) ||
                                      is_ranked_sibling(v, oc[j].best->variant));
     }
+    /* Rules for every other operation an engine records (docs/manifest.md,
+     * "Selection"): each kept MoE-layer kernel, quantizer and fused sibling
+     * under its op ("family" or "family/fusion") and format ("none" for
+     * the kernels without weights), in plan order; a query takes the first
+     * that its device runs and its shape fits. */
+    const uint32_t nd_products = nd; /* the products' fallbacks, listed below */
+    defs = qk_xrealloc(defs, sizeof *defs * (nd + plan.variant_count + 1));
+    for (uint32_t i = 0; rc == QK_EXIT_OK && i < plan.variant_count; i++) {
+        const qk_variant *v = &plan.variants[i];
+        if (!want[i] || !(moe_aux(v->kernel->family) || v->fusion ||
+                          !strcmp(v->kernel->family, "quantize")))
+            continue;
+        qk_tune_default *d = &defs[nd++];
+        /* (family and fusion names are short: the spec loader bounds them) */
+        snprintf(d->op, sizeof d->op, "%.23s%s%.23s", v->kernel->family, v->fusion ? "/" : "",
+                 v->fusion ? v->fusion->name : "");
+        snprintf(d->format, sizeof d->format, "%.63s", v->format->name);
+        snprintf(d->option, sizeof d->option, "%.15s", v->format->variant);
+        snprintf(d->activations, sizeof d->activations, "%s",
+                 v->activation[0] ? v->activation : "f32");
+        snprintf(d->kernel, sizeof d->kernel, "%s", v->name);
+        snprintf(d->precision, sizeof d->precision, "%s", qk_variant_precision(v));
+    }
     /* the table first, checked as libqkrt will check it when it loads the
      * bundle: a table it would refuse must not replace the bundle there */
     qk_str sel = {0};
@@ -1225,7 +1249,7 @@ int cmd_build_tuned(qk_args *a) {
     uint32_t nkeep = 0;
     for (uint32_t i = 0; i < n; i++)
         if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
-    for (uint32_t d = 0; d < nd; d++)
+    for (uint32_t d = 0; d < nd_products; d++)
         if (defs[d].kernel[0]) keep[nkeep++] = defs[d].kernel;
     for (uint32_t i = 0; i < plan.variant_count; i++)
         if (want[i] && (moe_aux(plan.variants[i].kernel->family) || plan.variants[i].fusion))
@@ -1246,7 +1270,7 @@ int cmd_build_tuned(qk_args *a) {
         printf(
             "built %s: %u variants (winners of %u of %u tuned cases, %u fallbacks) with a select "
             "table (precision %s), in %.2f s\n",
-            st.path, st.variants, winners, n, nd, precision, qk_now_s() - t0);
+            st.path, st.variants, winners, n, nd_products, precision, qk_now_s() - t0);
     qk_str_free(&sel);
     for (uint32_t i = 0; i < tr.nh; i++)
         free(tr.names[i]), free(tr.hashes[i]);

@@ -218,7 +218,7 @@ static bool lookup_kernel(void *user, const char *name, qkrt_select_kernel *out)
     const qkrt_json *mod = mname ? qkrt_json_named(qkrt_json_get(l->root, "modules"), mname) : NULL;
     *out = (qkrt_select_kernel){kernel_str(k, mod, "family"), kernel_str(k, mod, "format"),
                                 kernel_str(k, mod, "format_variant"),
-                                kernel_str(k, mod, "activation")};
+                                kernel_str(k, mod, "activation"), kernel_str(k, mod, "fusion")};
     return true;
 }
 

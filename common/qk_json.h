@@ -53,11 +53,12 @@ void qkrt_json_view_free(qkrt_json *view);
  * which libqkrt runs when it loads a bundle, `qkgen build --tuned` before it
  * builds one and `qkgen export` before it writes one ---- */
 
-/* The fields of a kernel that a select rule must agree with: its family
- * (the rule's op), format, format option ("" or NULL: none) and activation
- * type ("" or NULL: f32). */
+/* The fields of a kernel that a select rule must agree with: its family and
+ * fusion ("" or NULL: none; the rule's op is "family", or "family/fusion"
+ * for a fused kernel), format ("" for kernels without weights), format
+ * option ("" or NULL: none) and activation type ("" or NULL: f32). */
 typedef struct qkrt_select_kernel {
-    const char *family, *format, *format_variant, *activation;
+    const char *family, *format, *format_variant, *activation, *fusion;
 } qkrt_select_kernel;
 /* Finds the kernel called name: true with its fields, false if there is none. */
 typedef bool (*qkrt_select_kernel_fn)(void *user, const char *name, qkrt_select_kernel *out);

@@ -117,7 +117,8 @@ static qkrt_result with_prepass(qkrt_context *ctx, const qkrt_bundle *b, uint32_
 qkrt_result qkrt_op_choose_default(qkrt_context *ctx, const qkrt_bundle *b, const qkrt_op_query *q,
                                    qkrt_op_choice *out) {
     const char *fusion = str_or(q->fusion, "none"), *act = str_or(q->activations, "f32");
-    const char *format = str_or(q->format, ""), *variant = str_or(q->variant, "");
+    /* the kernels without weights say format "none" */
+    const char *format = str_or(q->format, "none"), *variant = str_or(q->variant, "");
     const uint32_t tokens = or1(q->T);
     query_shape s;
     shape_of(q, &s);
@@ -153,29 +154,28 @@ qkrt_result qkrt_op_choose_default(qkrt_context *ctx, const qkrt_bundle *b, cons
         return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED,
                          "the bundle has no %s%s%s kernel for %s%s%s with %s activations%s%s",
                          q->op, strcmp(fusion, "none") ? " " : "",
-                         strcmp(fusion, "none") ? fusion : "", format[0] ? format : "(no weights)",
+                         strcmp(fusion, "none") ? fusion : "",
+                         strcmp(format, "none") ? format : "(no weights)",
                          variant[0] ? " " : "", variant, act,
                          why[0] ? " that this device runs: " : "", why);
     return with_prepass(ctx, b, (uint32_t)best, QKRT_OP_DEFAULT, out);
 }
 
-/* The families the select table answers for (docs/manifest.md). */
-static bool selectable(const char *op) {
-    return !strcmp(op, "matvec") || !strcmp(op, "matvec_id") || !strcmp(op, "matmul") ||
-           !strcmp(op, "matmul_id");
-}
-
 qkrt_result qkrt_op_choose(qkrt_context *ctx, const qkrt_bundle *b, const qkrt_op_query *q,
                            qkrt_op_choice *out) {
     if (!q || !q->op) return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_op_choose: no operation");
-    if (qkrt_bundle_has_select(b) && selectable(q->op) && !strcmp(str_or(q->fusion, "none"), "none") &&
-        q->format && q->format[0]) {
-        char fmt[160];
-        snprintf(fmt, sizeof fmt, "%s%s%s", q->format, str_or(q->variant, "")[0] ? "/" : "",
-                 str_or(q->variant, ""));
+    if (qkrt_bundle_has_select(b)) {
+        /* the rule's op: the family, or "family/fusion" for a fused kernel;
+         * its format with the option: "mlx4_g64/bf16" ("none": no weights) */
+        const char *fusion = str_or(q->fusion, "none"), *variant = str_or(q->variant, "");
+        char op[128], fmt[160];
+        snprintf(op, sizeof op, "%s%s%s", q->op, strcmp(fusion, "none") ? "/" : "",
+                 strcmp(fusion, "none") ? fusion : "");
+        snprintf(fmt, sizeof fmt, "%s%s%s", str_or(q->format, "none"), variant[0] ? "/" : "",
+                 variant);
         query_shape s;
         shape_of(q, &s);
-        if (qkrt_select_ex(ctx, b, q->op, fmt, str_or(q->activations, "f32"), &s.shape,
+        if (qkrt_select_ex(ctx, b, op, fmt, str_or(q->activations, "f32"), &s.shape,
                            &out->selection) == QKRT_OK)
             return with_prepass(ctx, b, out->selection.kernel, QKRT_OP_SELECTED, out);
     }

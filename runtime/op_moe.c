@@ -131,6 +131,22 @@ static qkrt_result pick_experts(qkrt_context *ctx, qkrt_moe_plan *P) {
 static int find_aux(qkrt_context *ctx, const qkrt_moe_plan *P, qkrt_family family,
                     const char *fusion, bool computed, uint32_t M, uint32_t K, const char *prefer) {
     const qkrt_moe_desc *d = &P->d;
+    /* the select table's rule for it, where the bundle has one (a tuned
+     * bundle lists every kernel of the layer under its op) */
+    static const char *const families[] = {[QKRT_FAMILY_ROUTER_TOPK] = "router_topk",
+                                           [QKRT_FAMILY_MOE_COMBINE] = "moe_combine"};
+    if (qkrt_bundle_has_select(P->b) && family < sizeof families / sizeof families[0] &&
+        families[family]) {
+        const qkrt_op_query q = {.op = families[family],
+                                 .fusion = fusion,
+                                 .format = computed ? P->format : "none",
+                                 .variant = computed ? P->variant : "",
+                                 .M = M, .K = K, .T = d->T, .E = d->E, .top_k = d->top_k, .ne11 = 1};
+        qkrt_op_choice c;
+        if (qkrt_op_choose(ctx, P->b, &q, &c) == QKRT_OK && c.source == QKRT_OP_SELECTED &&
+            (qkrt_bundle_kernel(P->b, c.kernel)->weights_layout[0] != 0) == computed)
+            return (int)c.kernel;
+    }
     int first = -1;
     for (uint32_t i = 0; i < qkrt_bundle_kernel_count(P->b); i++) {
         const qkrt_kernel_info *k = qkrt_bundle_kernel(P->b, i);

@@ -192,10 +192,17 @@ static bool check_rule(const qkrt_json *r, int64_t version, qkrt_select_kernel_f
     if (!kernel_of(user, kernel, &k))
         return check_fail(err, size, at, "kernel '%s' is not in the manifest", kernel);
     /* the rule answers for its op, format and activations: its kernel must
-     * compute exactly that, or a query gets another format's kernel */
-    if (!k.family || strcmp(k.family, op))
-        return check_fail(err, size, at, "a rule for %s names kernel '%s', a %s kernel", op, kernel,
-                          k.family ? k.family : "(no family)");
+     * compute exactly that, or a query gets another format's kernel. The op
+     * of a fused kernel is "family/fusion" (matvec_id/swiglu) */
+    const char *slash = strchr(op, '/');
+    const size_t flen = slash ? (size_t)(slash - op) : strlen(op);
+    const char *kfusion = k.fusion && k.fusion[0] ? k.fusion : "none";
+    if (!k.family || strlen(k.family) != flen || strncmp(k.family, op, flen) ||
+        strcmp(kfusion, slash ? slash + 1 : "none"))
+        return check_fail(err, size, at, "a rule for %s names kernel '%s', a %s%s%s kernel", op,
+                          kernel, k.family ? k.family : "(no family)",
+                          strcmp(kfusion, "none") ? "/" : "",
+                          strcmp(kfusion, "none") ? kfusion : "");
     if (!k.format || strcmp(k.format, format) || !same_or_empty(k.format_variant, variant, ""))
         return check_fail(err, size, at, "a rule for %s%s%s names kernel '%s', which reads %s%s%s",
                           format, variant && variant[0] ? "/" : "", variant ? variant : "", kernel,
@@ -254,7 +261,7 @@ static bool bundle_kernel(void *user, const char *name, qkrt_select_kernel *out)
     int i = qkrt_bundle_find(b, name);
     if (i < 0) return false;
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, (uint32_t)i);
-    *out = (qkrt_select_kernel){k->family, k->format, k->format_variant, k->activation};
+    *out = (qkrt_select_kernel){k->family, k->format, k->format_variant, k->activation, k->fusion};
     return true;
 }
 

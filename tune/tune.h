@@ -68,7 +68,8 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
  * device-independent default (one with an empty kernel: none, no rule).
  * Returns the table's version (2 where a rule names f16 activations). */
 typedef struct qk_tune_default {
-    char op[24], format[64], option[16], activations[8], kernel[256], precision[8];
+    /* op: a family, or "family/fusion" for a fused kernel (matvec_id/swiglu) */
+    char op[48], format[64], option[16], activations[8], kernel[256], precision[8];
 } qk_tune_default;
 int qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
                         const qk_tune_default *defaults, uint32_t nd);

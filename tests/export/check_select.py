@@ -22,7 +22,10 @@ def rule(rng, k):
     def rng_range():
         lo = rng.choice([1, 1, 2, 17, 100])
         return [lo, rng.choice([None, lo + rng.randint(0, 300)])]
-    r = {"op": k["family"], "format": k["format"], "format_variant": k["format_variant"],
+    # a fused kernel's op is "family/fusion" (docs/manifest.md, "Selection")
+    fusion = k.get("fusion") or "none"
+    op = k["family"] if fusion == "none" else k["family"] + "/" + fusion
+    r = {"op": op, "format": k["format"], "format_variant": k["format_variant"],
          "kernel": k["name"], "precision": k["precision"],
          "M": rng_range(), "K": rng_range(), "T": rng_range()}
     if k.get("activation", "f32") != "f32":  # version 2: the rule names them

@@ -36,7 +36,10 @@ def rng_range(rng):
 
 
 def rule(rng, k):
-    r = {"op": k["family"], "format": k["format"], "format_variant": k.get("format_variant", ""),
+    # a fused kernel's op is "family/fusion" (docs/manifest.md, "Selection")
+    fusion = k.get("fusion") or "none"
+    op = k["family"] if fusion == "none" else k["family"] + "/" + fusion
+    r = {"op": op, "format": k["format"], "format_variant": k.get("format_variant", ""),
          "kernel": k["name"], "precision": k.get("precision", "f32"),
          "M": rng_range(rng), "K": rng_range(rng), "T": rng_range(rng)}
     if (k.get("activation") or "f32") != "f32":

@@ -14,10 +14,10 @@
 #include <string.h>
 
 static const qkrt_select_kernel kernels[] = {
-    {"matvec", "q4_0", "", "f32"},
-    {"matmul", "q8_0", "", ""},
-    {"matmul", "q4_0", NULL, "f16"},
-    {"matvec_id", "mlx4_g64", "bf16", "f32"},
+    {"matvec", "q4_0", "", "f32", NULL},
+    {"matmul", "q8_0", "", "", NULL},
+    {"matmul", "q4_0", NULL, "f16", NULL},
+    {"matvec_id", "mlx4_g64", "bf16", "f32", NULL},
 };
 static const char *const names[] = {"mv", "mm8", "mm16", "mlx"};
 

@@ -21,7 +21,10 @@ def constraint_ok(expr, env):
     def ev(e):
         e = re.sub(r'\b([A-Za-z_]\w*)\b', lambda v: str(env[v.group(1)]), e)
         return eval(e.replace('/', '//'))
-    a, op, b = ev(m.group(1)), m.group(2), ev(m.group(3))
+    try:
+        a, op, b = ev(m.group(1)), m.group(2), ev(m.group(3))
+    except KeyError:  # a variable the query does not give: libqkrt's fails the constraint
+        return False
     return {'==': a == b, '!=': a != b, '<=': a <= b, '>=': a >= b, '<': a < b, '>': a > b}[op]
 
 
@@ -52,6 +55,7 @@ def select(man, device, op, fmt, shape, act='f32'):
     t = man['select']
     kernels = {k['name']: k for k in manifest_view.kernels(man)}
     env = dict(shape, ne11=1, max_per_expert=shape['T'])
+    env.setdefault('N', shape['M'])  # the row length of the kernels that call it N (moe_combine)
     lists = [(e.get('rules', []) if e else []) for e in entries(t, device)] + [t['default']]
     for level, rules in zip(LEVELS, lists):
         for r in rules:

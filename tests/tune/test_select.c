@@ -32,9 +32,12 @@ int main(int argc, char **argv) {
     long long M, K, T, E, top_k;
     while (scanf("%63s %95s %lld %lld %lld %lld %lld %15s", op, fmt, &M, &K, &T, &E, &top_k, act) ==
            8) {
-        static const char *const names[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
-        const int64_t values[] = {M, K, T, E ? E : 1, top_k ? top_k : 1, 1, T};
-        qkrt_shape s = {7, names, values};
+        /* N: M, for the kernels that call their rows so (moe_combine), as
+         * qkrt_op_choose names them */
+        static const char *const names[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert",
+                                            "N"};
+        const int64_t values[] = {M, K, T, E ? E : 1, top_k ? top_k : 1, 1, T, M};
+        qkrt_shape s = {8, names, values};
         uint32_t ki = UINT32_MAX;
         qkrt_result r = strcmp(act, "f32") ? qkrt_select_activations(ctx, b, op, fmt, act, &s, &ki)
                                            : qkrt_select(ctx, b, op, fmt, &s, &ki);

@@ -193,7 +193,7 @@ static void test_scan(void) {
 
 static bool any_kernel(void *user, const char *name, qkrt_select_kernel *out) {
     (void)user, (void)name;
-    *out = (qkrt_select_kernel){"matvec", "q4_0", "", "f32"};
+    *out = (qkrt_select_kernel){"matvec", "q4_0", "", "f32", "none"};
     return true;
 }
 
