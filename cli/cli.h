@@ -51,6 +51,13 @@ const char *qk_default_bundle(void);
  * argument (positional), not both, else qk_default_specs(). False (a usage
  * message printed) when both are given. */
 bool qk_spec_dir_arg(const char *cmd, const char *positional, const char *opt, const char **dir);
+/* --model NAME: a model spec's file as given, else (a name without '/')
+ * NAME or NAME.yaml in specs_dir/models, an installed qkgen's
+ * share/qkgen/specs/models, or the source tree's specs/models, the first
+ * found (*model then points to it). False, after "qkgen CMD: --model NAME:
+ * no such file, nor a model NAME.yaml in A, B" naming every folder looked
+ * in. *model NULL (no --model) is left alone. */
+bool qk_model_arg(const char *cmd, const char *specs_dir, const char **model);
 
 /* Opens a context on device (NULL: the default; validation also by
  * $QKGEN_VALIDATION) and loads bundle; on failure prints "qkgen CMD: ..." and

@@ -305,7 +305,7 @@ static int setup_failed(int rc, int lock, qk_tune_case *cases, qk_plan *plan, qk
 }
 
 static const char *usage =
-    "usage: qkgen tune (--model FILE | --family F --m M --k K --tokens T\n"
+    "usage: qkgen tune (--model NAME|FILE | --family F --m M --k K --tokens T\n"
     "                  [--experts E --top-k N]) [--formats A,B] [--device N] [--db FILE]\n"
     "                  [--budget SECONDS] [--strategy halving|exhaustive]\n"
     "                  [--precision f32|f16|q8|any] [--activations f32|f16]\n"
@@ -320,7 +320,9 @@ static const char *usage =
     "where missing; docs/tuning-db.md).\n"
     "Cases come from a model's shape set (specs/models/*.yaml: each op at its\n"
     "decode token counts on the mat-vec families, at its prefill counts on the\n"
-    "tiled ones) or from one shape. Candidates are the variants of the kernel\n"
+    "tiled ones; --model llama3-8b names specs/models/llama3-8b.yaml of --specs,\n"
+    "else of an installed qkgen's share/qkgen, else of the source tree) or from\n"
+    "one shape. Candidates are the variants of the kernel\n"
     "specs for that operation, format and activation type (no fusion) that the\n"
     "legality rules keep, the device can run and the shape allows, plus the\n"
     "operation's portable fallback; they are built on demand through the\n"
@@ -444,6 +446,7 @@ int cmd_tune(qk_args *a) {
     if (report_db) return report(report_db, svg, precision, specs_dir, set_path);
     if (!dbpath) dbpath = "tune.jsonl";
     if (!model == !family) return qk_usage_error(a->cmd, "either --model FILE or --family F");
+    if (!qk_model_arg(a->cmd, specs_dir, &model)) return QK_EXIT_USAGE;
     if (strcmp(strategy, "halving") && strcmp(strategy, "exhaustive"))
         return qk_usage_error(a->cmd, "--strategy: '%s' is not halving or exhaustive", strategy);
     /* the database is appended to and the candidates' bundle out/tune
@@ -994,8 +997,9 @@ int cmd_build_tuned(qk_args *a) {
     bool quiet = false, specialize = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen build [--specs DIR] --tuned DB [--model FILE] [--precision P]\n"
-                 "                   [--out DIR] [--name NAME] [--within PCT] [--templates DIR]\n"
+            puts("usage: qkgen build [--specs DIR] --tuned DB [--model NAME|FILE]\n"
+                 "                   [--precision P] [--out DIR] [--name NAME] [--within PCT] "
+                 "[--templates DIR]\n"
                  "                   [--set FILE] [--specialize] [--quiet]\n\n"
                  "Writes DIR/NAME (default out/tuned): the fastest correct kernel of each case\n"
                  "of the tuning database DB (of the model's cases with --model) on each device\n"
@@ -1043,6 +1047,7 @@ int cmd_build_tuned(qk_args *a) {
     if (strcmp(precision, "f32") && strcmp(precision, "f16") && strcmp(precision, "q8") &&
         strcmp(precision, "any"))
         return qk_usage_error(a->cmd, "--precision: '%s' is not f32, f16, q8 or any", precision);
+    if (!qk_model_arg(a->cmd, spec_dir, &model)) return QK_EXIT_USAGE;
     if (!qk_is_file(dbpath)) return qk_usage_error(a->cmd, "--tuned: %s: no such file", dbpath);
     if (!out[0]) return qk_usage_error(a->cmd, "--out: an empty path");
     char *bundle_dir = qk_path_join(out, name); /* replaced as a whole */

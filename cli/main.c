@@ -192,6 +192,47 @@ const char *qk_default_bundle(void) {
     return "out/default";
 }
 
+bool qk_model_arg(const char *cmd, const char *specs_dir, const char **model) {
+    const char *name = *model;
+    if (!name || qk_is_file(name)) return true; /* a file path, as given */
+    if (strchr(name, '/')) {
+        qk_usage_error(cmd, "--model %s: no such file", name);
+        return false;
+    }
+    /* a bare name: the models beside the specs the command reads, then an
+     * installed qkgen's, then the source tree's; each folder once */
+    const char *share = installed_share();
+    char *dirs[3], real[3][PATH_MAX];
+    size_t nd = 0;
+    dirs[nd++] = qk_path_join(specs_dir, "models");
+    if (share) dirs[nd++] = qk_path_join(share, "specs/models");
+    dirs[nd++] = qk_path_join(QKGEN_SOURCE_DIR, "specs/models");
+    const size_t len = strlen(name);
+    const char *ext = len > 5 && !strcmp(name + len - 5, ".yaml") ? "" : ".yaml";
+    static char *found; /* the path *model keeps */
+    qk_str looked = {0};
+    for (size_t i = 0; i < nd && *model != found; i++) {
+        if (!realpath(dirs[i], real[i])) snprintf(real[i], sizeof real[i], "%s", dirs[i]);
+        bool seen = false;
+        for (size_t j = 0; j < i; j++)
+            seen |= !strcmp(real[i], real[j]);
+        if (seen) continue;
+        qk_str path = {0};
+        qk_str_addf(&path, "%s/%s%s", real[i], name, ext);
+        free(found);
+        found = qk_str_take(&path);
+        if (qk_is_file(found)) *model = found;
+        qk_str_addf(&looked, "%s%s", looked.len ? ", " : "", real[i]);
+    }
+    for (size_t i = 0; i < nd; i++)
+        free(dirs[i]);
+    if (*model != found)
+        qk_usage_error(cmd, "--model %s: no such file, nor a model %s%s in %s", name, name, ext,
+                       looked.s);
+    qk_str_free(&looked);
+    return *model == found;
+}
+
 bool qk_spec_dir_arg(const char *cmd, const char *positional, const char *opt, const char **dir) {
     if (positional && opt) {
         qk_usage_error(cmd, "the spec folder is given twice ('%s' and --specs %s)", positional,
