@@ -190,10 +190,36 @@ static void device_of(qkrt_context *ctx, qk_tune_device *d) {
     snprintf(d->name, sizeof d->name, "%.127s", id.name);
 }
 
+/* qk_tune_outcomes' fallback_of of one case: user is its fallback's name. */
+static const char *case_fallback(void *user, const qk_tune_case *c) {
+    (void)c;
+    return user;
+}
+
 static const char *fallback_name(void *user, const qk_tune_case *c) {
     const qk_variant *v =
         qk_tune_fallback(user, c->op, c->format, c->format_variant, qk_tune_case_activations(c));
     return v ? v->name : NULL;
+}
+
+/* The fallback's time and its ratio to the winner as --report computes them
+ * for case c from the records of db on dev (qk_tune_outcome_speedup): the
+ * tune's line and the report agree. *fb_us 0: the fallback has no time. */
+static double case_speedup(const qk_tune_db *db, const qk_tune_device *dev, const qk_tune_case *c,
+                           const char *precision, const char *fallback, double *fb_us,
+                           bool *fb_full) {
+    qk_tune_db one = {.recs = qk_xmalloc(sizeof *one.recs * (db->count + 1))};
+    for (uint32_t i = 0; i < db->count; i++)
+        if (qk_tune_same_device(&db->recs[i].dev, dev) && qk_tune_same_case(&db->recs[i].c, c))
+            one.recs[one.count++] = db->recs[i];
+    qk_tune_outcome *oc = NULL;
+    uint32_t n = qk_tune_outcomes(&one, precision, case_fallback, (void *)fallback, &oc);
+    double x = n ? qk_tune_outcome_speedup(&oc[0]) : 0;
+    *fb_us = n && oc[0].fallback ? oc[0].fallback->us : 0;
+    *fb_full = n && oc[0].fallback && !strcmp(oc[0].fallback->stage, "full");
+    free(oc);
+    free(one.recs);
+    return x;
 }
 
 /* specs_dir planned, with the kernel set at set_path applied (NULL: none),
@@ -696,7 +722,7 @@ int cmd_tune(qk_args *a) {
             fprintf(stderr, "qkgen tune: %s\n", tr.e.msg);
             rc = QK_EXIT_FAIL;
         }
-        const qk_bench_result *best = NULL, *fbr = NULL;
+        const qk_bench_result *best = NULL;
         uint32_t wrong = 0, failed = 0, skipped = 0;
         for (uint32_t i = 0; i < nres; i++) {
             const qk_bench_result *q = &res[i];
@@ -704,19 +730,25 @@ int cmd_tune(qk_args *a) {
             skipped += q->skipped;
             failed += !q->ok && q->error[0] && strncmp(q->error, "wrong", 5) && !q->skipped;
             if (q->ok && q->timed && (!best || q->us < best->us)) best = q;
-            if (fb[c] && !strcmp(q->kernel, fb[c])) fbr = q;
         }
         char shape[160];
         qk_tune_case_label(&cases[c], shape, sizeof shape);
-        double fb_us = fbr ? (fbr->timed ? fbr->us : fbr->us_screen) : 0;
+        /* the fallback's time and ratio as --report prints them: at one
+         * stage, from the records (a screen record is the first screen's,
+         * not a halving round's) */
+        double fb_us = 0;
+        bool fb_full = false;
+        const double fb_x =
+            best ? case_speedup(&tr.db, &tr.dev, &cases[c], precision, fb[c], &fb_us, &fb_full) : 0;
         if (r != QKRT_OK) {
             fprintf(stderr, "qkgen tune: %s: %s\n", shape, err);
             if (r != QKRT_ERROR_ARGUMENT) rc = QK_EXIT_FAIL;
             no_winner++;
         } else if (best) {
             char fbs[64] = "fallback not measured";
-            if (fb_us > 0)
-                snprintf(fbs, sizeof fbs, "fallback %.2f us (%.2fx)", fb_us, fb_us / best->us);
+            if (fb_x > 0)
+                snprintf(fbs, sizeof fbs, "fallback %.2f%s us (%.2fx)", fb_us, fb_full ? "" : "s",
+                         fb_x);
             const double *ph = tr.phase_s;
             printf("%-40s %3u candidates (%u wrong, %u failed%s%.0u%s): %s %.2f us; %s; %.1f s "
                    "(setup %.1f, pipelines %.1f, checks %.1f, screen %.1f, halving %.1f, "

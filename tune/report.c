@@ -18,9 +18,7 @@ void qk_tune_case_label(const qk_tune_case *c, char *out, size_t size) {
         snprintf(out + strlen(out), size - strlen(out), " x=%s", act);
 }
 
-/* The fallback's time over the winner's, at one stage: both in full where
- * the fallback was timed in full, else both in the screen; 0: unknown. */
-static double speedup(const qk_tune_outcome *o) {
+double qk_tune_outcome_speedup(const qk_tune_outcome *o) {
     const qk_tune_record *b = o->best, *fb = o->fallback;
     if (!b || !fb) return 0;
     if (strcmp(fb->stage, "full")) b = o->best_screen ? o->best_screen : b;
@@ -38,7 +36,7 @@ void qk_tune_report_text(FILE *f, const qk_tune_outcome *oc, uint32_t n) {
         const qk_tune_record *b = oc[i].best, *fb = oc[i].fallback;
         char fbs[32] = "-", sps[32] = "-";
         if (fb) snprintf(fbs, sizeof fbs, "%.2f%s", fb->us, strcmp(fb->stage, "full") ? "s" : "");
-        double sp = speedup(&oc[i]);
+        double sp = qk_tune_outcome_speedup(&oc[i]);
         if (sp > 0) {
             snprintf(sps, sizeof sps, "%.2fx", sp);
             logsum += log(sp), nsp++;
@@ -170,9 +168,9 @@ void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *
             snprintf(what, sizeof what, ": %.2f us", oc[i].best->us);
             qk_str_addf(s, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5.5\" fill=\"#0a0\"", x, y);
             svg_title(s, "winner ", oc[i].best->variant, what, "circle");
-            if (speedup(&oc[i]) > 0) {
+            if (qk_tune_outcome_speedup(&oc[i]) > 0) {
                 char t[32];
-                snprintf(t, sizeof t, "%.2fx", speedup(&oc[i]));
+                snprintf(t, sizeof t, "%.2fx", qk_tune_outcome_speedup(&oc[i]));
                 svg_text(s, xbad + 45, y + 4, "start", "fill=\"#070\"", t);
             }
         }

@@ -47,6 +47,12 @@ typedef struct qk_tune_outcome {
     uint32_t candidates, wrong, failed;
 } qk_tune_outcome;
 
+/* The fallback's time over the winner's, the ratio the tune's line and its
+ * report both print: at one stage, both in full where the fallback was timed
+ * in full, else both in the screen (the winner's first screen; where it has
+ * none, its full time). 0: no winner, no fallback or no time. */
+double qk_tune_outcome_speedup(const qk_tune_outcome *o);
+
 /* The outcomes of every (device, case) of db, in first-seen order; best among
  * the precision classes allowed ("any" or NULL: all). fallback_of names each
  * case's fallback (may be NULL). The caller frees *out. */
