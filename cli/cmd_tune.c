@@ -65,6 +65,7 @@ static bool prior(void *user, const qkrt_kernel_info *k, qk_bench_result *r) {
     if (!p && !t->exhaustive) p = qk_tune_db_find(&t->db, &t->dev, k->name, h, t->c, "screen");
     if (!p) return false;
     r->ok = !strcmp(p->status, "ok");
+    r->unsupported = !strcmp(p->status, "unsupported");
     r->nmse = p->nmse;
     snprintf(r->error, sizeof r->error, "%s", r->ok ? "" : p->note);
     if (!strcmp(p->stage, "full"))
@@ -92,6 +93,7 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
     bool check = !strcmp(stage, "check");
     snprintf(rec.status, sizeof rec.status, "%s",
              !check                           ? "ok"
+             : r->unsupported                 ? "unsupported"
              : !strncmp(r->error, "wrong", 5) ? "wrong"
                                               : "failed");
     snprintf(rec.stage, sizeof rec.stage, "%s", stage);
@@ -723,12 +725,14 @@ int cmd_tune(qk_args *a) {
             rc = QK_EXIT_FAIL;
         }
         const qk_bench_result *best = NULL;
-        uint32_t wrong = 0, failed = 0, skipped = 0;
+        uint32_t wrong = 0, failed = 0, skipped = 0, unsupported = 0;
         for (uint32_t i = 0; i < nres; i++) {
             const qk_bench_result *q = &res[i];
             wrong += !q->ok && !strncmp(q->error, "wrong", 5);
             skipped += q->skipped;
-            failed += !q->ok && q->error[0] && strncmp(q->error, "wrong", 5) && !q->skipped;
+            unsupported += q->unsupported; /* the device's, not the kernel's, doing */
+            failed += !q->ok && q->error[0] && strncmp(q->error, "wrong", 5) && !q->skipped &&
+                      !q->unsupported;
             if (q->ok && q->timed && (!best || q->us < best->us)) best = q;
         }
         char shape[160];
@@ -750,16 +754,18 @@ int cmd_tune(qk_args *a) {
                 snprintf(fbs, sizeof fbs, "fallback %.2f%s us (%.2fx)", fb_us, fb_full ? "" : "s",
                          fb_x);
             const double *ph = tr.phase_s;
-            printf("%-40s %3u candidates (%u wrong, %u failed%s%.0u%s): %s %.2f us; %s; %.1f s "
+            printf("%-40s %3u candidates (%u wrong, %u failed, %u unsupported%s%.0u%s): %s %.2f "
+                   "us; %s; %.1f s "
                    "(setup %.1f, pipelines %.1f, checks %.1f, screen %.1f, halving %.1f, "
                    "final %.1f; records %.1f)\n",
-                   shape, nres, wrong, failed, skipped ? ", " : "", skipped,
+                   shape, nres, wrong, failed, unsupported, skipped ? ", " : "", skipped,
                    skipped ? " over budget" : "", best->kernel, best->us, fbs, qk_now_s() - tc,
                    ph[QK_PH_SETUP], ph[QK_PH_PIPELINES], ph[QK_PH_CHECK], ph[QK_PH_SCREEN],
                    ph[QK_PH_HALVING], ph[QK_PH_FINAL], tr.db_s);
         } else {
-            printf("%-40s %3u candidates (%u wrong, %u failed): no correct candidate\n", shape,
-                   nres, wrong, failed);
+            printf("%-40s %3u candidates (%u wrong, %u failed, %u unsupported): no correct "
+                   "candidate\n",
+                   shape, nres, wrong, failed, unsupported);
             no_winner++;
         }
         fflush(stdout);

@@ -45,6 +45,7 @@ typedef struct qk_tune_outcome {
     const qk_tune_record *best_screen; /* the winner's screen record, or NULL: a speedup over a
                                           fallback timed only in the screen compares screens */
     uint32_t candidates, wrong, failed;
+    uint32_t unsupported; /* the device cannot run them: not the kernels' failures */
 } qk_tune_outcome;
 
 /* The fallback's time over the winner's, the ratio the tune's line and its
