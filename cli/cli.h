@@ -4,6 +4,7 @@
 #define QK_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,10 @@ bool qk_opt_range(qk_args *a, const char *name, uint64_t min, uint64_t max, uint
  * distance, qk_nearest): "unknown option '--tokns'; did you mean --tokens?". */
 int qk_bad_arg(qk_args *a);
 int qk_usage_error(const char *cmd, const char *fmt, ...);
+/* A stream for the libraries' messages (a FILE * log): each line goes to
+ * stderr after "qkgen CMD: ", as every error of the command does. The first
+ * call's cmd names it; stderr itself where no such stream can be made. */
+FILE *qk_stderr(const char *cmd);
 /* The one of names[0 .. n) nearest to word by edit distance (insertions,
  * deletions, substitutions and swaps of two neighbours; what comes after an
  * '=' in word ignored), when it is near enough to be a typo of it (at most

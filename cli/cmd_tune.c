@@ -226,17 +226,17 @@ static double case_speedup(const qk_tune_db *db, const qk_tune_device *dev, cons
 
 /* specs_dir planned, with the kernel set at set_path applied (NULL: none),
  * on the n formats of only (NULL: every format). */
-static bool load_plan_only(const char *specs_dir, const char *set_path, const char *const *only,
-                           uint32_t n, qk_spec_set *specs, qk_plan *plan) {
+static bool load_plan_only(const char *cmd, const char *specs_dir, const char *set_path,
+                           const char *const *only, uint32_t n, qk_spec_set *specs, qk_plan *plan) {
     qk_error e = {0};
     if (qk_plan_load(specs_dir, set_path, only, n, false, specs, plan, &e)) return true;
-    fprintf(stderr, "%s\n", e.msg);
+    qk_usage_error(cmd, "%s", e.msg);
     return false;
 }
 
-static bool load_plan(const char *specs_dir, const char *set_path, qk_spec_set *specs,
-                      qk_plan *plan) {
-    return load_plan_only(specs_dir, set_path, NULL, 0, specs, plan);
+static bool load_plan(const char *cmd, const char *specs_dir, const char *set_path,
+                      qk_spec_set *specs, qk_plan *plan) {
+    return load_plan_only(cmd, specs_dir, set_path, NULL, 0, specs, plan);
 }
 
 /* False, with a message, for a database that has no record to read: the
@@ -257,7 +257,7 @@ static int report(const char *dbpath, const char *svg, const char *precision, co
         {"database", dbpath}, {"spec folder", specs_dir}, {"kernel set", set_path}};
     int out_rc = svg ? qk_check_output("tune", "--svg", svg, false, in, 3) : 0;
     if (out_rc) return out_rc;
-    if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
+    if (!qk_tune_db_load(dbpath, &db, qk_stderr("tune"), &e)) {
         fprintf(stderr, "qkgen tune: %s\n", e.msg);
         return QK_EXIT_FAIL;
     }
@@ -267,7 +267,7 @@ static int report(const char *dbpath, const char *svg, const char *precision, co
     }
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(specs_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
+    if (!load_plan("tune", specs_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
     qk_tune_outcome *oc;
     uint32_t n = qk_tune_outcomes(&db, precision, fallback_name, &plan, &oc);
     const qk_tune_device *last = NULL;
@@ -311,7 +311,7 @@ static bool takes_q8(const qk_variant *v) {
 static int lock_db(const char *dbpath, bool wait) {
     bool busy;
     qk_error e = {0};
-    int fd = qk_tune_db_lock(dbpath, wait, stderr, &busy, &e);
+    int fd = qk_tune_db_lock(dbpath, wait, qk_stderr("tune"), &busy, &e);
     if (fd < 0 && busy)
         fprintf(stderr,
                 "qkgen tune: %s is in use by another qkgen tune or --merge (%s); run this one "
@@ -462,7 +462,7 @@ int cmd_tune(qk_args *a) {
         if (out_rc) return out_rc;
         int lock = lock_db(dbpath, wait);
         if (lock < 0) return QK_EXIT_FAIL;
-        bool ok = qk_tune_db_merge(merge, nmerge, dbpath, stderr, &n, &e);
+        bool ok = qk_tune_db_merge(merge, nmerge, dbpath, qk_stderr(a->cmd), &n, &e);
         close(lock);
         if (!ok) {
             fprintf(stderr, "qkgen tune: %s\n", e.msg);
@@ -503,8 +503,7 @@ int cmd_tune(qk_args *a) {
     if (model) {
         qk_error e = {0};
         if (!qk_model_spec_load(model, &ms, &e)) {
-            fprintf(stderr, "%s\n", e.msg);
-            return QK_EXIT_USAGE;
+            return qk_usage_error(a->cmd, "%s", e.msg);
         }
         qk_model_case *mc;
         nc = qk_model_cases(&ms, formats, &mc);
@@ -557,7 +556,7 @@ int cmd_tune(qk_args *a) {
         only[i] = cases[i].format;
     qk_spec_set specs;
     qk_plan plan;
-    bool planned = load_plan_only(specs_dir, set_path, only, nc, &specs, &plan);
+    bool planned = load_plan_only(a->cmd, specs_dir, set_path, only, nc, &specs, &plan);
     free(only);
     if (!planned) {
         free(cases);
@@ -654,7 +653,7 @@ int cmd_tune(qk_args *a) {
             rc = QK_EXIT_FAIL;
         }
     }
-    if (rc == QK_EXIT_OK && !qk_tune_db_load(dbpath, &tr.db, stderr, &e)) {
+    if (rc == QK_EXIT_OK && !qk_tune_db_load(dbpath, &tr.db, qk_stderr(a->cmd), &e)) {
         fprintf(stderr, "qkgen tune: %s\n", e.msg);
         rc = QK_EXIT_FAIL;
     }
@@ -1104,14 +1103,13 @@ int cmd_build_tuned(qk_args *a) {
     qk_error e = {0};
     if (model) {
         if (!qk_model_spec_load(model, &ms, &e)) {
-            fprintf(stderr, "%s\n", e.msg);
-            return QK_EXIT_USAGE;
+            return qk_usage_error(a->cmd, "%s", e.msg);
         }
         nmc = qk_model_cases(&ms, NULL, &mc);
     }
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(spec_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
+    if (!load_plan(a->cmd, spec_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
     if (model && !qk_model_spec_check_kernels(&ms, &specs, &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
         free(mc);
@@ -1120,7 +1118,7 @@ int cmd_build_tuned(qk_args *a) {
         return QK_EXIT_USAGE;
     }
     qk_tune_db db;
-    if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
+    if (!qk_tune_db_load(dbpath, &db, qk_stderr(a->cmd), &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
         return QK_EXIT_FAIL;
     }
@@ -1152,7 +1150,7 @@ int cmd_build_tuned(qk_args *a) {
     }
     qk_rmtree(check_dir);
     free(check_dir);
-    qk_tune_db_keep(&db, NULL, hash_of, &tr, stderr);
+    qk_tune_db_keep(&db, NULL, hash_of, &tr, qk_stderr(a->cmd));
     drop_misfits(&db, &plan, dbpath);
     if (rc == QK_EXIT_OK && !db.count && !model)
         rc = qk_usage_error(a->cmd,

@@ -1,5 +1,6 @@
 /* qkgen's entry point: the command table, help, and the argument helpers
  * every command shares. */
+#define _GNU_SOURCE /* fopencookie */
 #include "cli.h"
 #include "compile/compile.h"
 #include "compile/features.h"
@@ -184,6 +185,37 @@ int qk_usage_error(const char *cmd, const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
     return QK_EXIT_USAGE;
+}
+
+/* qk_stderr's stream: each line written goes to stderr after "qkgen CMD: ". */
+typedef struct prefixed {
+    const char *cmd;
+    bool mid; /* within a line: its prefix is out */
+} prefixed;
+
+static ssize_t prefixed_write(void *cookie, const char *buf, size_t n) {
+    prefixed *p = cookie;
+    for (size_t i = 0; i < n;) {
+        if (!p->mid) fprintf(stderr, "qkgen %s: ", p->cmd), p->mid = true;
+        const char *nl = memchr(buf + i, '\n', n - i);
+        const size_t len = nl ? (size_t)(nl - (buf + i)) + 1 : n - i;
+        fwrite(buf + i, 1, len, stderr);
+        p->mid = !nl;
+        i += len;
+    }
+    fflush(stderr);
+    return (ssize_t)n;
+}
+
+FILE *qk_stderr(const char *cmd) {
+    static FILE *f;
+    static prefixed p;
+    if (!f) {
+        p.cmd = cmd;
+        f = fopencookie(&p, "w", (cookie_io_functions_t){.write = prefixed_write});
+        if (f) setvbuf(f, NULL, _IOLBF, 0);
+    }
+    return f ? f : stderr;
 }
 
 int qk_check_output(const char *cmd, const char *opt, const char *out, bool folder,
