@@ -4,6 +4,7 @@
 #define QK_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,11 @@ typedef struct qk_args {
     int argc, i;
     char **argv;
     const char *cmd;
+    /* the options qk_flag and qk_opt tried on argv[tried_at]: what
+     * qk_bad_arg compares an unknown one with */
+    int tried_at;
+    unsigned ntried;
+    const char *tried[128];
 } qk_args;
 
 /* Option parsing: true if argv[i] is the flag (and takes its value). */
@@ -31,9 +37,20 @@ bool qk_opt(qk_args *a, const char *name, const char **value);
  * range MIN..MAX") and exit 2. Every count and size of a command line goes
  * through it: nothing is truncated to a narrower type after it. */
 bool qk_opt_range(qk_args *a, const char *name, uint64_t min, uint64_t max, uint64_t *value);
-/* Reports an unknown option or extra argument; returns QK_EXIT_USAGE. */
+/* Reports an unknown option or extra argument; returns QK_EXIT_USAGE. An
+ * unknown option gets the nearest of those the command tried on it (edit
+ * distance, qk_nearest): "unknown option '--tokns'; did you mean --tokens?". */
 int qk_bad_arg(qk_args *a);
 int qk_usage_error(const char *cmd, const char *fmt, ...);
+/* A stream for the libraries' messages (a FILE * log): each line goes to
+ * stderr after "qkgen CMD: ", as every error of the command does. The first
+ * call's cmd names it; stderr itself where no such stream can be made. */
+FILE *qk_stderr(const char *cmd);
+/* The one of names[0 .. n) nearest to word by edit distance (insertions,
+ * deletions, substitutions and swaps of two neighbours; what comes after an
+ * '=' in word ignored), when it is near enough to be a typo of it (at most
+ * a third of its letters, and at least one, differ); else NULL. */
+const char *qk_nearest(const char *word, const char *const *names, size_t n);
 
 /* 0 if the command may write out (qk_output_check: not one of its inputs
  * in[0 .. n), nor inside one, nor for a folder holding one), else prints
@@ -51,6 +68,13 @@ const char *qk_default_bundle(void);
  * argument (positional), not both, else qk_default_specs(). False (a usage
  * message printed) when both are given. */
 bool qk_spec_dir_arg(const char *cmd, const char *positional, const char *opt, const char **dir);
+/* --model NAME: a model spec's file as given, else (a name without '/')
+ * NAME or NAME.yaml in specs_dir/models, an installed qkgen's
+ * share/qkgen/specs/models, or the source tree's specs/models, the first
+ * found (*model then points to it). False, after "qkgen CMD: --model NAME:
+ * no such file, nor a model NAME.yaml in A, B" naming every folder looked
+ * in. *model NULL (no --model) is left alone. */
+bool qk_model_arg(const char *cmd, const char *specs_dir, const char **model);
 
 /* Opens a context on device (NULL: the default; validation also by
  * $QKGEN_VALIDATION) and loads bundle; on failure prints "qkgen CMD: ..." and

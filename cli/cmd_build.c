@@ -18,9 +18,8 @@
 static bool load_plan_as(const char *cmd, const char *spec_dir, const char *set_path,
                          bool no_specialize, qk_spec_set *specs, qk_plan *plan) {
     qk_error e = {0};
-    (void)cmd;
     if (qk_plan_load(spec_dir, set_path, NULL, 0, no_specialize, specs, plan, &e)) return true;
-    fprintf(stderr, "%s\n", e.msg);
+    qk_usage_error(cmd, "%s", e.msg);
     return false;
 }
 
@@ -133,7 +132,7 @@ int cmd_build(qk_args *a) {
     for (uint32_t i = 0; i < specs.kernel_count; i++) {
         qk_error te = {0};
         if (!qk_emit_check_template(&specs.kernels[i], templates, &te)) {
-            fprintf(stderr, "%s\n", te.msg);
+            qk_usage_error(a->cmd, "%s", te.msg);
             qk_plan_free(&plan);
             qk_spec_set_free(&specs);
             return QK_EXIT_USAGE;
@@ -147,7 +146,7 @@ int cmd_build(qk_args *a) {
                        .force = force,
                        .progress = quiet ? NULL : progress,
                        .check_progress = quiet ? NULL : check_progress,
-                       .log = quiet ? NULL : stderr};
+                       .log = quiet ? NULL : qk_stderr(a->cmd)};
     qk_build_stats st;
     qk_error e = {0};
     qk_compile_init();

@@ -585,7 +585,11 @@ static bool export_bundle(exporter *x, const char *dir, const char *out_path) {
                     x->up, rows.s);
         qk_export_api_defs(x, &o);
         qk_str_addf(&o, "\n#ifdef __cplusplus\n}\n#endif\n#endif /* %s_IMPLEMENTATION */\n", x->up);
-        ok = qk_write_file(out_path, o.s, o.len, x->e);
+        /* the header's folder (and its parents) made where missing, only
+         * now that the header is whole */
+        char *dir = qk_path_dir(out_path);
+        ok = qk_mkdirs(dir, x->e) && qk_write_file(out_path, o.s, o.len, x->e);
+        free(dir);
     }
     qk_str_free(&rows);
     qk_str_free(&o);
@@ -611,7 +615,8 @@ int cmd_export(qk_args *a) {
                  "workgroup size, requirements, weights layout), with its dispatch grid and\n"
                  "constraints as C functions of the shape. It compiles as C99 and C++; define\n"
                  "NAME_IMPLEMENTATION (in capitals) in one file before including it.\n\n"
-                 "  --c FILE.h     the header to write (atomically)\n"
+                 "  --c FILE.h     the header to write (atomically; its folder is made\n"
+                 "                 where missing)\n"
                  "  --prefix NAME  prefix of its types, functions and macros (default qkb)\n"
                  "exit status: 0 written, 1 cannot write, 2 bad argument or bundle");
             return QK_EXIT_OK;

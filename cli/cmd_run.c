@@ -17,14 +17,16 @@
 /* The shape variables a select table's rules may read. */
 static const char *const SELECT_NAMES[] = {"M", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
 
+/* The runtime's warnings and errors, as the command's (user: its name),
+ * "qkrt:" saying whose. */
 static void log_cb(void *user, int level, const char *msg) {
-    (void)user;
-    if (level >= QKRT_LOG_WARN) fprintf(stderr, "qkrt: %s\n", msg);
+    if (level >= QKRT_LOG_WARN) fprintf(stderr, "qkgen %s: qkrt: %s\n", (const char *)user, msg);
 }
 
 int qk_open(const char *cmd, const char *device, bool validation, bool stats, const char *bundle,
             qkrt_context **ctx, qkrt_bundle **b) {
-    qkrt_desc d = {.device = device, .validation = validation, .log = log_cb};
+    qkrt_desc d = {
+        .device = device, .validation = validation, .log = log_cb, .log_user = (void *)cmd};
     qkrt_result r = stats ? qkrt_create_stats(&d, ctx) : qkrt_create(&d, ctx);
     if (r != QKRT_OK && stats) { /* statistics are a nicety: a device refusing them opens without */
         r = qkrt_create(&d, ctx);

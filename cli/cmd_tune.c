@@ -66,6 +66,7 @@ static bool prior(void *user, const qkrt_kernel_info *k, qk_bench_result *r) {
     if (!p && !t->exhaustive) p = qk_tune_db_find(&t->db, &t->dev, k->name, h, t->c, "screen");
     if (!p) return false;
     r->ok = !strcmp(p->status, "ok");
+    r->unsupported = !strcmp(p->status, "unsupported");
     r->nmse = p->nmse;
     snprintf(r->error, sizeof r->error, "%s", r->ok ? "" : p->note);
     if (!strcmp(p->stage, "full"))
@@ -93,6 +94,7 @@ static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result 
     bool check = !strcmp(stage, "check");
     snprintf(rec.status, sizeof rec.status, "%s",
              !check                           ? "ok"
+             : r->unsupported                 ? "unsupported"
              : !strncmp(r->error, "wrong", 5) ? "wrong"
                                               : "failed");
     snprintf(rec.stage, sizeof rec.stage, "%s", stage);
@@ -232,25 +234,51 @@ static void device_of(qkrt_context *ctx, qk_tune_device *d) {
     snprintf(d->name, sizeof d->name, "%.127s", id.name);
 }
 
+/* qk_tune_outcomes' fallback_of of one case: user is its fallback's name. */
+static const char *case_fallback(void *user, const qk_tune_case *c) {
+    (void)c;
+    return user;
+}
+
 static const char *fallback_name(void *user, const qk_tune_case *c) {
     const qk_variant *v =
         qk_tune_fallback(user, c->op, c->format, c->format_variant, qk_tune_case_activations(c));
     return v ? v->name : NULL;
 }
 
+/* The fallback's time and its ratio to the winner as --report computes them
+ * for case c from the records of db on dev (qk_tune_outcome_speedup): the
+ * tune's line and the report agree. *fb_us 0: the fallback has no time. */
+static double case_speedup(const qk_tune_db *db, const qk_tune_device *dev, const qk_tune_case *c,
+                           const char *precision, const char *fallback, double *fb_us,
+                           bool *fb_full) {
+    qk_tune_db one = {.recs = qk_xmalloc(sizeof *one.recs * (db->count + 1))};
+    for (uint32_t i = 0; i < db->count; i++)
+        if (qk_tune_same_device(&db->recs[i].dev, dev) && qk_tune_same_case(&db->recs[i].c, c))
+            one.recs[one.count++] = db->recs[i];
+    qk_tune_outcome *oc = NULL;
+    uint32_t n = qk_tune_outcomes(&one, precision, case_fallback, (void *)fallback, &oc);
+    double x = n ? qk_tune_outcome_speedup(&oc[0]) : 0;
+    *fb_us = n && oc[0].fallback ? oc[0].fallback->us : 0;
+    *fb_full = n && oc[0].fallback && !strcmp(oc[0].fallback->stage, "full");
+    free(oc);
+    free(one.recs);
+    return x;
+}
+
 /* specs_dir planned, with the kernel set at set_path applied (NULL: none),
  * on the n formats of only (NULL: every format). */
-static bool load_plan_only(const char *specs_dir, const char *set_path, const char *const *only,
-                           uint32_t n, qk_spec_set *specs, qk_plan *plan) {
+static bool load_plan_only(const char *cmd, const char *specs_dir, const char *set_path,
+                           const char *const *only, uint32_t n, qk_spec_set *specs, qk_plan *plan) {
     qk_error e = {0};
     if (qk_plan_load(specs_dir, set_path, only, n, false, specs, plan, &e)) return true;
-    fprintf(stderr, "%s\n", e.msg);
+    qk_usage_error(cmd, "%s", e.msg);
     return false;
 }
 
-static bool load_plan(const char *specs_dir, const char *set_path, qk_spec_set *specs,
-                      qk_plan *plan) {
-    return load_plan_only(specs_dir, set_path, NULL, 0, specs, plan);
+static bool load_plan(const char *cmd, const char *specs_dir, const char *set_path,
+                      qk_spec_set *specs, qk_plan *plan) {
+    return load_plan_only(cmd, specs_dir, set_path, NULL, 0, specs, plan);
 }
 
 /* False, with a message, for a database that has no record to read: the
@@ -271,7 +299,7 @@ static int report(const char *dbpath, const char *svg, const char *precision, co
         {"database", dbpath}, {"spec folder", specs_dir}, {"kernel set", set_path}};
     int out_rc = svg ? qk_check_output("tune", "--svg", svg, false, in, 3) : 0;
     if (out_rc) return out_rc;
-    if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
+    if (!qk_tune_db_load(dbpath, &db, qk_stderr("tune"), &e)) {
         fprintf(stderr, "qkgen tune: %s\n", e.msg);
         return QK_EXIT_FAIL;
     }
@@ -281,7 +309,7 @@ static int report(const char *dbpath, const char *svg, const char *precision, co
     }
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(specs_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
+    if (!load_plan("tune", specs_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
     qk_tune_outcome *oc;
     uint32_t n = qk_tune_outcomes(&db, precision, fallback_name, &plan, &oc);
     const qk_tune_device *last = NULL;
@@ -325,7 +353,7 @@ static bool takes_q8(const qk_variant *v) {
 static int lock_db(const char *dbpath, bool wait) {
     bool busy;
     qk_error e = {0};
-    int fd = qk_tune_db_lock(dbpath, wait, stderr, &busy, &e);
+    int fd = qk_tune_db_lock(dbpath, wait, qk_stderr("tune"), &busy, &e);
     if (fd < 0 && busy)
         fprintf(stderr,
                 "qkgen tune: %s is in use by another qkgen tune or --merge (%s); run this one "
@@ -347,7 +375,7 @@ static int setup_failed(int rc, int lock, qk_tune_case *cases, qk_plan *plan, qk
 }
 
 static const char *usage =
-    "usage: qkgen tune (--model FILE | --family F --m M --k K --tokens T\n"
+    "usage: qkgen tune (--model NAME|FILE | --family F --m M --k K --tokens T\n"
     "                  [--experts E --top-k N]) [--formats A,B] [--device N] [--db FILE]\n"
     "                  [--budget SECONDS] [--strategy halving|exhaustive]\n"
     "                  [--precision f32|f16|q8|any] [--activations f32|f16]\n"
@@ -362,7 +390,9 @@ static const char *usage =
     "where missing; docs/tuning-db.md).\n"
     "Cases come from a model's shape set (specs/models/*.yaml: each op at its\n"
     "decode token counts on the mat-vec families, at its prefill counts on the\n"
-    "tiled ones) or from one shape. Candidates are the variants of the kernel\n"
+    "tiled ones; --model llama3-8b names specs/models/llama3-8b.yaml of --specs,\n"
+    "else of an installed qkgen's share/qkgen, else of the source tree) or from\n"
+    "one shape. Candidates are the variants of the kernel\n"
     "specs for that operation, format and activation type (no fusion) that the\n"
     "legality rules keep, the device can run and the shape allows, plus the\n"
     "operation's portable fallback; they are built on demand through the\n"
@@ -496,7 +526,8 @@ int cmd_tune(qk_args *a) {
         if (out_rc) return out_rc;
         int lock = lock_db(dbpath, wait);
         if (lock < 0) return QK_EXIT_FAIL;
-        bool ok = qk_tune_db_merge((const char *const *)merge, nmerge, dbpath, stderr, &n, &e);
+        bool ok = qk_tune_db_merge((const char *const *)merge, nmerge, dbpath, qk_stderr(a->cmd),
+                                   &n, &e);
         close(lock);
         if (!ok) {
             fprintf(stderr, "qkgen tune: %s\n", e.msg);
@@ -508,6 +539,7 @@ int cmd_tune(qk_args *a) {
     if (report_db) return report(report_db, svg, precision, specs_dir, set_path);
     if (!dbpath) dbpath = "tune.jsonl";
     if (!model == !family) return qk_usage_error(a->cmd, "either --model FILE or --family F");
+    if (!qk_model_arg(a->cmd, specs_dir, &model)) return QK_EXIT_USAGE;
     if (strcmp(strategy, "halving") && strcmp(strategy, "exhaustive"))
         return qk_usage_error(a->cmd, "--strategy: '%s' is not halving or exhaustive", strategy);
     /* the database is appended to and the candidates' bundle out/tune
@@ -536,8 +568,7 @@ int cmd_tune(qk_args *a) {
     if (model) {
         qk_error e = {0};
         if (!qk_model_spec_load(model, &ms, &e)) {
-            fprintf(stderr, "%s\n", e.msg);
-            return QK_EXIT_USAGE;
+            return qk_usage_error(a->cmd, "%s", e.msg);
         }
         qk_model_case *mc;
         nc = qk_model_cases(&ms, formats, &mc);
@@ -594,7 +625,7 @@ int cmd_tune(qk_args *a) {
         only[i] = cases[i].format;
     qk_spec_set specs;
     qk_plan plan;
-    bool planned = load_plan_only(specs_dir, set_path, only, nc, &specs, &plan);
+    bool planned = load_plan_only(a->cmd, specs_dir, set_path, only, nc, &specs, &plan);
     free(only);
     if (!planned) {
         free(cases);
@@ -710,7 +741,7 @@ int cmd_tune(qk_args *a) {
             rc = QK_EXIT_FAIL;
         }
     }
-    if (rc == QK_EXIT_OK && !qk_tune_db_load(dbpath, &tr.db, stderr, &e)) {
+    if (rc == QK_EXIT_OK && !qk_tune_db_load(dbpath, &tr.db, qk_stderr(a->cmd), &e)) {
         fprintf(stderr, "qkgen tune: %s\n", e.msg);
         rc = QK_EXIT_FAIL;
     }
@@ -781,38 +812,48 @@ int cmd_tune(qk_args *a) {
             fprintf(stderr, "qkgen tune: %s\n", tr.e.msg);
             rc = QK_EXIT_FAIL;
         }
-        const qk_bench_result *best = NULL, *fbr = NULL;
-        uint32_t wrong = 0, failed = 0, skipped = 0;
+        const qk_bench_result *best = NULL;
+        uint32_t wrong = 0, failed = 0, skipped = 0, unsupported = 0;
         for (uint32_t i = 0; i < nres; i++) {
             const qk_bench_result *q = &res[i];
             wrong += !q->ok && !strncmp(q->error, "wrong", 5);
             skipped += q->skipped;
-            failed += !q->ok && q->error[0] && strncmp(q->error, "wrong", 5) && !q->skipped;
+            unsupported += q->unsupported; /* the device's, not the kernel's, doing */
+            failed += !q->ok && q->error[0] && strncmp(q->error, "wrong", 5) && !q->skipped &&
+                      !q->unsupported;
             if (q->ok && q->timed && (!best || q->us < best->us)) best = q;
-            if (fb[c] && !strcmp(q->kernel, fb[c])) fbr = q;
         }
         char shape[160];
         qk_tune_case_label(&cases[c], shape, sizeof shape);
-        double fb_us = fbr ? (fbr->timed ? fbr->us : fbr->us_screen) : 0;
+        /* the fallback's time and ratio as --report prints them: at one
+         * stage, from the records (a screen record is the first screen's,
+         * not a halving round's) */
+        double fb_us = 0;
+        bool fb_full = false;
+        const double fb_x =
+            best ? case_speedup(&tr.db, &tr.dev, &cases[c], precision, fb[c], &fb_us, &fb_full) : 0;
         if (r != QKRT_OK) {
             fprintf(stderr, "qkgen tune: %s: %s\n", shape, err);
             if (r != QKRT_ERROR_ARGUMENT) rc = QK_EXIT_FAIL;
             no_winner++;
         } else if (best) {
             char fbs[64] = "fallback not measured";
-            if (fb_us > 0)
-                snprintf(fbs, sizeof fbs, "fallback %.2f us (%.2fx)", fb_us, fb_us / best->us);
+            if (fb_x > 0)
+                snprintf(fbs, sizeof fbs, "fallback %.2f%s us (%.2fx)", fb_us, fb_full ? "" : "s",
+                         fb_x);
             const double *ph = tr.phase_s;
-            printf("%-40s %3u candidates (%u wrong, %u failed%s%.0u%s): %s %.2f us; %s; %.1f s "
+            printf("%-40s %3u candidates (%u wrong, %u failed, %u unsupported%s%.0u%s): %s %.2f "
+                   "us; %s; %.1f s "
                    "(setup %.1f, pipelines %.1f, checks %.1f, screen %.1f, halving %.1f, "
                    "final %.1f; records %.1f)\n",
-                   shape, nres, wrong, failed, skipped ? ", " : "", skipped,
+                   shape, nres, wrong, failed, unsupported, skipped ? ", " : "", skipped,
                    skipped ? " over budget" : "", best->kernel, best->us, fbs, qk_now_s() - tc,
                    ph[QK_PH_SETUP], ph[QK_PH_PIPELINES], ph[QK_PH_CHECK], ph[QK_PH_SCREEN],
                    ph[QK_PH_HALVING], ph[QK_PH_FINAL], tr.db_s);
         } else {
-            printf("%-40s %3u candidates (%u wrong, %u failed): no correct candidate\n", shape,
-                   nres, wrong, failed);
+            printf("%-40s %3u candidates (%u wrong, %u failed, %u unsupported): no correct "
+                   "candidate\n",
+                   shape, nres, wrong, failed, unsupported);
             no_winner++;
         }
         fflush(stdout);
@@ -985,8 +1026,9 @@ int cmd_build_tuned(qk_args *a) {
     bool quiet = false, specialize = false;
     while (a->i < a->argc) {
         if (qk_flag(a, "--help") || qk_flag(a, "-h")) {
-            puts("usage: qkgen build [--specs DIR] --tuned DB [--model FILE] [--precision P]\n"
-                 "                   [--out DIR] [--name NAME] [--within PCT] [--templates DIR]\n"
+            puts("usage: qkgen build [--specs DIR] --tuned DB [--model NAME|FILE]\n"
+                 "                   [--precision P] [--out DIR] [--name NAME] [--within PCT] "
+                 "[--templates DIR]\n"
                  "                   [--set FILE] [--specialize] [--quiet]\n\n"
                  "Writes DIR/NAME (default out/tuned): the fastest correct kernel of each case\n"
                  "of the tuning database DB (of the model's cases with --model) on each device\n"
@@ -1036,6 +1078,7 @@ int cmd_build_tuned(qk_args *a) {
     if (strcmp(precision, "f32") && strcmp(precision, "f16") && strcmp(precision, "q8") &&
         strcmp(precision, "any"))
         return qk_usage_error(a->cmd, "--precision: '%s' is not f32, f16, q8 or any", precision);
+    if (!qk_model_arg(a->cmd, spec_dir, &model)) return QK_EXIT_USAGE;
     if (!qk_is_file(dbpath)) return qk_usage_error(a->cmd, "--tuned: %s: no such file", dbpath);
     if (!out[0]) return qk_usage_error(a->cmd, "--out: an empty path");
     char *bundle_dir = qk_path_join(out, name); /* replaced as a whole */
@@ -1054,14 +1097,13 @@ int cmd_build_tuned(qk_args *a) {
     qk_error e = {0};
     if (model) {
         if (!qk_model_spec_load(model, &ms, &e)) {
-            fprintf(stderr, "%s\n", e.msg);
-            return QK_EXIT_USAGE;
+            return qk_usage_error(a->cmd, "%s", e.msg);
         }
         nmc = qk_model_cases(&ms, NULL, &mc);
     }
     qk_spec_set specs;
     qk_plan plan;
-    if (!load_plan(spec_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
+    if (!load_plan(a->cmd, spec_dir, set_path, &specs, &plan)) return QK_EXIT_USAGE;
     if (model && !qk_model_spec_check_kernels(&ms, &specs, &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
         free(mc);
@@ -1070,7 +1112,7 @@ int cmd_build_tuned(qk_args *a) {
         return QK_EXIT_USAGE;
     }
     qk_tune_db db;
-    if (!qk_tune_db_load(dbpath, &db, stderr, &e)) {
+    if (!qk_tune_db_load(dbpath, &db, qk_stderr(a->cmd), &e)) {
         fprintf(stderr, "qkgen build: %s\n", e.msg);
         return QK_EXIT_FAIL;
     }
@@ -1102,7 +1144,7 @@ int cmd_build_tuned(qk_args *a) {
     }
     qk_rmtree(check_dir);
     free(check_dir);
-    qk_tune_db_keep(&db, NULL, hash_of, &tr, stderr);
+    qk_tune_db_keep(&db, NULL, hash_of, &tr, qk_stderr(a->cmd));
     drop_misfits(&db, &plan, dbpath);
     if (rc == QK_EXIT_OK && !db.count && !model)
         rc = qk_usage_error(a->cmd,

@@ -1,10 +1,12 @@
 /* qkgen's entry point: the command table, help, and the argument helpers
  * every command shares. */
+#define _GNU_SOURCE /* fopencookie */
 #include "cli.h"
 #include "compile/compile.h"
 #include "compile/features.h"
 #include "qk_util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -68,14 +70,72 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) {
-            qk_args a = {argc, 2, argv, commands[i].name};
+            qk_args a = {.argc = argc, .i = 2, .argv = argv, .cmd = commands[i].name};
             return commands[i].run(&a);
         }
-    fprintf(stderr, "qkgen: unknown command '%s' (try 'qkgen --help')\n", argv[1]);
+    const char *names[sizeof commands / sizeof commands[0] + 3] = {"help", "--help", "--version"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        names[3 + i] = commands[i].name;
+    const char *near = qk_nearest(argv[1], names, sizeof names / sizeof names[0]);
+    if (near)
+        fprintf(stderr, "qkgen: unknown command '%s'; did you mean %s? (try 'qkgen --help')\n",
+                argv[1], near);
+    else
+        fprintf(stderr, "qkgen: unknown command '%s' (try 'qkgen --help')\n", argv[1]);
     return QK_EXIT_USAGE;
 }
 
+/* Remembers that the command tried option name on the current argument. */
+static void tried(qk_args *a, const char *name) {
+    if (a->tried_at != a->i) a->tried_at = a->i, a->ntried = 0;
+    for (unsigned j = 0; j < a->ntried; j++)
+        if (!strcmp(a->tried[j], name)) return;
+    if (a->ntried < sizeof a->tried / sizeof a->tried[0]) a->tried[a->ntried++] = name;
+}
+
+/* Edit distance of a[0 .. na) and b[0 .. nb), a swap of neighbours counting
+ * one (the optimal string alignment distance), letters compared without
+ * their case; both under 64 characters. */
+static int low(char c) {
+    return tolower((unsigned char)c);
+}
+
+static size_t edit_distance(const char *a, size_t na, const char *b, size_t nb) {
+    size_t d[64][64];
+    for (size_t i = 0; i <= na; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= nb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            size_t best = d[i - 1][j - 1] + (low(a[i - 1]) != low(b[j - 1]));
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && low(a[i - 1]) == low(b[j - 2]) &&
+                low(a[i - 2]) == low(b[j - 1]) && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[na][nb];
+}
+
+const char *qk_nearest(const char *word, const char *const *names, size_t n) {
+    const size_t nw = strcspn(word, "=");
+    const char *near = NULL;
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < n && nw < 64; i++) {
+        const size_t nn = strlen(names[i]);
+        if (nn >= 64) continue;
+        const size_t d = edit_distance(word, nw, names[i], nn);
+        const size_t most = nn / 3 ? nn / 3 : 1;
+        /* (0: the same but for case, or a flag given a value) */
+        if (d <= most && d < best) best = d, near = names[i];
+    }
+    return near;
+}
+
 bool qk_flag(qk_args *a, const char *name) {
+    tried(a, name);
     if (a->i < a->argc && !strcmp(a->argv[a->i], name)) {
         a->i++;
         return true;
@@ -86,6 +146,7 @@ bool qk_flag(qk_args *a, const char *name) {
 static const char *missing = "\x01";
 
 bool qk_opt(qk_args *a, const char *name, const char **value) {
+    tried(a, name);
     if (a->i >= a->argc) return false;
     const char *arg = a->argv[a->i];
     size_t n = strlen(name);
@@ -126,6 +187,37 @@ int qk_usage_error(const char *cmd, const char *fmt, ...) {
     return QK_EXIT_USAGE;
 }
 
+/* qk_stderr's stream: each line written goes to stderr after "qkgen CMD: ". */
+typedef struct prefixed {
+    const char *cmd;
+    bool mid; /* within a line: its prefix is out */
+} prefixed;
+
+static ssize_t prefixed_write(void *cookie, const char *buf, size_t n) {
+    prefixed *p = cookie;
+    for (size_t i = 0; i < n;) {
+        if (!p->mid) fprintf(stderr, "qkgen %s: ", p->cmd), p->mid = true;
+        const char *nl = memchr(buf + i, '\n', n - i);
+        const size_t len = nl ? (size_t)(nl - (buf + i)) + 1 : n - i;
+        fwrite(buf + i, 1, len, stderr);
+        p->mid = !nl;
+        i += len;
+    }
+    fflush(stderr);
+    return (ssize_t)n;
+}
+
+FILE *qk_stderr(const char *cmd) {
+    static FILE *f;
+    static prefixed p;
+    if (!f) {
+        p.cmd = cmd;
+        f = fopencookie(&p, "w", (cookie_io_functions_t){.write = prefixed_write});
+        if (f) setvbuf(f, NULL, _IOLBF, 0);
+    }
+    return f ? f : stderr;
+}
+
 int qk_check_output(const char *cmd, const char *opt, const char *out, bool folder,
                     const qk_input *in, size_t n) {
     qk_error e = {0};
@@ -135,6 +227,11 @@ int qk_check_output(const char *cmd, const char *opt, const char *out, bool fold
 
 int qk_bad_arg(qk_args *a) {
     const char *arg = a->argv[a->i];
+    const char *near = a->tried_at == a->i ? qk_nearest(arg, a->tried, a->ntried) : NULL;
+    if (arg[0] == '-' && near)
+        return qk_usage_error(a->cmd,
+                              "unknown option '%s'; did you mean %s? (see 'qkgen %s --help')", arg,
+                              near, a->cmd);
     if (arg[0] == '-')
         return qk_usage_error(a->cmd, "unknown option '%s' (see 'qkgen %s --help')", arg, a->cmd);
     return qk_usage_error(a->cmd, "unexpected argument '%s' (see 'qkgen %s --help')", arg, a->cmd);
@@ -190,6 +287,47 @@ const char *qk_default_templates(void) {
 
 const char *qk_default_bundle(void) {
     return "out/default";
+}
+
+bool qk_model_arg(const char *cmd, const char *specs_dir, const char **model) {
+    const char *name = *model;
+    if (!name || qk_is_file(name)) return true; /* a file path, as given */
+    if (strchr(name, '/')) {
+        qk_usage_error(cmd, "--model %s: no such file", name);
+        return false;
+    }
+    /* a bare name: the models beside the specs the command reads, then an
+     * installed qkgen's, then the source tree's; each folder once */
+    const char *share = installed_share();
+    char *dirs[3], real[3][PATH_MAX];
+    size_t nd = 0;
+    dirs[nd++] = qk_path_join(specs_dir, "models");
+    if (share) dirs[nd++] = qk_path_join(share, "specs/models");
+    dirs[nd++] = qk_path_join(QKGEN_SOURCE_DIR, "specs/models");
+    const size_t len = strlen(name);
+    const char *ext = len > 5 && !strcmp(name + len - 5, ".yaml") ? "" : ".yaml";
+    static char *found; /* the path *model keeps */
+    qk_str looked = {0};
+    for (size_t i = 0; i < nd && *model != found; i++) {
+        if (!realpath(dirs[i], real[i])) snprintf(real[i], sizeof real[i], "%s", dirs[i]);
+        bool seen = false;
+        for (size_t j = 0; j < i; j++)
+            seen |= !strcmp(real[i], real[j]);
+        if (seen) continue;
+        qk_str path = {0};
+        qk_str_addf(&path, "%s/%s%s", real[i], name, ext);
+        free(found);
+        found = qk_str_take(&path);
+        if (qk_is_file(found)) *model = found;
+        qk_str_addf(&looked, "%s%s", looked.len ? ", " : "", real[i]);
+    }
+    for (size_t i = 0; i < nd; i++)
+        free(dirs[i]);
+    if (*model != found)
+        qk_usage_error(cmd, "--model %s: no such file, nor a model %s%s in %s", name, name, ext,
+                       looked.s);
+    qk_str_free(&looked);
+    return *model == found;
 }
 
 bool qk_spec_dir_arg(const char *cmd, const char *positional, const char *opt, const char **dir) {

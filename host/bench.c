@@ -1030,6 +1030,7 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         if (had[v]) {
             const qk_bench_result *p = &prior[v];
             out->ok = p->ok, out->wrong = p->wrong, out->nmse = p->nmse, out->timed = p->timed;
+            out->unsupported = p->unsupported;
             out->us_screen = p->us_screen, out->screen_runs = p->screen_runs;
             out->us = p->us, out->us_min = p->us_min, out->us_max = p->us_max, out->runs = p->runs;
             snprintf(out->error, sizeof out->error, "%s", p->error);
@@ -1043,8 +1044,10 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
             out->skipped = true;
             continue;
         }
-        if (qkrt_kernel_check(ctx, b, idx[v]) != QKRT_OK) {
+        const qkrt_result kr = qkrt_kernel_check(ctx, b, idx[v]);
+        if (kr != QKRT_OK) {
             snprintf(out->error, sizeof out->error, "%s", qkrt_last_error(ctx));
+            out->unsupported = kr == QKRT_ERROR_UNSUPPORTED;
             if (o->record) o->record(o->user, k, out, "check");
             continue;
         }

@@ -38,6 +38,8 @@ typedef struct qk_bench_result {
     bool best;          /* fastest correct (or, with time_wrong, timed) variant of its case */
     bool wrong;         /* wrong, and timed anyway (time_wrong) */
     bool skipped;       /* not measured: the deadline had passed */
+    bool unsupported;   /* the device cannot run it (qkrt_kernel_check's QKRT_ERROR_UNSUPPORTED):
+                           neither checked nor timed, error says what it lacks */
     char error[256];
 } qk_bench_result;
 

@@ -27,13 +27,11 @@ static void bad_field(field_check *fc, const char *key, const char *want) {
 static void one_of(field_check *fc, const char *key, const char *value, const char *const *names) {
     for (const char *const *n = names; *n; n++)
         if (!strcmp(value, *n)) return;
-    if (fc->ok) {
-        if (names[2])
-            snprintf(fc->why, sizeof fc->why, "%s: '%.40s' is not %s, %s or %s", key, value,
-                     names[0], names[1], names[2]);
-        else
-            snprintf(fc->why, sizeof fc->why, "%s: '%.40s' is not %s or %s", key, value, names[0],
-                     names[1]);
+    if (fc->ok) { /* "is not a, b or c" */
+        int at = snprintf(fc->why, sizeof fc->why, "%s: '%.40s' is not %s", key, value, names[0]);
+        for (const char *const *n = names + 1; *n && at > 0 && (size_t)at < sizeof fc->why; n++)
+            at += snprintf(fc->why + at, sizeof fc->why - (size_t)at, "%s%s", n[1] ? ", " : " or ",
+                           *n);
     }
     fc->ok = false;
 }
@@ -167,7 +165,7 @@ static bool record_of(const qkrt_json *j, qk_tune_record *r, char *why, size_t w
         r->us_max = bounded_of(j, "us_max", QK_TUNE_US_MAX, f), r->runs = u32_of(j, "runs", f);
         r->time = time_of(j, "time", f);
         static const char *const precisions[] = {"f32", "f16", "q8", NULL};
-        static const char *const statuses[] = {"ok", "wrong", "failed", NULL};
+        static const char *const statuses[] = {"ok", "wrong", "failed", "unsupported", NULL};
         static const char *const stages[] = {"check", "screen", "full", NULL};
         one_of(f, "precision", r->precision, precisions);
         one_of(f, "status", r->status, statuses);

@@ -45,8 +45,9 @@ typedef struct qk_tune_record {
     qk_tune_case c;
     char precision[8]; /* "f32", "f16", "q8" */
     double nmse;
-    char status[8]; /* "ok", "wrong" (never selected), "failed" (the device refused it) */
-    char stage[8];  /* "check" (wrong or failed), "screen" or "full" */
+    char status[12]; /* "ok", "wrong" (never selected), "failed" (it did not run), "unsupported"
+                        (the device lacks what it requires) */
+    char stage[8];   /* "check" (wrong, failed or unsupported), "screen" or "full" */
     double us, us_min, us_max; /* median and spread of `runs` dispatches, microseconds */
     uint32_t runs;
     char note[256]; /* why it failed, or how it was timed */

@@ -18,9 +18,7 @@ void qk_tune_case_label(const qk_tune_case *c, char *out, size_t size) {
         snprintf(out + strlen(out), size - strlen(out), " x=%s", act);
 }
 
-/* The fallback's time over the winner's, at one stage: both in full where
- * the fallback was timed in full, else both in the screen; 0: unknown. */
-static double speedup(const qk_tune_outcome *o) {
+double qk_tune_outcome_speedup(const qk_tune_outcome *o) {
     const qk_tune_record *b = o->best, *fb = o->fallback;
     if (!b || !fb) return 0;
     if (strcmp(fb->stage, "full")) b = o->best_screen ? o->best_screen : b;
@@ -29,7 +27,7 @@ static double speedup(const qk_tune_outcome *o) {
 
 void qk_tune_report_text(FILE *f, const qk_tune_outcome *oc, uint32_t n) {
     fprintf(f, "%-40s %-48s %10s %10s %8s  %s\n", "case", "winner", "us", "fallback", "speedup",
-            "candidates (wrong, failed)");
+            "candidates (wrong, failed, unsupported)");
     double logsum = 0;
     uint32_t nsp = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -38,18 +36,19 @@ void qk_tune_report_text(FILE *f, const qk_tune_outcome *oc, uint32_t n) {
         const qk_tune_record *b = oc[i].best, *fb = oc[i].fallback;
         char fbs[32] = "-", sps[32] = "-";
         if (fb) snprintf(fbs, sizeof fbs, "%.2f%s", fb->us, strcmp(fb->stage, "full") ? "s" : "");
-        double sp = speedup(&oc[i]);
+        double sp = qk_tune_outcome_speedup(&oc[i]);
         if (sp > 0) {
             snprintf(sps, sizeof sps, "%.2fx", sp);
             logsum += log(sp), nsp++;
         }
         if (b)
-            fprintf(f, "%-40s %-48s %9.2f%s %10s %8s  %u (%u, %u)\n", label, b->variant, b->us,
+            fprintf(f, "%-40s %-48s %9.2f%s %10s %8s  %u (%u, %u, %u)\n", label, b->variant, b->us,
                     strcmp(b->stage, "full") ? "s" : " ", fbs, sps, oc[i].candidates, oc[i].wrong,
-                    oc[i].failed);
+                    oc[i].failed, oc[i].unsupported);
         else
-            fprintf(f, "%-40s %-48s %10s %10s %8s  %u (%u, %u)\n", label, "(no correct candidate)",
-                    "-", fbs, "-", oc[i].candidates, oc[i].wrong, oc[i].failed);
+            fprintf(f, "%-40s %-48s %10s %10s %8s  %u (%u, %u, %u)\n", label,
+                    "(no correct candidate)", "-", fbs, "-", oc[i].candidates, oc[i].wrong,
+                    oc[i].failed, oc[i].unsupported);
     }
     if (nsp)
         fprintf(f,
@@ -100,7 +99,7 @@ void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *
              "qkgen tune: time of every candidate per case (log scale, microseconds)");
     svg_text(s, 10, 38, "start", "fill=\"#444\"",
              "green: winner; blue ring: portable fallback; grey: timed in full; light: screen "
-             "only; red x: wrong; orange: failed");
+             "only; red x: wrong; orange: failed; grey square: the device cannot run it");
     /* decade grid with 2x and 5x ticks, labelled where there is room */
     const bool crowded = log10(hi / lo) > 3.5;
     for (double d = lo; d <= hi * 1.001; d *= 10)
@@ -116,7 +115,7 @@ void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *
             if (m == 1 || !crowded)
                 svg_text(s, x, top + row * n + 16, "middle", "fill=\"#444\"", t);
         }
-    svg_text(s, xbad, top - 12, "middle", "fill=\"#444\"", "wrong/failed");
+    svg_text(s, xbad, top - 12, "middle", "fill=\"#444\"", "not timed");
     for (uint32_t i = 0; i < n; i++) {
         double y = top + row * i + row / 2;
         char label[160];
@@ -132,9 +131,16 @@ void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *
             const qk_tune_record *r = &db->recs[j];
             if (!qk_tune_same_device(&r->dev, &oc[i].dev) || !qk_tune_same_case(&r->c, &oc[i].c))
                 continue;
-            if (!strcmp(r->status, "wrong") || !strcmp(r->status, "failed")) {
+            if (!strcmp(r->status, "wrong") || !strcmp(r->status, "failed") ||
+                !strcmp(r->status, "unsupported")) {
                 double x = xbad - 20 + 4 * (bad++ % 10);
-                if (!strcmp(r->status, "wrong")) {
+                if (!strcmp(r->status, "unsupported")) {
+                    qk_str_addf(s,
+                                "<rect x=\"%.1f\" y=\"%.1f\" width=\"4\" height=\"4\" "
+                                "fill=\"#999\"",
+                                x - 2, y - 2);
+                    svg_title(s, "", r->variant, ": unsupported by the device", "rect");
+                } else if (!strcmp(r->status, "wrong")) {
                     qk_str_addf(s,
                                 "<path d=\"M%.1f %.1fl6 6m0 -6l-6 6\" stroke=\"#d00\" "
                                 "stroke-width=\"1.5\"",
@@ -170,9 +176,9 @@ void qk_tune_report_svg(qk_str *s, const qk_tune_db *db, const qk_tune_outcome *
             snprintf(what, sizeof what, ": %.2f us", oc[i].best->us);
             qk_str_addf(s, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5.5\" fill=\"#0a0\"", x, y);
             svg_title(s, "winner ", oc[i].best->variant, what, "circle");
-            if (speedup(&oc[i]) > 0) {
+            if (qk_tune_outcome_speedup(&oc[i]) > 0) {
                 char t[32];
-                snprintf(t, sizeof t, "%.2fx", speedup(&oc[i]));
+                snprintf(t, sizeof t, "%.2fx", qk_tune_outcome_speedup(&oc[i]));
                 svg_text(s, xbad + 45, y + 4, "start", "fill=\"#070\"", t);
             }
         }

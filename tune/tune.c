@@ -217,6 +217,7 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
         o->candidates += !seen;
         o->wrong += !strcmp(r->status, "wrong");
         o->failed += !strcmp(r->status, "failed");
+        o->unsupported += !strcmp(r->status, "unsupported");
         bool timed = !strcmp(r->status, "ok") && strcmp(r->stage, "check") && r->us > 0;
         if (timed && allowed(precision, r) && better(r, o->best)) o->best = r;
         const char *fb = fallback_of ? fallback_of(user, &r->c) : NULL;

@@ -45,7 +45,14 @@ typedef struct qk_tune_outcome {
     const qk_tune_record *best_screen; /* the winner's screen record, or NULL: a speedup over a
                                           fallback timed only in the screen compares screens */
     uint32_t candidates, wrong, failed;
+    uint32_t unsupported; /* the device cannot run them: not the kernels' failures */
 } qk_tune_outcome;
+
+/* The fallback's time over the winner's, the ratio the tune's line and its
+ * report both print: at one stage, both in full where the fallback was timed
+ * in full, else both in the screen (the winner's first screen; where it has
+ * none, its full time). 0: no winner, no fallback or no time. */
+double qk_tune_outcome_speedup(const qk_tune_outcome *o);
 
 /* The outcomes of every (device, case) of db: devices in first-seen order,
  * each one's cases sorted (op, format, option, activations, experts, top-k,

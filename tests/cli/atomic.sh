@@ -56,11 +56,11 @@ sleep 0.3
 "$qkgen" build "${one[@]}" --out "$scratch/lock" --force > "$scratch/waited" 2>&1 &
 waiter=$!
 for _ in $(seq 1200); do
-  grep -q "^waiting for $scratch/lock/.default.lock, held by" "$scratch/waited" && break
+  grep -q "^qkgen build: waiting for $scratch/lock/.default.lock, held by" "$scratch/waited" && break
   kill -0 $waiter 2>/dev/null || break
   sleep 0.1
 done
-grep -q "^waiting for $scratch/lock/.default.lock, held by" "$scratch/waited" ||
+grep -q "^qkgen build: waiting for $scratch/lock/.default.lock, held by" "$scratch/waited" ||
   { touch "$scratch/release"; wait $waiter; cat "$scratch/waited"; fail "a waiting build did not say so"; }
 sleep 0.5
 kill -0 $waiter 2>/dev/null || { touch "$scratch/release"; fail "a build did not wait for the bundle's lock"; }

@@ -46,5 +46,7 @@ expect_rc() {
 expect_rc 2 "nonexistent/manifest.json" "$qkgen" export "$scratch/nonexistent" --c "$scratch/x.h"
 expect_rc 2 "\-\-c FILE.h is required" "$qkgen" export "$bundle"
 expect_rc 2 "'9a' is not a C identifier" "$qkgen" export "$bundle" --c "$scratch/x.h" --prefix 9a
-expect_rc 1 "cannot create" "$qkgen" export "$bundle" --c "$scratch/no/such/x.h"
+# (a missing folder is made: a file in its way cannot be)
+: >"$scratch/file"
+expect_rc 1 "cannot create folder" "$qkgen" export "$bundle" --c "$scratch/file/x.h"
 echo "1 passed, 0 failed"

@@ -33,6 +33,10 @@ mkdir "$scratch/elsewhere" && cd "$scratch/elsewhere" || fail "no scratch folder
 unset QKGEN_SPECS QKGEN_TEMPLATES
 "$prefix/bin/qkgen" list --formats | grep -q " $prefix/share/qkgen/specs/formats/q4_0.yaml\$" ||
   fail "the installed qkgen does not read $prefix/share/qkgen/specs"
+# --model NAME finds the installed models (the format it lacks stops it there)
+"$prefix/bin/qkgen" tune --model tiny --formats nosuch --dry-run --out "$scratch/t" 2>&1 |
+  grep -q "^qkgen tune: $prefix/share/qkgen/specs/models/tiny.yaml: no format 'nosuch'" ||
+  fail "the installed qkgen's --model tiny does not find $prefix/share/qkgen/specs/models/tiny.yaml"
 "$prefix/bin/qkgen" build --representative --filter _q4_0_ --out "$scratch/out" ||
   fail "the installed qkgen build exited $?"
 bundle=$scratch/out/default

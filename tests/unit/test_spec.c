@@ -29,7 +29,8 @@
 
 enum { CLI_TIMEOUT_S = 60, MAX_ARGS = 64 };
 
-/* Runs one cli_*.args case: argv from its command line, stderr into err. */
+/* Runs one cli_*.args case: argv from its command line, stderr into err,
+ * stdout into err.out. */
 static bool run_cli(const char *qkgen, const char *line, const char *in, const char *bundle,
                     const char *tmp, const char *err, int *status, char *why, size_t why_size) {
     qk_str cmd = {0};
@@ -49,13 +50,19 @@ static bool run_cli(const char *qkgen, const char *line, const char *in, const c
     }
     char *argv[MAX_ARGS + 2] = {(char *)qkgen};
     int argc = 1;
-    for (char *t = strtok(cmd.s, " \t\n"); t && argc <= MAX_ARGS; t = strtok(NULL, " \t\n"))
+    /* (an empty line leaves cmd.s NULL: strtok would go on in the last
+     * case's freed line) */
+    for (char *t = cmd.s ? strtok(cmd.s, " \t\n") : NULL; t && argc <= MAX_ARGS;
+         t = strtok(NULL, " \t\n"))
         argv[argc++] = t;
     argv[argc] = NULL;
     pid_t pid = fork();
     if (pid == 0) {
+        char out[4096];
+        snprintf(out, sizeof out, "%s.out", err);
         int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644), null = open("/dev/null", O_RDWR);
-        dup2(null, 0), dup2(fd, 1), dup2(fd, 2);
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(null, 0), dup2(fo, 1), dup2(fd, 2);
         /* in the scratch folder: a default output (out/, tune.jsonl) lands there */
         if (chdir(tmp) != 0) _exit(126);
         execv(qkgen, argv);
@@ -98,6 +105,29 @@ static bool is_empty(const char *dir, char *first, size_t size) {
     return empty;
 }
 
+/* True if the line of stderr (out) holding at (an error) starts with "qkgen
+ * CMD: ", CMD the command line's first word ("qkgen: " where that is no
+ * command), as every error must; else false with why. (A usage text, and
+ * verify's table on stdout, are no error messages.) */
+static bool error_prefixed(const char *out, const char *at, const char *line, char *why,
+                           size_t size) {
+    static const char *const commands[] = {"build",   "list",   "emit",   "layout",
+                                           "devices", "verify", "matmul", "bench",
+                                           "export",  "tune",   "dequant"};
+    const char *start = at;
+    while (start > out && start[-1] != '\n')
+        start--;
+    char cmd[32] = "", want[48] = "qkgen: ";
+    sscanf(line, "%31s", cmd);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i])) snprintf(want, sizeof want, "qkgen %s: ", cmd);
+    if (!strncmp(start, want, strlen(want))) return true;
+    const char *nl = strchr(start, '\n');
+    snprintf(why, size, "the error line does not start with '%s': %.*s", want,
+             (int)(nl ? nl - start : (long)strlen(start)), start);
+    return false;
+}
+
 /* One cli_*.args case; 1 if it passed, else 0 with FAIL printed. */
 static int cli_case(const char *qkgen, const char *bundle, const char *corpus, const char *tmp,
                     const char *n, const char *text) {
@@ -115,7 +145,17 @@ static int cli_case(const char *qkgen, const char *bundle, const char *corpus, c
     int status;
     bool ran = run_cli(qkgen, line, in, bundle, tmp, err, &status, why, sizeof why);
     qk_error e = {0};
-    char *got = qk_read_file(err, NULL, &e), first[256] = "";
+    /* stderr, then stdout (where verify's table says it) */
+    char *errs = qk_read_file(err, NULL, &e), *outs = NULL, first[256] = "";
+    {
+        char *op = qk_path_join(tmp, "../stderr.out");
+        outs = qk_read_file(op, NULL, &e);
+        free(op);
+    }
+    qk_str all = {0};
+    qk_str_add(&all, errs ? errs : "");
+    qk_str_add(&all, outs ? outs : "");
+    char *got = qk_str_take(&all);
     int pass = 0;
     if (!ran)
         printf("FAIL %s: %s: %s\n", n, line, why);
@@ -124,12 +164,15 @@ static int cli_case(const char *qkgen, const char *bundle, const char *corpus, c
                got ? got : "");
     else if (!got || !strstr(got, expect))
         printf("FAIL %s: %s\n  got:    %s  wanted: %s\n", n, line, got ? got : "", expect);
+    else if (want && errs && strstr(errs, expect) && strncmp(expect, "usage:", 6) &&
+             !error_prefixed(errs, strstr(errs, expect), line, why, sizeof why))
+        printf("FAIL %s: %s: %s\n", n, line, why);
     else if (!is_empty(tmp, first, sizeof first))
         printf("FAIL %s: %s: wrote %s despite the error\n", n, line, first);
     else
         pass = 1;
     if (!pass) qk_rmtree(tmp), qk_mkdirs(tmp, &e);
-    free(got), free(in), free(err);
+    free(got), free(errs), free(outs), free(in), free(err);
     return pass;
 }
 
