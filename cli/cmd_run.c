@@ -597,8 +597,9 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
                   uint32_t M, uint32_t K, uint32_t T, const qk_moe_shape *moe, qkrt_op_choice *c,
                   char *err, size_t err_size) {
     const bool id = moe && moe->E;
-    const qkrt_op_query q = {family, "none", w->format, w->variant, "f32", M, K, T,
-                             id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1};
+    const qkrt_op_query q = {
+        family, "none",          w->format,           w->variant,        "f32", M, K,
+        T,      id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1};
     if (qkrt_op_choose(ctx, b, &q, c) != QKRT_OK) {
         snprintf(err, err_size, "%s", qkrt_last_error(ctx));
         return -1;
@@ -611,8 +612,7 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
  * err. */
 static int matmul_kernel(qkrt_context *ctx, const qkrt_bundle *b, const qk_weights *w,
                          const int32_t *ids, uint32_t M, uint32_t K, uint32_t T,
-                         const qk_moe_shape *moe, qkrt_op_choice *how, char *err,
-                         size_t err_size) {
+                         const qk_moe_shape *moe, qkrt_op_choice *how, char *err, size_t err_size) {
     char why[512] = "";
     const char *few = ids ? "matvec_id" : "matvec", *many = ids ? "matmul_id" : "matmul";
     const qk_moe_shape *m = ids ? moe : NULL;
@@ -799,7 +799,8 @@ int cmd_matmul(qk_args *a) {
         else
             snprintf(chosen, sizeof chosen, "the bundle's select table, %s level%s%s%s",
                      qkrt_select_level_name(sel->level), sel->tuned_on[0] ? ": tuned on " : "",
-                     sel->tuned_on, sel->level == QKRT_SELECT_DEFAULT ? ": the portable rules" : "");
+                     sel->tuned_on,
+                     sel->level == QKRT_SELECT_DEFAULT ? ": the portable rules" : "");
         const double t0 = qk_now_s();
         qkrt_result r = ki < 0 ? QKRT_ERROR_UNSUPPORTED
                                : matmul_run(ctx, b, (uint32_t)ki, &w, io.x.data, ids, M, K, T, &moe,

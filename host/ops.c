@@ -37,9 +37,14 @@ int qk_pick_kernel(qkrt_context *ctx, const qkrt_bundle *b, const char *family, 
 int qk_pick_fused(qkrt_context *ctx, const qkrt_bundle *b, const char *family, const char *fusion,
                   const qk_weights *w, const char *activation, uint32_t K, uint32_t tokens,
                   char *err, size_t err_size) {
-    const qkrt_op_query q = {
-        .op = family, .fusion = fusion, .format = w->format, .variant = w->variant,
-        .activations = activation, .M = 1, .K = K, .T = tokens};
+    const qkrt_op_query q = {.op = family,
+                             .fusion = fusion,
+                             .format = w->format,
+                             .variant = w->variant,
+                             .activations = activation,
+                             .M = 1,
+                             .K = K,
+                             .T = tokens};
     qkrt_op_choice c;
     if (qkrt_op_choose_default(ctx, b, &q, &c) != QKRT_OK) {
         snprintf(err, err_size, "%s", qkrt_last_error(ctx));

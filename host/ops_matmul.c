@@ -164,8 +164,7 @@ static const uint32_t NaN32 = 0x7fc00000u; /* unwritten outputs read as NaN and 
 
 /* The operations layer's buffers (qkrt_op_buffers) of the weights pooled in
  * wb: matrix m's plane j at wb[m * planes + j]. */
-static void op_weights(qkrt_op_buffers *B, qkrt_buffer *const *wb, uint32_t mats,
-                       uint32_t planes) {
+static void op_weights(qkrt_op_buffers *B, qkrt_buffer *const *wb, uint32_t mats, uint32_t planes) {
     B->matrices = mats;
     for (uint32_t m = 0; m < mats && m < QKRT_OP_MATS; m++)
         for (uint32_t j = 0; j < planes && j < QKRT_OP_PLANES; j++)
@@ -250,8 +249,13 @@ qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     B.tpe = pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r);
     B.y = pool_buffer(&p, NULL, ny * 4, NaN32, &r);
     /* pairs per expert at most T: a token picks an expert once */
-    const qkrt_op_query q = {.op = k->family, .M = s->M, .K = s->K, .T = s->T,
-                             .E = s->E, .top_k = s->top_k, .ne11 = s->ne11};
+    const qkrt_op_query q = {.op = k->family,
+                             .M = s->M,
+                             .K = s->K,
+                             .T = s->T,
+                             .E = s->E,
+                             .top_k = s->top_k,
+                             .ne11 = s->ne11};
     if (r == QKRT_OK) r = run_chain(ctx, b, ki, &q, &B, ns);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, ny * 4);
     free(tpe), free(ids), free(xo);

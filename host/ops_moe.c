@@ -98,7 +98,12 @@ qkrt_result qk_run_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     /* the operations layer's chain for kernel ki: the bundle's quantizer
      * first (over every row of x) where the kernel reads q8 rows */
     const qkrt_op_query q = {.op = qkrt_bundle_kernel(b, ki)->family,
-                             .M = M, .K = K, .T = T, .E = E, .top_k = top_k, .ne11 = ne11};
+                             .M = M,
+                             .K = K,
+                             .T = T,
+                             .E = E,
+                             .top_k = top_k,
+                             .ne11 = ne11};
     qkrt_op_choice c = {.kernel = ki, .prepass = -1};
     if (r == QKRT_OK && qk_takes_q8(qkrt_bundle_kernel(b, ki)) &&
         (c.prepass = qk_find_quantizer(ctx, b, err, err_size)) < 0)

@@ -70,7 +70,7 @@ struct qk_moe_layer {
     qkrt_buffer *buf[B_COUNT];
     qkrt_buffer *work[QKRT_MOE_WORK_COUNT];
     qkrt_chain *chains; /* one per copy */
-    uint32_t experts;       /* distinct experts the tokens chose */
+    uint32_t experts;   /* distinct experts the tokens chose */
 };
 
 static const uint32_t NAN32 = 0x7fc00000u;
@@ -192,8 +192,8 @@ static qkrt_result layer_buffers(qkrt_context *ctx, qk_moe_layer *L, const float
         const void *data;
         size_t bytes;
     } spec[B_COUNT] = {
-        [B_X] = {x, 4 * T * H},        [B_RES] = {L->res, 4 * T * H}, [B_NORM_W] = {L->norm_w, 4 * H},
-        [B_Y] = {NULL, 4 * T * H},     [B_NORMED] = {NULL, 4 * T * H},
+        [B_X] = {x, 4 * T * H},    [B_RES] = {L->res, 4 * T * H},  [B_NORM_W] = {L->norm_w, 4 * H},
+        [B_Y] = {NULL, 4 * T * H}, [B_NORMED] = {NULL, 4 * T * H},
     };
     qkrt_result r = QKRT_OK;
     for (int i = 0; i < B_COUNT && r == QKRT_OK; i++)

@@ -16,9 +16,9 @@
 #define QK_MOE_DECODE_TOKENS QKRT_MOE_DECODE_TOKENS
 typedef qkrt_moe_kernels qk_moe_kernels;
 typedef qkrt_fuse qk_fuse;
-#define QK_FUSE_AUTO QKRT_FUSE_AUTO
+#define QK_FUSE_AUTO   QKRT_FUSE_AUTO
 #define QK_FUSE_ALWAYS QKRT_FUSE_ALWAYS
-#define QK_FUSE_NEVER QKRT_FUSE_NEVER
+#define QK_FUSE_NEVER  QKRT_FUSE_NEVER
 #define QK_FUSE_RANKED QKRT_FUSE_RANKED
 /* A layer's problem: T tokens of hidden size H, E experts of F rows each, top_k per token. */
 typedef struct qk_moe_layer_desc {

@@ -196,16 +196,27 @@ static qkrt_result read_lists(loader *ld, const qkrt_json *k, qkrt_kernel *kerne
 
 /* The names of the public enums, at their values (index 0: OTHER). */
 static const char *const ROLES[] = {
-    "",    "weights", "activations", "activations_q8",  "output", "ids",
-    "tpe", "scratch", "indirect",    "routing_weights", "topk", "logits",
-    "slots", "gate", "up", "residual", "norm_weight", "normed"};
+    "",      "weights", "activations", "activations_q8",  "output",      "ids",
+    "tpe",   "scratch", "indirect",    "routing_weights", "topk",        "logits",
+    "slots", "gate",    "up",          "residual",        "norm_weight", "normed"};
 static const char *const SCALARS[] = {"",    "u8",   "i8",  "u16", "i16",
                                       "f16", "bf16", "u32", "i32", "f32"};
-static const char *const FAMILIES[] = {
-    "",          "matvec",      "matvec_id",   "matvec_id_sep",   "matmul",
-    "matmul_id", "quantize",    "copy",        "embed",           "swiglu",
-    "moe_route", "moe_combine", "router_topk", "matvec_id_ranked", "dequant",
-    "dequant_id"};
+static const char *const FAMILIES[] = {"",
+                                       "matvec",
+                                       "matvec_id",
+                                       "matvec_id_sep",
+                                       "matmul",
+                                       "matmul_id",
+                                       "quantize",
+                                       "copy",
+                                       "embed",
+                                       "swiglu",
+                                       "moe_route",
+                                       "moe_combine",
+                                       "router_topk",
+                                       "matvec_id_ranked",
+                                       "dequant",
+                                       "dequant_id"};
 enum {
     N_ROLES = sizeof ROLES / sizeof ROLES[0],
     N_SCALARS = sizeof SCALARS / sizeof SCALARS[0],

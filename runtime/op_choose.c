@@ -77,7 +77,7 @@ typedef struct query_shape {
 
 static void shape_of(const qkrt_op_query *q, query_shape *s) {
     static const char *const names[] = {"M", "N", "K", "T", "E", "top_k", "ne11", "max_per_expert"};
-    const int64_t values[] = {or1(q->M), or1(q->M), q->K,       or1(q->T),
+    const int64_t values[] = {or1(q->M), or1(q->M),     q->K,         or1(q->T),
                               or1(q->E), or1(q->top_k), or1(q->ne11), or1(q->T)};
     memcpy(s->names, names, sizeof names);
     memcpy(s->values, values, sizeof values);
@@ -105,9 +105,8 @@ static const char *str_or(const char *s, const char *dflt) {
 static qkrt_result with_prepass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                                 qkrt_op_source source, qkrt_op_choice *out) {
     /* a selected choice keeps what qkrt_select_ex wrote into out->selection */
-    const qkrt_selection sel = source == QKRT_OP_SELECTED
-                                   ? out->selection
-                                   : (qkrt_selection){ki, QKRT_SELECT_DEFAULT, ""};
+    const qkrt_selection sel =
+        source == QKRT_OP_SELECTED ? out->selection : (qkrt_selection){ki, QKRT_SELECT_DEFAULT, ""};
     *out = (qkrt_op_choice){ki, -1, source, sel};
     if (!qkrt_kernel_takes_q8(qkrt_bundle_kernel(b, ki))) return QKRT_OK;
     out->prepass = qkrt_op_quantizer(ctx, b);
@@ -155,9 +154,8 @@ qkrt_result qkrt_op_choose_default(qkrt_context *ctx, const qkrt_bundle *b, cons
                          "the bundle has no %s%s%s kernel for %s%s%s with %s activations%s%s",
                          q->op, strcmp(fusion, "none") ? " " : "",
                          strcmp(fusion, "none") ? fusion : "",
-                         strcmp(format, "none") ? format : "(no weights)",
-                         variant[0] ? " " : "", variant, act,
-                         why[0] ? " that this device runs: " : "", why);
+                         strcmp(format, "none") ? format : "(no weights)", variant[0] ? " " : "",
+                         variant, act, why[0] ? " that this device runs: " : "", why);
     return with_prepass(ctx, b, (uint32_t)best, QKRT_OP_DEFAULT, out);
 }
 

@@ -46,7 +46,8 @@ static int pick_product(qkrt_context *ctx, const qkrt_moe_plan *P, const char *o
     const qkrt_moe_desc *d = &P->d;
     /* a product's token columns: the layer's tokens, or for matmul_id an
      * expert's pairs (the default choice's sense of T) */
-    qkrt_op_query q = {op, fusion, P->format, P->variant, "f32", M, K, tokens, d->E, d->top_k, ne11};
+    qkrt_op_query q = {op, fusion, P->format, P->variant, "f32", M,
+                       K,  tokens, d->E,      d->top_k,   ne11};
     qkrt_op_choice c;
     *selected = false;
     if (qkrt_op_choose(ctx, P->b, &q, &c) != QKRT_OK) return -1;
@@ -118,8 +119,9 @@ static qkrt_result pick_experts(qkrt_context *ctx, qkrt_moe_plan *P) {
     k->gate = plain;
     k->glu = find_op(ctx, b, QKRT_FAMILY_SWIGLU, "none");
     if (plain >= 0 && k->glu >= 0) return QKRT_OK;
-    return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED, "gate/up: no fused %s swiglu kernel for %s, and %s",
-                     op, P->format, plain < 0 ? why : "no swiglu kernel that this device runs");
+    return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED,
+                     "gate/up: no fused %s swiglu kernel for %s, and %s", op, P->format,
+                     plain < 0 ? why : "no swiglu kernel that this device runs");
 }
 
 /* The layer's kernel of family (router_topk renorm, moe_combine
@@ -133,15 +135,20 @@ static int find_aux(qkrt_context *ctx, const qkrt_moe_plan *P, qkrt_family famil
     const qkrt_moe_desc *d = &P->d;
     /* the select table's rule for it, where the bundle has one (a tuned
      * bundle lists every kernel of the layer under its op) */
-    static const char *const families[] = {[QKRT_FAMILY_ROUTER_TOPK] = "router_topk",
-                                           [QKRT_FAMILY_MOE_COMBINE] = "moe_combine"};
+    static const char *const families[] = {
+        [QKRT_FAMILY_ROUTER_TOPK] = "router_topk", [QKRT_FAMILY_MOE_COMBINE] = "moe_combine"};
     if (qkrt_bundle_has_select(P->b) && family < sizeof families / sizeof families[0] &&
         families[family]) {
         const qkrt_op_query q = {.op = families[family],
                                  .fusion = fusion,
                                  .format = computed ? P->format : "none",
                                  .variant = computed ? P->variant : "",
-                                 .M = M, .K = K, .T = d->T, .E = d->E, .top_k = d->top_k, .ne11 = 1};
+                                 .M = M,
+                                 .K = K,
+                                 .T = d->T,
+                                 .E = d->E,
+                                 .top_k = d->top_k,
+                                 .ne11 = 1};
         qkrt_op_choice c;
         if (qkrt_op_choose(ctx, P->b, &q, &c) == QKRT_OK && c.source == QKRT_OP_SELECTED &&
             (qkrt_bundle_kernel(P->b, c.kernel)->weights_layout[0] != 0) == computed)
@@ -457,14 +464,14 @@ static qkrt_result record_router(recorder *R) {
                            {"ids", work(R, QKRT_MOE_IDS)},
                            {"route_w", work(R, QKRT_MOE_ROUTE_W)}};
         /* (it reads x itself, not the q8 rows) */
-        const step s = {P->k.topk, planes(R, B ? B->router : NULL), 1, bt, 4, names, vals, 4, false,
-                        NULL, 0};
+        const step s = {
+            P->k.topk, planes(R, B ? B->router : NULL), 1, bt, 4, names, vals, 4, false, NULL, 0};
         return add(R, &s);
     }
     int64_t vr[PROD_VARS];
     prod_values(vr, d->E, d->H, d, 1);
-    r = add_product(R, P->k.router, planes(R, B ? B->router : NULL), 1, x,
-                    work(R, QKRT_MOE_XQ), work(R, QKRT_MOE_LOGITS), vr, xq, 0);
+    r = add_product(R, P->k.router, planes(R, B ? B->router : NULL), 1, x, work(R, QKRT_MOE_XQ),
+                    work(R, QKRT_MOE_LOGITS), vr, xq, 0);
     if (r != QKRT_OK || P->k.ranked) return r; /* gate/up ranks the logits */
     static const char *const names[] = {"E", "T", "top_k"};
     const int64_t vals[] = {d->E, d->T, d->top_k};
@@ -575,8 +582,8 @@ static qkrt_result record_combine(recorder *R) {
                        {"residual", res},
                        {"norm_w", nw},
                        {"normed", normed}};
-    const step s = {P->k.combine, planes(R, B ? B->down : NULL), 1, bc, 7, names, vals, 6, true,
-                    NULL, 0};
+    const step s = {
+        P->k.combine, planes(R, B ? B->down : NULL), 1, bc, 7, names, vals, 6, true, NULL, 0};
     return add(R, &s);
 }
 
@@ -615,7 +622,7 @@ static qkrt_result plan_finish(qkrt_context *ctx, qkrt_moe_plan *P) {
     const qkrt_moe_kernels *k = &P->k;
     const int gk = k->gate_up >= 0 ? k->gate_up : k->gate;
     const int n = (int)qkrt_bundle_kernel_count(P->b);
-    const int all[] = {k->quant, k->router, k->topk, k->route, k->gate_up,
+    const int all[] = {k->quant, k->router, k->topk, k->route,  k->gate_up,
                        k->gate,  k->glu,    k->down, k->combine};
     for (int i = 0; i < 9; i++)
         if (all[i] >= n)

@@ -17,7 +17,7 @@ static uint32_t or1(uint32_t v) {
 }
 
 static void values_of(const qkrt_op_query *q, int64_t *v) {
-    const int64_t vals[NVARS] = {or1(q->M),     q->K,          or1(q->T), or1(q->top_k),
+    const int64_t vals[NVARS] = {or1(q->M),    q->K,      or1(q->T), or1(q->top_k),
                                  or1(q->ne11), or1(q->E), or1(q->T)};
     memcpy(v, vals, sizeof vals);
 }
@@ -48,8 +48,8 @@ static qkrt_result add(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                              QKRT_OP_MAX_BUFFERS);
         if (bi->role_id == QKRT_ROLE_WEIGHTS) {
             if (!B->matrices || plane >= QKRT_OP_PLANES)
-                return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "%s: no weights for binding %s",
-                                 k->name, bi->name);
+                return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "%s: no weights for binding %s", k->name,
+                                 bi->name);
             /* an array binding takes one matrix per element (gate and up; experts) */
             for (uint32_t m = 0; m < bi->count; m++) {
                 const uint32_t mat = m < B->matrices ? m : B->matrices - 1;
@@ -64,13 +64,26 @@ static qkrt_result add(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
         }
         qkrt_buffer *buf = NULL;
         switch (bi->role_id) {
-        case QKRT_ROLE_ACTIVATIONS: buf = B->x; break;
-        case QKRT_ROLE_ACTIVATIONS_Q8: buf = B->x_q8; break;
-        case QKRT_ROLE_OUTPUT: buf = B->y; break;
-        case QKRT_ROLE_IDS: buf = B->ids; break;
-        case QKRT_ROLE_TPE: buf = B->tpe; break;
-        case QKRT_ROLE_SCRATCH: buf = B->scratch; break;
-        default: break;
+        case QKRT_ROLE_ACTIVATIONS:
+            buf = B->x;
+            break;
+        case QKRT_ROLE_ACTIVATIONS_Q8:
+            buf = B->x_q8;
+            break;
+        case QKRT_ROLE_OUTPUT:
+            buf = B->y;
+            break;
+        case QKRT_ROLE_IDS:
+            buf = B->ids;
+            break;
+        case QKRT_ROLE_TPE:
+            buf = B->tpe;
+            break;
+        case QKRT_ROLE_SCRATCH:
+            buf = B->scratch;
+            break;
+        default:
+            break;
         }
         if (!buf)
             return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "%s: no buffer for binding %s (role %s)",

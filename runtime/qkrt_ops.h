@@ -34,10 +34,10 @@ typedef enum qkrt_op_source {
 } qkrt_op_source;
 
 typedef struct qkrt_op_choice {
-    uint32_t kernel;         /* index in the bundle */
-    int32_t prepass;         /* the quantize kernel that writes the kernel's q8 activations
-                                first (its manifest "prepass"), or -1 */
-    qkrt_op_source source;   /* where the choice came from */
+    uint32_t kernel;          /* index in the bundle */
+    int32_t prepass;          /* the quantize kernel that writes the kernel's q8 activations
+                                 first (its manifest "prepass"), or -1 */
+    qkrt_op_source source;    /* where the choice came from */
     qkrt_selection selection; /* QKRT_OP_SELECTED: the level that answered and the device
                                  its rules were tuned on (qkrt_select_ex) */
 } qkrt_op_choice;
@@ -155,19 +155,19 @@ typedef struct qkrt_moe_desc {
 
 /* The kernels of a layer (indices in the bundle; -1: not used). */
 typedef struct qkrt_moe_kernels {
-    int quant;   /* the quantize pre-pass of x and of the activations before down */
-    int router;  /* matvec or matmul: logits [T, E] */
-    int topk;    /* router_topk renorm: ids and routing weights; == router where it
-                    computes the logits itself */
-    int route;   /* moe_route (prefill): pairs per expert, indirect arguments */
-    int gate_up; /* swiglu-fused matvec_id / matmul_id (or its ranked form) */
-    int gate;    /* without a fused kernel: the plain one for gate and for up, */
-    int glu;     /* and then the swiglu kernel */
-    int down;    /* matvec_id / matmul_id: slots [T, top_k, H]; -1 where the combine computes
-                    them */
-    int combine; /* moe_combine residual_rmsnorm */
-    bool routed; /* the prefill path */
-    bool ranked; /* gate_up ranks the router's logits itself: no topk kernel */
+    int quant;        /* the quantize pre-pass of x and of the activations before down */
+    int router;       /* matvec or matmul: logits [T, E] */
+    int topk;         /* router_topk renorm: ids and routing weights; == router where it
+                         computes the logits itself */
+    int route;        /* moe_route (prefill): pairs per expert, indirect arguments */
+    int gate_up;      /* swiglu-fused matvec_id / matmul_id (or its ranked form) */
+    int gate;         /* without a fused kernel: the plain one for gate and for up, */
+    int glu;          /* and then the swiglu kernel */
+    int down;         /* matvec_id / matmul_id: slots [T, top_k, H]; -1 where the combine computes
+                         them */
+    int combine;      /* moe_combine residual_rmsnorm */
+    bool routed;      /* the prefill path */
+    bool ranked;      /* gate_up ranks the router's logits itself: no topk kernel */
     bool selected[3]; /* router, gate/up, down came from the select table */
 } qkrt_moe_kernels;
 
@@ -180,18 +180,18 @@ typedef struct qkrt_moe_kernels {
  * allocated by the engine, scratch ones zero-filled once. */
 enum { QKRT_MOE_PLANES = QKRT_OP_PLANES };
 typedef enum qkrt_moe_work {
-    QKRT_MOE_XQ = 0, /* x as q8 rows */
-    QKRT_MOE_LOGITS, /* [T, E] f32 */
-    QKRT_MOE_IDS,    /* [T, top_k] i32: the experts of each token */
+    QKRT_MOE_XQ = 0,  /* x as q8 rows */
+    QKRT_MOE_LOGITS,  /* [T, E] f32 */
+    QKRT_MOE_IDS,     /* [T, top_k] i32: the experts of each token */
     QKRT_MOE_ROUTE_W, /* [T, top_k] f32: their weights */
     QKRT_MOE_TPE,     /* [E] pairs per expert (prefill) */
     QKRT_MOE_RIDS,    /* [E, T] the pairs of each expert (prefill) */
     QKRT_MOE_DISP,    /* 6 u32: indirect arguments (prefill) */
     QKRT_MOE_GATE,    /* [T, top_k, F] gate and up, when not fused */
     QKRT_MOE_UP,
-    QKRT_MOE_ACT,  /* [T, top_k, F] silu(gate) * up */
-    QKRT_MOE_ACTQ, /* act as q8 rows */
-    QKRT_MOE_SLOTS, /* [T, top_k, H] */
+    QKRT_MOE_ACT,      /* [T, top_k, F] silu(gate) * up */
+    QKRT_MOE_ACTQ,     /* act as q8 rows */
+    QKRT_MOE_SLOTS,    /* [T, top_k, H] */
     QKRT_MOE_SCRATCH0, /* the split-K kernels' scratch, one per dispatch (zero-filled) */
     QKRT_MOE_WORK_COUNT = QKRT_MOE_SCRATCH0 + 12
 } qkrt_moe_work;

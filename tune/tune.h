@@ -7,7 +7,11 @@
 #include "db.h"
 #include "bundle/bundle.h"
 #include "plan/plan.h"
+#include "qk_json.h" /* qkrt_select_kernel */
 #include "qkrt.h"
+#include "spec/model.h"
+
+#include <stdio.h>
 
 /* What narrows a case's candidates; zero fields narrow nothing. */
 typedef struct qk_tune_space {
@@ -91,6 +95,31 @@ void qk_tune_case_label(const qk_tune_case *c, char *out, size_t size);
  * (winners marked, wrong and failed ones shown). */
 void qk_tune_report_text(FILE *f, const qk_tune_outcome *oc, uint32_t n);
 void qk_tune_report_svg(qk_str *svg, const qk_tune_db *db, const qk_tune_outcome *oc, uint32_t n);
+
+/* ---- what a tuned bundle holds besides the winners (tuned.c) ---- */
+
+/* The operations of a MoE layer besides its products (docs/tune.md). */
+bool qk_tune_moe_aux(const char *op);
+/* Whether v takes no weights, or weights of a format (and option) that one
+ * of the outcomes' winners or the fallbacks runs. */
+bool qk_tune_runs_format(const qk_variant *v, const qk_tune_outcome *oc, uint32_t n,
+                         const qk_tune_default *defs, uint32_t nd);
+/* Whether v is winner's swiglu-fused form, or that form's ranked one. */
+bool qk_tune_is_fused_sibling(const qk_variant *v, const char *winner);
+bool qk_tune_is_ranked_sibling(const qk_variant *v, const char *winner);
+/* Whether the model's cases hold c. */
+bool qk_tune_model_has(const qk_model_case *mc, uint32_t n, const qk_tune_case *c);
+/* Builds the variants want marks into out/name: as planned (specialize), or
+ * each a module of its own with its tiles compiled in. */
+bool qk_tune_build_chosen(const qk_spec_set *specs, const qk_plan *plan, const bool *want,
+                          bool specialize, const char *spec_dir, const char *set_path,
+                          const char *templates, const char *out, const char *name, bool quiet,
+                          const qk_bundle_tuned *tuned, qk_build_stats *st, qk_error *e);
+/* Keeps the records whose variant computes their case; says on log how many
+ * it drops (with an example) and returns that count. */
+uint32_t qk_tune_drop_misfits(qk_tune_db *db, const qk_plan *plan, const char *dbpath, FILE *log);
+/* A variant of the plan as qkrt_select_check sees a manifest's kernel. */
+bool qk_tune_plan_kernel(void *user, const char *name, qkrt_select_kernel *out);
 
 #endif
 

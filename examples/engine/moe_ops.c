@@ -108,8 +108,8 @@ int main(int argc, char **argv) {
     qkrt_moe_plan *plan;
     if (qkrt_moe_plan_create(ctx, b, &layer, &plan) != QKRT_OK) return fail(ctx, "the layer");
     const qkrt_moe_kernels *k = qkrt_moe_plan_kernels(plan);
-    const int steps[] = {k->quant, k->router, k->topk, k->gate_up, k->gate, k->glu, k->down,
-                         k->combine};
+    const int steps[] = {k->quant, k->router, k->topk, k->gate_up,
+                         k->gate,  k->glu,    k->down, k->combine};
     printf("kernels:");
     for (int i = 0; i < 8; i++)
         if (steps[i] >= 0 && (i != 2 || k->topk != k->router))
@@ -219,8 +219,8 @@ int main(int argc, char **argv) {
     const double e_normed = nmse(normed, nref, T * H);
     printf("NMSE logits %.2e, out %.2e, normed %.2e; expert ids %s\n", e_logits, e_y, e_normed,
            bad ? "differ" : "match");
-    const int ok = !bad && e_logits < 1e-5 && e_y < 2e-3 && e_normed < 2e-3 &&
-                   !qkrt_validation_errors(ctx);
+    const int ok =
+        !bad && e_logits < 1e-5 && e_y < 2e-3 && e_normed < 2e-3 && !qkrt_validation_errors(ctx);
     printf("%s: the MoE layer through the operations layer\n", ok ? "ok" : "FAIL");
 
     for (size_t i = 0; i < sizeof io / sizeof io[0]; i++)

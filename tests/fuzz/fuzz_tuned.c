@@ -32,7 +32,8 @@ static bool lookup(void *user, const char *name, qkrt_select_kernel *out) {
     for (uint32_t i = 0; i < l->nd; i++)
         if (!strcmp(l->defs[i].kernel, name)) {
             const qk_tune_default *d = &l->defs[i];
-            return *out = (qkrt_select_kernel){d->op, d->format, d->option, d->activations, NULL}, true;
+            return *out = (qkrt_select_kernel){d->op, d->format, d->option, d->activations, NULL},
+                   true;
         }
     for (uint32_t i = 0; i < l->db->count; i++) {
         const qk_tune_record *r = &l->db->recs[i];

@@ -1,5 +1,6 @@
-/* qkgen export's parts (cli/cmd_export.c, export_expr.c, export_header.c): the
- * exporter's state and the helpers they share. Private to the CLI. */
+/* The exporter's parts (exporter.c, export_expr.c, export_header.c): its
+ * state and the helpers they share. Private to export/ (qk_export.h is its
+ * entry point). */
 #ifndef QK_EXPORT_H
 #define QK_EXPORT_H
 
