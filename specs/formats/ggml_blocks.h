@@ -175,4 +175,11 @@ typedef struct {
 } block_iq3_xxs;
 static_assert(sizeof(block_iq3_xxs) == 98, "wrong iq3_xxs block size/padding");
 
+// f16w (qkgen's, not ggml's: GGUF's F16 weights as blocks of 32 plain halves), the
+// operand of the two-pass prefill's pass 2
+typedef struct {
+    ggml_half v[32];
+} block_f16w;
+static_assert(sizeof(block_f16w) == 64, "wrong f16w block size/padding");
+
 #endif
