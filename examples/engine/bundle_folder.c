@@ -72,6 +72,26 @@ static int check(const eng_kernel *k, const eng_shape *s, char *err, size_t n) {
     return -1;
 }
 
+static int size(const eng_kernel *k, uint32_t i, const eng_shape *s, int64_t *bytes, char *err,
+                size_t n) {
+    const cJSON *b = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive((const cJSON *)k->source, "bindings"), (int)i);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(b, "size");
+    if (!cJSON_IsString(e)) return snprintf(err, n, "%s: binding %u has no size", k->name, i), -1;
+    return eng_eval(e->valuestring, s, 0, bytes, err, n);
+}
+
+int eng_select_json(const cJSON *table, const eng_bundle *b, const eng_device *d, const char *op,
+                    const char *format, const eng_shape *s,
+                    int (*can_run)(const eng_kernel *k, void *user), void *user, int *level);
+
+static int select_rule(const eng_bundle *b, const eng_device *d, const char *op, const char *format,
+                       const eng_shape *s, int (*can_run)(const eng_kernel *k, void *user),
+                       void *user, int *level) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(((owned *)b->owned)->root, "select");
+    return eng_select_json(t, b, d, op, format, s, can_run, user, level);
+}
+
 /* One kernel entry into k; 0, or -1 with a message. */
 static int kernel(const cJSON *o, const char *dir, eng_kernel *k, void **code, char *err,
                   size_t n) {
@@ -84,6 +104,7 @@ static int kernel(const cJSON *o, const char *dir, eng_kernel *k, void **code, c
     copy(k->mma, sizeof k->mma, text(o, "mma"));
     copy(k->fusion, sizeof k->fusion, text(o, "fusion"));
     copy(k->precision, sizeof k->precision, text(o, "precision"));
+    copy(k->prepass, sizeof k->prepass, text(o, "prepass"));
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, text(o, "spv"));
     *code = read_all(path, &k->code_bytes);
@@ -142,6 +163,7 @@ static int kernel(const cJSON *o, const char *dir, eng_kernel *k, void **code, c
     }
     k->grid = grid;
     k->check = check;
+    k->size = size;
     return 0;
 }
 
@@ -182,10 +204,14 @@ int eng_bundle_open(int argc, char **argv, eng_bundle *b, char *err, size_t n) {
     free(json);
     const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(o->root, "kernels");
     const cJSON *modules = cJSON_GetObjectItemCaseSensitive(o->root, "modules");
-    /* the version this engine was written for: a reader of qkgen-bundle/3 */
-    if (strcmp(text(o->root, "schema"), "qkgen-bundle/3") || !cJSON_IsArray(kernels) ||
-        !cJSON_IsArray(modules))
-        return snprintf(err, n, "%s: not a qkgen-bundle/3 manifest", path), -1;
+    /* the versions this engine was written for: qkgen-bundle/3, and 4 (3 with
+     * select rules for f16 activations, which this engine never asks for) */
+    const char *schema = text(o->root, "schema");
+    if ((strcmp(schema, "qkgen-bundle/3") && strcmp(schema, "qkgen-bundle/4")) ||
+        !cJSON_IsArray(kernels) || !cJSON_IsArray(modules))
+        return snprintf(err, n, "%s: not a qkgen-bundle/3 or /4 manifest", path), -1;
+    b->has_select = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o->root, "select"));
+    b->select = select_rule;
     o->count = (uint32_t)cJSON_GetArraySize(kernels);
     o->code = calloc(o->count, sizeof *o->code);
     b->kernels = calloc(o->count, sizeof *b->kernels);

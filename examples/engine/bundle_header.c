@@ -33,6 +33,45 @@ static int check(const eng_kernel *k, const eng_shape *s, char *err, size_t n) {
     return q->check(&shape);
 }
 
+static int size(const eng_kernel *k, uint32_t i, const eng_shape *s, int64_t *bytes, char *err,
+                size_t n) {
+    const qkb_kernel *q = (const qkb_kernel *)k->source;
+    qkb_shape shape;
+    uint64_t u;
+    if (to_shape(s, &shape, err, n)) return -1;
+    if (!q->bindings[i].size_bytes || q->bindings[i].size_bytes(&shape, &u) || u > INT64_MAX)
+        return snprintf(err, n, "%s: binding %u has no size for this shape", k->name, i), -1;
+    *bytes = (int64_t)u;
+    return 0;
+}
+
+#ifdef QKB_HAS_SELECT
+typedef struct can_run_ctx {
+    const eng_bundle *b;
+    int (*can_run)(const eng_kernel *k, void *user);
+    void *user;
+} can_run_ctx;
+
+/* the header's callback on its kernel, as the engine's on its own */
+static int header_can_run(const qkb_kernel *q, void *user) {
+    const can_run_ctx *c = user;
+    return !c->can_run || c->can_run(&c->b->kernels[q - qkb_kernels], c->user);
+}
+
+/* The header's evaluator of its select table (qkb_select_level). */
+static int select_rule(const eng_bundle *b, const eng_device *d, const char *op, const char *format,
+                       const eng_shape *s, int (*can_run)(const eng_kernel *k, void *user),
+                       void *user, int *level) {
+    qkb_shape shape;
+    memset(&shape, 0, sizeof shape);
+    for (uint32_t i = 0; i < s->count; i++) /* (variables no kernel of the bundle has: none) */
+        qkb_shape_set(&shape, s->names[i], s->values[i]);
+    can_run_ctx c = {b, can_run, user};
+    return qkb_select_level(d->vendor_id, d->device_id, d->driver_version, op, format, NULL, "f32",
+                            &shape, header_can_run, &c, level);
+}
+#endif
+
 static void copy(char *dst, size_t size, const char *src) {
     snprintf(dst, size, "%s", src ? src : "");
 }
@@ -58,6 +97,7 @@ int eng_bundle_open(int argc, char **argv, eng_bundle *b, char *err, size_t n) {
         copy(k->mma, sizeof k->mma, q->mma);
         copy(k->fusion, sizeof k->fusion, q->fusion);
         copy(k->precision, sizeof k->precision, q->precision);
+        copy(k->prepass, sizeof k->prepass, q->prepass);
         k->code = q->code;
         k->code_bytes = q->code_words * 4;
         memcpy(k->workgroup_size, q->workgroup_size, sizeof k->workgroup_size);
@@ -94,7 +134,15 @@ int eng_bundle_open(int argc, char **argv, eng_bundle *b, char *err, size_t n) {
         }
         k->grid = grid;
         k->check = check;
+        k->size = size;
     }
+#ifdef QKB_HAS_SELECT
+    b->has_select = 1;
+    b->select = select_rule;
+#else
+    b->has_select = 0;
+    b->select = NULL;
+#endif
     return 0;
 }
 

@@ -24,6 +24,7 @@ typedef struct eng_kernel eng_kernel;
 struct eng_kernel {
     char name[256], family[ENG_NAME], format[ENG_NAME], activation[16], mma[16];
     char fusion[ENG_NAME], precision[ENG_NAME];
+    char prepass[ENG_NAME]; /* "" or the family that runs first ("quantize") */
     const uint32_t *code;
     size_t code_bytes;
     uint32_t workgroup_size[3], required_subgroup_size, min_subgroup_size, shared_memory_bytes;
@@ -42,14 +43,30 @@ struct eng_kernel {
     int (*grid)(const eng_kernel *k, const eng_shape *s, uint32_t groups[3], char *err, size_t n);
     /* -1 when every constraint holds, else the index of the first that fails (or errs) */
     int (*check)(const eng_kernel *k, const eng_shape *s, char *err, size_t n);
+    /* bytes of binding i (one with a size expression, `sized`): 0, or -1 */
+    int (*size)(const eng_kernel *k, uint32_t i, const eng_shape *s, int64_t *bytes, char *err,
+                size_t n);
     const void *source; /* the manifest entry or the header's kernel */
 };
 
-typedef struct eng_bundle {
+/* The device a select table is asked for: VkPhysicalDeviceProperties' ids. */
+typedef struct eng_device {
+    uint32_t vendor_id, device_id, driver_version;
+} eng_device;
+
+typedef struct eng_bundle eng_bundle;
+struct eng_bundle {
     uint32_t count;
     eng_kernel *kernels;
-    void *owned; /* what the loader keeps alive (a parsed manifest, code) */
-} eng_bundle;
+    void *owned;    /* what the loader keeps alive (a parsed manifest, code) */
+    int has_select; /* a tuned bundle: a select table */
+    /* The select table's answer (docs/manifest.md, "Selection") for f32
+     * activations: the kernel's index, or -1 where no rule answers; *level
+     * 0 device, 1 family, 2 vendor, 3 default. can_run: the device's check. */
+    int (*select)(const eng_bundle *b, const eng_device *d, const char *op, const char *format,
+                  const eng_shape *s, int (*can_run)(const eng_kernel *k, void *user), void *user,
+                  int *level);
+};
 
 /* Loads the bundle this build of the engine reads: a folder given as argv[1]
  * (bundle_folder.c), or the one compiled in (bundle_header.c). 0, or -1 with
@@ -62,5 +79,16 @@ const char *eng_bundle_source(void);
  * engine itself: 0, or -1 with a message in err. */
 int eng_eval(const char *expr, const eng_shape *s, int condition, int64_t *out, char *err,
              size_t n);
+
+/* The MoE decode layer from the select table alone (layer.c). layer_plan
+ * chooses every kernel for T = 1 and 3 tokens and adds them to kernels[*n]
+ * (the device enables what they list); layer_run runs and checks both: 0
+ * pass, 1 wrong, 2 could not run. */
+typedef struct eng_vk eng_vk;
+typedef struct layer_plan layer_plan;
+int layer_plan_create(const eng_bundle *b, eng_vk *v, layer_plan **out, const eng_kernel **kernels,
+                      uint32_t *n, uint32_t cap);
+int layer_run(eng_vk *v, const eng_bundle *b, layer_plan *p, uint64_t seed);
+void layer_plan_free(layer_plan *p);
 
 #endif

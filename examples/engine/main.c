@@ -1,6 +1,7 @@
 /* An engine that runs qkgen's kernels with nothing of qkgen inside: a q4_0
  * mat-vec, a q4_K MoE mat-vec with expert ids and a tiled matmul, each on fresh
- * random data against its own CPU reference (qkgen's docs/formats.md's rules). */
+ * random data against its own CPU reference (qkgen's docs/formats.md's rules);
+ * given a tuned bundle (a select table), a whole MoE layer instead (layer.c). */
 #include "engine.h"
 #include "vk.h"
 
@@ -300,6 +301,25 @@ static int run(eng_vk *v, problem *p) {
     return rc;
 }
 
+/* A tuned bundle: the MoE layer with every kernel from its select table. */
+static int run_layer_only(eng_bundle *b, eng_vk *v, uint64_t seed) {
+    char err[1024];
+    const eng_kernel *kernels[4 * ENG_MAX];
+    uint32_t count = 0;
+    layer_plan *p = NULL;
+    int rc = layer_plan_create(b, v, &p, kernels, &count, 4 * ENG_MAX);
+    if (!rc && vk_create_device(v, kernels, count, err, sizeof err))
+        rc = 2, fprintf(stderr, "engine: %s\n", err);
+    if (!rc) rc = layer_run(v, b, p, seed);
+    uint32_t errors = vk_errors(v);
+    layer_plan_free(p);
+    vk_close(v);
+    eng_bundle_close(b);
+    printf("the MoE layer from the select table: %s, %u validation errors\n",
+           rc || errors ? "FAIL" : "passed", errors);
+    return errors && !rc ? 1 : rc;
+}
+
 int main(int argc, char **argv) {
     char err[1024];
     eng_bundle b;
@@ -321,6 +341,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     printf("%u kernels\n", b.count);
+    if (b.has_select) return run_layer_only(&b, v, seed);
     const want wants[3] = {{"matvec", "q4_0"}, {"matvec_id", "q4_K"}, {"matmul", "q4_0"}};
     const eng_kernel *picked[ENG_MAX];
     uint32_t count = 0, first[4] = {0};

@@ -429,6 +429,103 @@ int vk_dispatch(eng_vk *v, const eng_kernel *k, eng_buf *const *bufs, const void
     return rc;
 }
 
+/* The descriptor set of one step in r's own pool: 0, or -1. */
+static int step_set(eng_vk *v, const eng_step *st, run *r, VkDescriptorSet *set, char *err,
+                    size_t n) {
+    const eng_kernel *k = st->k;
+    uint32_t total = 0;
+    for (uint32_t i = 0; i < k->binding_count; i++)
+        total += k->bindings[i].count;
+    if (total > ENG_MAX * 2) return snprintf(err, n, "%s: too many buffers", k->name), -1;
+    VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, total};
+    VkDescriptorPoolCreateInfo dpi = {
+        VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, NULL, 0, 1, 1, &size};
+    if (failed(vkCreateDescriptorPool(v->device, &dpi, NULL, &r->pool), "vkCreateDescriptorPool",
+               err, n))
+        return -1;
+    VkDescriptorSetAllocateInfo dai = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO, NULL,
+                                       r->pool, 1, &r->set_layout};
+    if (failed(vkAllocateDescriptorSets(v->device, &dai, set), "vkAllocateDescriptorSets", err, n))
+        return -1;
+    VkDescriptorBufferInfo info[ENG_MAX * 2];
+    VkWriteDescriptorSet w[ENG_MAX];
+    for (uint32_t i = 0, at = 0; i < k->binding_count; i++) {
+        for (uint32_t j = 0; j < k->bindings[i].count; j++, at++)
+            info[at] = (VkDescriptorBufferInfo){st->bufs[at]->buffer, 0, VK_WHOLE_SIZE};
+        w[i] = (VkWriteDescriptorSet){VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                      NULL,
+                                      *set,
+                                      k->bindings[i].binding,
+                                      0,
+                                      k->bindings[i].count,
+                                      VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                      NULL,
+                                      &info[at - k->bindings[i].count],
+                                      NULL};
+    }
+    vkUpdateDescriptorSets(v->device, k->binding_count, w, 0, NULL);
+    return 0;
+}
+
+int vk_chain(eng_vk *v, const eng_step *steps, uint32_t count, char *err, size_t n) {
+    run *r = calloc(count ? count : 1, sizeof *r);
+    VkDescriptorSet sets[ENG_MAX];
+    int rc = count > ENG_MAX ? (snprintf(err, n, "a chain of %u steps", count), -1) : 0;
+    for (uint32_t i = 0; !rc && i < count; i++)
+        rc = pipeline(v, steps[i].k, &r[i], err, n) ||
+             step_set(v, &steps[i], &r[i], &sets[i], err, n);
+    VkCommandBufferAllocateInfo cai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, NULL,
+                                       v->pool, VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+    if (!rc)
+        rc = failed(vkAllocateCommandBuffers(v->device, &cai, &r[0].cmd),
+                    "vkAllocateCommandBuffers", err, n);
+    if (!rc) {
+        VkCommandBuffer cmd = r[0].cmd;
+        VkCommandBufferBeginInfo bi = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, NULL,
+                                       VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, NULL};
+        vkBeginCommandBuffer(cmd, &bi);
+        for (uint32_t i = 0; i < count; i++) {
+            const eng_kernel *k = steps[i].k;
+            if (steps[i].barrier) { /* the writes before visible to this dispatch */
+                VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER, NULL,
+                                      VK_ACCESS_SHADER_WRITE_BIT,
+                                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+                vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
+                                     NULL);
+            }
+            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r[i].pipeline);
+            vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r[i].layout, 0, 1,
+                                    &sets[i], 0, NULL);
+            if (k->push_size)
+                vkCmdPushConstants(cmd, r[i].layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k->push_size,
+                                   steps[i].push);
+            vkCmdDispatch(cmd, steps[i].groups[0], steps[i].groups[1], steps[i].groups[2]);
+        }
+        VkMemoryBarrier mb = {VK_STRUCTURE_TYPE_MEMORY_BARRIER, NULL, VK_ACCESS_SHADER_WRITE_BIT,
+                              VK_ACCESS_HOST_READ_BIT};
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                             0, 1, &mb, 0, NULL, 0, NULL);
+        rc = failed(vkEndCommandBuffer(cmd), "vkEndCommandBuffer", err, n);
+    }
+    VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, NULL, 0};
+    if (!rc)
+        rc = failed(vkCreateFence(v->device, &fci, NULL, &r[0].fence), "vkCreateFence", err, n);
+    VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO, NULL, 0, NULL, NULL, 1, &r[0].cmd, 0, NULL};
+    if (!rc) rc = failed(vkQueueSubmit(v->queue, 1, &si, r[0].fence), "vkQueueSubmit", err, n);
+    if (!rc)
+        rc = failed(vkWaitForFences(v->device, 1, &r[0].fence, VK_TRUE, UINT64_MAX),
+                    "vkWaitForFences", err, n);
+    for (uint32_t i = 0; i < count; i++)
+        run_free(v, &r[i]);
+    free(r);
+    return rc;
+}
+
+eng_device vk_device(const eng_vk *v) {
+    return (eng_device){v->props.vendorID, v->props.deviceID, v->props.driverVersion};
+}
+
 uint32_t vk_errors(const eng_vk *v) {
     return v->errors;
 }

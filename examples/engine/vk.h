@@ -31,6 +31,21 @@ void vk_buffer_free(eng_vk *v, eng_buf *b);
  * array binding's buffers in turn), push its push_size bytes. */
 int vk_dispatch(eng_vk *v, const eng_kernel *k, eng_buf *const *bufs, const void *push,
                 const uint32_t groups[3], char *err, size_t n);
+/* One dispatch of a chain: its kernel, a buffer per descriptor (as
+ * vk_dispatch), push_size bytes of push constants, the workgroup counts, and
+ * whether a barrier (compute writes before compute reads and writes) goes
+ * before it. */
+typedef struct eng_step {
+    const eng_kernel *k;
+    eng_buf *bufs[ENG_MAX * 2];
+    uint8_t push[256];
+    uint32_t groups[3];
+    int barrier;
+} eng_step;
+/* Records steps[count] into one command buffer, submits it and waits. */
+int vk_chain(eng_vk *v, const eng_step *steps, uint32_t count, char *err, size_t n);
+/* The device's vendor and device ids and driver version, for a select table. */
+eng_device vk_device(const eng_vk *v);
 /* Validation errors reported so far. */
 uint32_t vk_errors(const eng_vk *v);
 void vk_close(eng_vk *v);
