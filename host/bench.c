@@ -420,9 +420,18 @@ static qkrt_result own_scratch(qkrt_context *ctx, const qkrt_bundle *b, uint32_t
     return r;
 }
 
-/* One dispatch of kernel ki on weight copy `copy`. */
-static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const case_buffers *cb, uint32_t copy,
-                          qkrt_dispatch *d) {
+/* A buffer for a binding role (role_bind). */
+typedef struct role_buf {
+    qkrt_role role;
+    qkrt_buffer *buf;
+} role_buf;
+
+/* d (zeroed first) for kernel ki with its buffers from cb's lists: a
+ * weights binding takes the planes w[0], w[1], ... in turn, any other the
+ * buffer of its role in map, else `other`. */
+static void role_bind(const qkrt_bundle *b, uint32_t ki, const case_buffers *cb,
+                      qkrt_buffer *const *w, const role_buf *map, uint32_t n, qkrt_buffer *other,
+                      qkrt_dispatch *d) {
     memset(d, 0, sizeof *d);
     d->bundle = b;
     d->kernel = ki;
@@ -432,19 +441,26 @@ static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const case_buffers 
         count += k->bindings[i].count;
     qkrt_buffer **list = list_alloc(cb->lists, count);
     for (uint32_t i = 0; i < k->binding_count; i++) {
-        const char *role = k->bindings[i].role;
-        qkrt_buffer *buf = !strcmp(role, "weights")          ? cb->w[copy * cb->planes + plane++]
-                           : !strcmp(role, "activations")    ? cb->x
-                           : !strcmp(role, "ids")            ? (cb->route ? cb->route : cb->ids)
-                           : !strcmp(role, "tpe")            ? cb->tpe
-                           : !strcmp(role, "activations_q8") ? cb->xq
-                           : !strcmp(role, "scratch")        ? cb->scratch[copy]
-                                                             : cb->y;
+        const qkrt_role role = k->bindings[i].role_id;
+        qkrt_buffer *buf = role == QKRT_ROLE_WEIGHTS ? w[plane++] : other;
+        for (uint32_t j = 0; j < n && role != QKRT_ROLE_WEIGHTS; j++)
+            if (map[j].role == role) buf = map[j].buf;
         for (uint32_t j = 0; j < k->bindings[i].count; j++)
             list[slot++] = buf;
     }
     d->buffer_count = slot;
     d->buffers = list;
+}
+
+/* One dispatch of kernel ki on weight copy `copy`. */
+static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const case_buffers *cb, uint32_t copy,
+                          qkrt_dispatch *d) {
+    const role_buf map[] = {{QKRT_ROLE_ACTIVATIONS, cb->x},
+                            {QKRT_ROLE_IDS, cb->route ? cb->route : cb->ids},
+                            {QKRT_ROLE_TPE, cb->tpe},
+                            {QKRT_ROLE_ACTIVATIONS_Q8, cb->xq},
+                            {QKRT_ROLE_SCRATCH, cb->scratch ? cb->scratch[copy] : NULL}};
+    role_bind(b, ki, cb, &cb->w[copy * cb->planes], map, 5, cb->y, d);
     d->shape = case_shape(cb);
 }
 
@@ -723,27 +739,13 @@ typedef struct two_pass {
 /* A dispatch of tp's pass (0 or 1) on weight copy `copy` into d. */
 static void two_pass_dispatch(const qkrt_bundle *b, const two_pass *tp, int pass,
                               const case_buffers *cb, uint32_t copy, qkrt_dispatch *d) {
-    const uint32_t ki = pass ? tp->mm : tp->dq;
-    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-    memset(d, 0, sizeof *d);
-    d->bundle = b, d->kernel = ki, d->depends = true;
-    uint32_t slot = 0, plane = 0, count = 0;
-    for (uint32_t i = 0; i < k->binding_count; i++)
-        count += k->bindings[i].count;
-    qkrt_buffer **list = list_alloc(cb->lists, count);
-    for (uint32_t i = 0; i < k->binding_count; i++) {
-        const char *role = k->bindings[i].role;
-        qkrt_buffer *buf = !strcmp(role, "weights")
-                               ? (pass ? tp->half : cb->w[copy * cb->planes + plane++])
-                           : !strcmp(role, "activations") ? cb->x
-                           : !strcmp(role, "ids")         ? cb->route
-                           : !strcmp(role, "tpe")         ? cb->tpe
-                           : pass                         ? cb->y
-                                                          : tp->half;
-        for (uint32_t j = 0; j < k->bindings[i].count; j++)
-            list[slot++] = buf;
-    }
-    d->buffer_count = slot, d->buffers = list;
+    /* pass 1 writes the f16w blocks that pass 2 reads as its weights */
+    qkrt_buffer *const half[QKRT_OP_PLANES] = {tp->half, tp->half, tp->half, tp->half};
+    const role_buf map[] = {
+        {QKRT_ROLE_ACTIVATIONS, cb->x}, {QKRT_ROLE_IDS, cb->route}, {QKRT_ROLE_TPE, cb->tpe}};
+    role_bind(b, pass ? tp->mm : tp->dq, cb, pass ? half : &cb->w[copy * cb->planes], map, 3,
+              pass ? cb->y : tp->half, d);
+    d->depends = true;
     d->shape = pass ? case_shape(cb) : (qkrt_shape){3, tp->names1, tp->shape1};
 }
 

@@ -407,25 +407,9 @@ int qk_find_quantizer(qkrt_context *ctx, const qkrt_bundle *b, char *err, size_t
 
 bool qk_scratch_bytes(const qkrt_kernel_info *k, const qkrt_shape *shape, size_t *bytes, char *err,
                       size_t err_size) {
-    *bytes = 0;
-    /* the library reports through a context; a shape's failing size
-     * expression is a manifest error, so the message is rebuilt here */
-    for (uint32_t i = 0; i < k->binding_count; i++) {
-        if (k->bindings[i].role_id != QKRT_ROLE_SCRATCH) continue;
-        int64_t v = 0;
-        char why[256] = "";
-        if (!k->bindings[i].size[0])
-            snprintf(why, sizeof why, "no size in the manifest");
-        else if (qkrt_eval(k->bindings[i].size, shape, &v, why, sizeof why) == QKRT_OK && v <= 0)
-            snprintf(why, sizeof why, "%lld bytes", (long long)v);
-        if (why[0]) {
-            snprintf(err, err_size, "%s: the size of scratch binding %s: %s", k->name,
-                     k->bindings[i].name, why);
-            return false;
-        }
-        *bytes = (size_t)v;
-    }
-    return true;
+    if (qkrt_kernel_scratch_bytes(NULL, k, shape, bytes) == QKRT_OK) return true;
+    snprintf(err, err_size, "%s", qkrt_last_error(NULL));
+    return false;
 }
 
 size_t qk_q8_bytes(uint32_t rows, uint32_t K) {

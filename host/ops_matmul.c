@@ -378,24 +378,15 @@ bool qk_dequant_bytes(const qkrt_kernel_info *k, uint32_t M, uint32_t K, uint32_
     qk_slots sl;
     qkrt_shape sh = {0};
     shape_add(&sh, &sl, "M", M), shape_add(&sh, &sl, "K", K), shape_add(&sh, &sl, "E", E);
-    *bytes = 0;
-    for (uint32_t i = 0; i < k->binding_count; i++) {
-        if (strcmp(k->bindings[i].role, "output")) continue;
-        int64_t v = 0;
-        char why[256] = "";
-        if (!k->bindings[i].size[0])
-            snprintf(why, sizeof why, "no size in the manifest");
-        else if (qkrt_eval(k->bindings[i].size, &sh, &v, why, sizeof why) == QKRT_OK && v <= 0)
-            snprintf(why, sizeof why, "%lld bytes", (long long)v);
-        if (why[0]) {
-            snprintf(err, err_size, "%s: the size of output binding %s: %s", k->name,
-                     k->bindings[i].name, why);
-            return false;
-        }
-        *bytes = (size_t)v;
-        return true;
+    bool output = false;
+    for (uint32_t i = 0; i < k->binding_count; i++)
+        output |= k->bindings[i].role_id == QKRT_ROLE_OUTPUT;
+    if (!output) {
+        snprintf(err, err_size, "%s has no output binding: it is not a dequant kernel", k->name);
+        return false;
     }
-    snprintf(err, err_size, "%s has no output binding: it is not a dequant kernel", k->name);
+    if (qkrt_kernel_binding_bytes(NULL, k, QKRT_ROLE_OUTPUT, &sh, bytes) == QKRT_OK) return true;
+    snprintf(err, err_size, "%s", qkrt_last_error(NULL));
     return false;
 }
 

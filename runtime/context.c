@@ -20,7 +20,11 @@ static const char *VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation";
 qkrt_result qkrt_fail(qkrt_context *ctx, qkrt_result result, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+    /* without a context: the thread's message, qkrt_last_error(NULL) */
+    if (ctx)
+        vsnprintf(ctx->error, sizeof ctx->error, fmt, ap);
+    else
+        vsnprintf(create_error, sizeof create_error, fmt, ap);
     va_end(ap);
     return result;
 }

@@ -41,9 +41,14 @@ int qkrt_op_quantizer(qkrt_context *ctx, const qkrt_bundle *b) {
 
 qkrt_result qkrt_kernel_scratch_bytes(qkrt_context *ctx, const qkrt_kernel_info *k,
                                       const qkrt_shape *shape, size_t *bytes) {
+    return qkrt_kernel_binding_bytes(ctx, k, QKRT_ROLE_SCRATCH, shape, bytes);
+}
+
+qkrt_result qkrt_kernel_binding_bytes(qkrt_context *ctx, const qkrt_kernel_info *k, qkrt_role role,
+                                      const qkrt_shape *shape, size_t *bytes) {
     *bytes = 0;
     for (uint32_t i = 0; i < k->binding_count; i++) {
-        if (k->bindings[i].role_id != QKRT_ROLE_SCRATCH) continue;
+        if (k->bindings[i].role_id != role) continue;
         int64_t v = 0;
         char why[256] = "";
         if (!k->bindings[i].size[0])
@@ -51,9 +56,10 @@ qkrt_result qkrt_kernel_scratch_bytes(qkrt_context *ctx, const qkrt_kernel_info 
         else if (qkrt_eval(k->bindings[i].size, shape, &v, why, sizeof why) == QKRT_OK && v <= 0)
             snprintf(why, sizeof why, "%lld bytes", (long long)v);
         if (why[0])
-            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST, "%s: the size of scratch binding %s: %s",
-                             k->name, k->bindings[i].name, why);
+            return qkrt_fail(ctx, QKRT_ERROR_MANIFEST, "%s: the size of %s binding %s: %s", k->name,
+                             k->bindings[i].role, k->bindings[i].name, why);
         *bytes = (size_t)v;
+        return QKRT_OK;
     }
     return QKRT_OK;
 }

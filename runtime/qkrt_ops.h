@@ -73,6 +73,11 @@ int qkrt_op_quantizer(qkrt_context *ctx, const qkrt_bundle *bundle);
  * expression fails. */
 qkrt_result qkrt_kernel_scratch_bytes(qkrt_context *ctx, const qkrt_kernel_info *kernel,
                                       const qkrt_shape *shape, size_t *bytes);
+/* The same for the kernel's first binding of role (the dequant kernels'
+ * output: the two-pass scratch). ctx may be NULL: the message then goes to
+ * qkrt_last_error(NULL). */
+qkrt_result qkrt_kernel_binding_bytes(qkrt_context *ctx, const qkrt_kernel_info *kernel,
+                                      qkrt_role role, const qkrt_shape *shape, size_t *bytes);
 /* Bytes of rows q8 rows of K activations (what a quantize pre-pass writes). */
 size_t qkrt_q8_bytes(uint32_t rows, uint32_t K);
 
