@@ -1,135 +1,18 @@
-/* qkgen tune: times the candidates of a model's cases (or one case) on the
- * device through the bench's timing path and records every result in the
- * tuning database; also --merge and --report. `build --tuned` is here too. */
+/* qkgen tune and build --tuned: their arguments and cases; the run, the
+ * merge, the report and the tuned bundle are the tuner's (tune/). */
 #define _POSIX_C_SOURCE 200809L
-#include "bench.h"
 #include "cli.h"
-#include "compile/compile.h"
+#include "ops.h" /* the CPU references */
 #include "qk_util.h"
 #include "refs.h"
 #include "spec/model.h"
-#include "qk_json.h" /* libqkrt's reader, for the manifest's kernel entries */
 #include "tune.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* What one tune run shares with the bench's hooks. */
-typedef struct tune_run {
-    qk_tune_db db;
-    qk_tune_device dev;
-    const qk_tune_case *c;
-    char **names, **hashes; /* the work bundle's content hashes */
-    uint32_t nh;
-    bool exhaustive;
-    double warm_ms, screen_warm_ms, steady_ms; /* --warmup-ms, --screen-warmup-ms, --steady-ms:
-                                                  the records' notes */
-    uint32_t done, total;                      /* candidates measured, of all cases */
-    double t0;
-    uint32_t case_i, case_n, case_done, case_total;
-    char shard[40]; /* "shard 2/4, " under --shard: the bar says which shard runs */
-    bool tty, failed_write;
-    qk_error e;
-    double phase_s[QK_BENCH_PHASES]; /* the case's time by phase (qk_bench_opts) */
-    double db_s;                     /* of it, appending records (a write and fsync each) */
-} tune_run;
-
-static const char *hash_of(void *user, const char *variant) {
-    const tune_run *t = user;
-    for (uint32_t i = 0; i < t->nh; i++)
-        if (!strcmp(t->names[i], variant)) return t->hashes[i];
-    return NULL;
-}
-
-static void bar(tune_run *t, const char *kernel) {
-    if (!t->tty) return;
-    double el = qk_now_s() - t->t0;
-    uint32_t left = t->total > t->done ? t->total - t->done : 0;
-    char eta[32] = "?";
-    if (t->done) snprintf(eta, sizeof eta, "%.0f s", el / t->done * left);
-    fprintf(stderr, "\r\033[K[%scase %u/%u] %s %s m=%u k=%u t=%u: %u/%u done, %u left, ETA %s  %s",
-            t->shard, t->case_i + 1, t->case_n, t->c->op, t->c->format, t->c->M, t->c->K, t->c->T,
-            t->case_done, t->case_total, left, eta, kernel);
-    fflush(stderr);
-}
-
-static bool prior(void *user, const qkrt_kernel_info *k, qk_bench_result *r) {
-    tune_run *t = user;
-    const char *h = hash_of(t, k->name);
-    if (!h) return false;
-    const qk_tune_record *p = qk_tune_db_find(&t->db, &t->dev, k->name, h, t->c, "full");
-    if (!p) p = qk_tune_db_find(&t->db, &t->dev, k->name, h, t->c, "check");
-    if (!p && !t->exhaustive) p = qk_tune_db_find(&t->db, &t->dev, k->name, h, t->c, "screen");
-    if (!p) return false;
-    r->ok = !strcmp(p->status, "ok");
-    r->unsupported = !strcmp(p->status, "unsupported");
-    r->nmse = p->nmse;
-    snprintf(r->error, sizeof r->error, "%s", r->ok ? "" : p->note);
-    if (!strcmp(p->stage, "full"))
-        r->timed = true, r->us = p->us, r->us_min = p->us_min, r->us_max = p->us_max,
-        r->runs = p->runs;
-    else if (!strcmp(p->stage, "screen"))
-        r->us_screen = p->us, r->screen_runs = p->runs;
-    t->case_done++, t->done++;
-    return true;
-}
-
-static void record(void *user, const qkrt_kernel_info *k, const qk_bench_result *r,
-                   const char *stage) {
-    tune_run *t = user;
-    if (t->failed_write) return; /* the database stopped at its first lost record */
-    qk_tune_record rec = {0};
-    rec.dev = t->dev;
-    snprintf(rec.variant, sizeof rec.variant, "%s", k->name);
-    snprintf(rec.family, sizeof rec.family, "%s", k->family);
-    const char *h = hash_of(t, k->name);
-    snprintf(rec.spv_sha256, sizeof rec.spv_sha256, "%s", h ? h : "");
-    rec.c = *t->c;
-    snprintf(rec.precision, sizeof rec.precision, "%s", k->precision);
-    rec.nmse = r->nmse;
-    bool check = !strcmp(stage, "check");
-    snprintf(rec.status, sizeof rec.status, "%s",
-             !check                           ? "ok"
-             : r->unsupported                 ? "unsupported"
-             : !strncmp(r->error, "wrong", 5) ? "wrong"
-                                              : "failed");
-    snprintf(rec.stage, sizeof rec.stage, "%s", stage);
-    if (!strcmp(stage, "screen"))
-        rec.us = rec.us_min = rec.us_max = r->us_screen, rec.runs = r->screen_runs;
-    else if (!check)
-        rec.us = r->us, rec.us_min = r->us_min, rec.us_max = r->us_max, rec.runs = r->runs;
-    char steady[48] = ""; /* the case's first warm-up may end sooner (--steady-ms) */
-    if (t->steady_ms > 0)
-        snprintf(steady, sizeof steady, ", or from %.0f ms once steady", t->steady_ms);
-    if (check)
-        snprintf(rec.note, sizeof rec.note, "%s", r->error);
-    else if (!strcmp(stage, "screen"))
-        snprintf(rec.note, sizeof rec.note,
-                 "screen: median of %u dispatches after a %.0f ms "
-                 "warm-up (the case's first: %.0f ms%s)",
-                 r->screen_runs, t->screen_warm_ms, t->warm_ms, steady);
-    else if (t->exhaustive)
-        snprintf(rec.note, sizeof rec.note,
-                 "full: median of %u dispatches between barriers "
-                 "after a warm-up of %.0f ms or more",
-                 r->runs, t->warm_ms / 4);
-    else
-        snprintf(rec.note, sizeof rec.note,
-                 "full: median of %u dispatches between barriers, in slices "
-                 "alternating with the other finalists', after a warm-up of %.0f ms "
-                 "following the screen (%.0f ms where none ran)",
-                 r->runs, 3 * t->screen_warm_ms, t->warm_ms);
-    rec.time = (double)time(NULL);
-    const double tw = qk_now_s();
-    if (!qk_tune_db_append(&t->db, &rec, &t->e)) t->failed_write = true;
-    t->db_s += qk_now_s() - tw;
-    if (strcmp(stage, "full") || !r->us_screen) t->case_done++, t->done++;
-    bar(t, k->name);
-}
 
 /* The single case of --family/--m/--k/--tokens. */
 /* An option not given (0 is a value, and out of range). */
@@ -223,47 +106,10 @@ static bool tiled(const char *op) {
     return !strcmp(op, "matmul") || !strcmp(op, "matmul_id");
 }
 
-static void device_of(qkrt_context *ctx, qk_tune_device *d) {
-    qkrt_device_identity id;
-    qkrt_device_identify(ctx, &id);
-    memset(d, 0, sizeof *d);
-    d->vendor_id = id.vendor_id, d->device_id = id.device_id;
-    d->driver_version = id.driver_version;
-    for (int i = 0; i < 16; i++)
-        snprintf(d->cache_uuid + 2 * i, 3, "%02x", id.pipeline_cache_uuid[i]);
-    snprintf(d->name, sizeof d->name, "%.127s", id.name);
-}
-
-/* qk_tune_outcomes' fallback_of of one case: user is its fallback's name. */
-static const char *case_fallback(void *user, const qk_tune_case *c) {
-    (void)c;
-    return user;
-}
-
 static const char *fallback_name(void *user, const qk_tune_case *c) {
     const qk_variant *v =
         qk_tune_fallback(user, c->op, c->format, c->format_variant, qk_tune_case_activations(c));
     return v ? v->name : NULL;
-}
-
-/* The fallback's time and its ratio to the winner as --report computes them
- * for case c from the records of db on dev (qk_tune_outcome_speedup): the
- * tune's line and the report agree. *fb_us 0: the fallback has no time. */
-static double case_speedup(const qk_tune_db *db, const qk_tune_device *dev, const qk_tune_case *c,
-                           const char *precision, const char *fallback, double *fb_us,
-                           bool *fb_full) {
-    qk_tune_db one = {.recs = qk_xmalloc(sizeof *one.recs * (db->count + 1))};
-    for (uint32_t i = 0; i < db->count; i++)
-        if (qk_tune_same_device(&db->recs[i].dev, dev) && qk_tune_same_case(&db->recs[i].c, c))
-            one.recs[one.count++] = db->recs[i];
-    qk_tune_outcome *oc = NULL;
-    uint32_t n = qk_tune_outcomes(&one, precision, case_fallback, (void *)fallback, &oc);
-    double x = n ? qk_tune_outcome_speedup(&oc[0]) : 0;
-    *fb_us = n && oc[0].fallback ? oc[0].fallback->us : 0;
-    *fb_full = n && oc[0].fallback && !strcmp(oc[0].fallback->stage, "full");
-    free(oc);
-    free(one.recs);
-    return x;
 }
 
 /* specs_dir planned, with the kernel set at set_path applied (NULL: none),
@@ -338,30 +184,6 @@ static int report(const char *dbpath, const char *svg, const char *precision, co
     qk_plan_free(&plan);
     qk_spec_set_free(&specs);
     return rc;
-}
-
-static bool takes_q8(const qk_variant *v) {
-    qk_binding_info b[QK_MAX_BINDINGS];
-    uint32_t nb = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
-    for (uint32_t i = 0; i < nb; i++)
-        if (!strcmp(b[i].role, "activations_q8") && !b[i].writable) return true;
-    return false;
-}
-
-/* The database's lock for this run, or -1 with the message printed: one
- * tune or merge writes a database at a time (docs/tuning-db.md). */
-static int lock_db(const char *dbpath, bool wait) {
-    bool busy;
-    qk_error e = {0};
-    int fd = qk_tune_db_lock(dbpath, wait, qk_stderr("tune"), &busy, &e);
-    if (fd < 0 && busy)
-        fprintf(stderr,
-                "qkgen tune: %s is in use by another qkgen tune or --merge (%s); run this one "
-                "when it ends, or pass --wait to wait for it\n",
-                dbpath, e.msg);
-    else if (fd < 0)
-        fprintf(stderr, "qkgen tune: %s\n", e.msg);
-    return fd;
 }
 
 /* What a tune that stops before its device work frees; returns rc. */
@@ -524,7 +346,7 @@ int cmd_tune(qk_args *a) {
         int out_rc = qk_check_output(a->cmd, "--db", dbpath, false, in, nmerge);
         free(in);
         if (out_rc) return out_rc;
-        int lock = lock_db(dbpath, wait);
+        int lock = qk_tune_lock(dbpath, wait, qk_stderr(a->cmd));
         if (lock < 0) return QK_EXIT_FAIL;
         bool ok =
             qk_tune_db_merge((const char *const *)merge, nmerge, dbpath, qk_stderr(a->cmd), &n, &e);
@@ -671,217 +493,30 @@ int cmd_tune(qk_args *a) {
         printf("%s: nothing to tune, no database written\n", shard_of);
         return setup_failed(QK_EXIT_OK, -1, cases, &plan, &specs);
     }
-    /* held from before the database is loaded until the last record: a
-     * second writer would measure the same candidates again, and a merge
-     * would replace the file under this one's appends */
-    int lock = dry_run ? -2 : lock_db(dbpath, wait);
-    if (lock == -1) return setup_failed(QK_EXIT_FAIL, -1, cases, &plan, &specs);
-    qkrt_context *ctx = NULL;
-    qkrt_desc desc = {.device = device};
-    if (qkrt_create(&desc, &ctx) != QKRT_OK) {
-        fprintf(stderr, "qkgen tune: %s\n", qkrt_create_error());
-        return setup_failed(device ? QK_EXIT_USAGE : QK_EXIT_FAIL, lock, cases, &plan, &specs);
-    }
-    const qkrt_device_info *dev = qkrt_device(ctx);
-    qk_tune_space space = {.kernel_count = model ? ms.kernel_count : 0,
+    qk_tune_run_opts ro = {.db = dbpath,
+                           .out = out,
+                           .templates = templates,
+                           .device = device,
+                           .kernel_count = model ? ms.kernel_count : 0,
                            .kernels = ms.kernels,
                            .precision = precision,
-                           .dev = dev,
-                           .filter = filter};
-    /* every case's candidates and fallback, built at once */
-    bool *want = qk_xcalloc(plan.variant_count + 1, sizeof *want);
-    const char **fb = qk_xcalloc(nc + 1, sizeof *fb);
-    uint32_t total = 0, *per_case = qk_xcalloc(nc + 1, sizeof *per_case);
-    bool any_q8 = false;
-    for (uint32_t c = 0; c < nc; c++) {
-        uint32_t n = 0;
-        for (uint32_t i = 0; i < plan.variant_count; i++)
-            if (qk_tune_candidate(&plan.variants[i], &cases[c], &space))
-                want[i] = true, n++, any_q8 |= takes_q8(&plan.variants[i]);
-        const qk_variant *f =
-            qk_tune_fallback(&plan, cases[c].op, cases[c].format, cases[c].format_variant,
-                             qk_tune_case_activations(&cases[c]));
-        if (f) want[f - plan.variants] = true, fb[c] = f->name;
-        per_case[c] = n + 1;
-        total += n + 1;
-    }
-    for (uint32_t i = 0; any_q8 && i < plan.variant_count; i++)
-        if (!strcmp(plan.variants[i].kernel->family, "quantize")) want[i] = true;
-    tune_run tr = {.exhaustive = !strcmp(strategy, "exhaustive"),
-                   .tty = isatty(2),
-                   .case_n = nc,
-                   .total = total};
-    device_of(ctx, &tr.dev);
-    if (shard) snprintf(tr.shard, sizeof tr.shard, "shard %u/%u, ", shard_k, shard_n);
-    tr.warm_ms = (double)warm_ms, tr.screen_warm_ms = (double)screen_warm_ms;
-    tr.steady_ms = (double)steady_ms;
-    char count[112];
-    if (shard)
-        snprintf(count, sizeof count, "%s", shard_of);
-    else
-        snprintf(count, sizeof count, "%u cases", nc);
-    printf("device %u: %s (vendor 0x%x, device 0x%x, driver %u), %s, seed %llu\n", dev->index,
-           dev->name, tr.dev.vendor_id, tr.dev.device_id, tr.dev.driver_version, count,
-           (unsigned long long)seed);
-    qk_build_stats st;
-    qk_error e = {0};
-    double t_build = qk_now_s();
-    int rc = QK_EXIT_OK;
-    qkrt_bundle *b = NULL;
-    char *bundle_dir = qk_path_join(out, "tune");
-    if (!qk_tune_build_subset(&specs, &plan, want, templates, out, "tune", !tr.tty, &st, &e)) {
-        fprintf(stderr, "qkgen tune: %s\n", e.msg);
-        rc = QK_EXIT_FAIL;
-    } else {
-        printf("candidates: %u variants in %s (%u compiled, %u from cache) in %.1f s\n",
-               st.variants, st.path, st.compiled, st.cached, qk_now_s() - t_build);
-        if (qkrt_bundle_load(ctx, bundle_dir, &b) != QKRT_OK ||
-            !qk_tune_manifest_hashes(bundle_dir, &tr.names, &tr.hashes, &tr.nh, &e)) {
-            fprintf(stderr, "qkgen tune: %s\n", b ? e.msg : qkrt_last_error(ctx));
-            rc = QK_EXIT_FAIL;
-        }
-    }
-    if (rc == QK_EXIT_OK && !qk_tune_db_load(dbpath, &tr.db, qk_stderr(a->cmd), &e)) {
-        fprintf(stderr, "qkgen tune: %s\n", e.msg);
-        rc = QK_EXIT_FAIL;
-    }
-    if (rc == QK_EXIT_OK) {
-        /* the records of this run's candidates: the others (other cases,
-         * formats or activations) are neither resumed nor stale here */
-        uint32_t kept = 0;
-        for (uint32_t i = 0; i < tr.db.count; i++)
-            if (hash_of(&tr, tr.db.recs[i].variant)) tr.db.recs[kept++] = tr.db.recs[i];
-        tr.db.count = kept;
-        qk_tune_db_keep(&tr.db, &tr.dev, hash_of, &tr, stdout);
-    }
-    qk_bench_opts o = {.runs = (uint32_t)runs,
-                       .warmup_s = warm_ms / 1e3,
-                       .rewarm_s = warm_ms / 4e3,
-                       .rotate_bytes = rotate_mb << 20,
-                       .finalists = tr.exhaustive ? 0 : (uint32_t)finalists,
-                       .halving = !tr.exhaustive,
-                       .screen_warmup_s = screen_warm_ms / 1e3,
-                       .warmup_steady_s = steady_ms / 1e3,
-                       .seed = seed,
-                       .prior = prior,
-                       .record = record,
-                       .user = &tr,
-                       .phase_s = tr.phase_s};
-    tr.t0 = qk_now_s();
-    if (dry_run && rc == QK_EXIT_OK) { /* the candidates built, nothing timed */
-        for (uint32_t c = 0; c < nc; c++) {
-            char label[160];
-            qk_tune_case_label(&cases[c], label, sizeof label);
-            printf("%s: %u candidates (the fallback %s included)\n", label, per_case[c],
-                   fb[c] ? fb[c] : "(none)");
-        }
-        nc = 0;
-    }
-    uint32_t no_winner = 0;
-    uint32_t tuned = nc;
-    for (uint32_t c = 0; c < nc && rc == QK_EXIT_OK; c++) {
-        if (budget && qk_now_s() - tr.t0 >= (double)budget) { /* the rest for a later run */
-            printf("budget of %llu s spent: %u cases%s%.*s left for a later run (it resumes)\n",
-                   (unsigned long long)budget, nc - c, shard ? " of " : "",
-                   shard ? (int)strlen(tr.shard) - 2 : 0, tr.shard);
-            tuned = c;
-            break;
-        }
-        qk_bench_case bc = {cases[c].op, cases[c].format, cases[c].format_variant,
-                            cases[c].M,  cases[c].K,      cases[c].T,
-                            cases[c].E,  cases[c].top_k};
-        tr.c = &cases[c], tr.case_i = c, tr.case_done = 0;
-        o.always = fb[c];
-        o.activation = qk_tune_case_activations(&cases[c]);
-        /* the budget left, shared among the cases left */
-        double left = budget ? (double)budget - (qk_now_s() - tr.t0) : 0;
-        o.deadline = budget ? qk_now_s() + fmax(left, 0) / (nc - c) : 0;
-        qk_bench_result *res = NULL;
-        uint32_t nres = 0;
-        char err[512] = "";
-        double tc = qk_now_s();
-        memset(tr.phase_s, 0, sizeof tr.phase_s), tr.db_s = 0;
-        tr.case_total = per_case[c];
-        bar(&tr, "");
-        qkrt_result r = qk_bench_case_run(ctx, b, &bc, &o, 0, &res, &nres, err, sizeof err);
-        if (tr.tty) fputs("\r\033[K", stderr);
-        /* the plan's count was an upper bound (the bench keeps the token
-         * tiles that fit): what was not measured leaves the total */
-        if (per_case[c] > tr.case_done) tr.total -= per_case[c] - tr.case_done;
-        if (tr.failed_write) {
-            fprintf(stderr, "qkgen tune: %s\n", tr.e.msg);
-            rc = QK_EXIT_FAIL;
-        }
-        const qk_bench_result *best = NULL;
-        uint32_t wrong = 0, failed = 0, skipped = 0, unsupported = 0;
-        for (uint32_t i = 0; i < nres; i++) {
-            const qk_bench_result *q = &res[i];
-            wrong += !q->ok && !strncmp(q->error, "wrong", 5);
-            skipped += q->skipped;
-            unsupported += q->unsupported; /* the device's, not the kernel's, doing */
-            failed += !q->ok && q->error[0] && strncmp(q->error, "wrong", 5) && !q->skipped &&
-                      !q->unsupported;
-            if (q->ok && q->timed && (!best || q->us < best->us)) best = q;
-        }
-        char shape[160];
-        qk_tune_case_label(&cases[c], shape, sizeof shape);
-        /* the fallback's time and ratio as --report prints them: at one
-         * stage, from the records (a screen record is the first screen's,
-         * not a halving round's) */
-        double fb_us = 0;
-        bool fb_full = false;
-        const double fb_x =
-            best ? case_speedup(&tr.db, &tr.dev, &cases[c], precision, fb[c], &fb_us, &fb_full) : 0;
-        if (r != QKRT_OK) {
-            fprintf(stderr, "qkgen tune: %s: %s\n", shape, err);
-            if (r != QKRT_ERROR_ARGUMENT) rc = QK_EXIT_FAIL;
-            no_winner++;
-        } else if (best) {
-            char fbs[64] = "fallback not measured";
-            if (fb_x > 0)
-                snprintf(fbs, sizeof fbs, "fallback %.2f%s us (%.2fx)", fb_us, fb_full ? "" : "s",
-                         fb_x);
-            const double *ph = tr.phase_s;
-            printf("%-40s %3u candidates (%u wrong, %u failed, %u unsupported%s%.0u%s): %s %.2f "
-                   "us; %s; %.1f s "
-                   "(setup %.1f, pipelines %.1f, checks %.1f, screen %.1f, halving %.1f, "
-                   "final %.1f; records %.1f)\n",
-                   shape, nres, wrong, failed, unsupported, skipped ? ", " : "", skipped,
-                   skipped ? " over budget" : "", best->kernel, best->us, fbs, qk_now_s() - tc,
-                   ph[QK_PH_SETUP], ph[QK_PH_PIPELINES], ph[QK_PH_CHECK], ph[QK_PH_SCREEN],
-                   ph[QK_PH_HALVING], ph[QK_PH_FINAL], tr.db_s);
-        } else {
-            printf("%-40s %3u candidates (%u wrong, %u failed, %u unsupported): no correct "
-                   "candidate\n",
-                   shape, nres, wrong, failed, unsupported);
-            no_winner++;
-        }
-        fflush(stdout);
-        free(res);
-    }
-    if (rc == QK_EXIT_OK && !dry_run)
-        printf("tuned %u cases%s%s%s in %.1f s (device work and checks); database %s: %u records "
-               "of these candidates\n",
-               tuned, shard ? " (" : "", shard_of, shard ? ")" : "", qk_now_s() - tr.t0, dbpath,
-               tr.db.count);
-    if (ctx && qkrt_validation_errors(ctx)) {
-        fprintf(stderr, "qkgen tune: the validation layer reported %u errors\n",
-                qkrt_validation_errors(ctx));
-        rc = QK_EXIT_FAIL;
-    }
-    if (rc == QK_EXIT_OK && no_winner) rc = QK_EXIT_FAIL;
-    for (uint32_t i = 0; i < tr.nh; i++)
-        free(tr.names[i]), free(tr.hashes[i]);
-    free(tr.names), free(tr.hashes), free(want), free(fb), free(cases), free(bundle_dir);
-    free(per_case);
-    qk_tune_db_free(&tr.db);
-    if (lock >= 0) close(lock);
-    if (b) qkrt_bundle_destroy(ctx, b);
-    qkrt_destroy(ctx);
-    qk_plan_free(&plan);
-    qk_spec_set_free(&specs);
-    qk_ref_declared_clear();
-    return rc;
+                           .filter = filter,
+                           .exhaustive = !strcmp(strategy, "exhaustive"),
+                           .dry_run = dry_run,
+                           .wait = wait,
+                           .budget_s = budget,
+                           .runs = runs,
+                           .warm_ms = warm_ms,
+                           .rotate_mb = rotate_mb,
+                           .finalists = finalists,
+                           .seed = seed,
+                           .screen_warm_ms = screen_warm_ms,
+                           .steady_ms = steady_ms,
+                           .shard_k = shard_k,
+                           .shard_n = shard ? shard_n : 0,
+                           .shard_of = shard_of,
+                           .log = qk_stderr(a->cmd)};
+    return setup_failed(qk_tune_run(&ro, &specs, &plan, cases, nc), -1, cases, &plan, &specs);
 }
 
 int cmd_build_tuned(qk_args *a) {
@@ -977,216 +612,23 @@ int cmd_build_tuned(qk_args *a) {
         qk_spec_set_free(&specs);
         return QK_EXIT_USAGE;
     }
-    qk_tune_db db;
-    if (!qk_tune_db_load(dbpath, &db, qk_stderr(a->cmd), &e)) {
-        fprintf(stderr, "qkgen build: %s\n", e.msg);
-        return QK_EXIT_FAIL;
-    }
-    if (!has_records("build", "--tuned", &db)) {
-        qk_tune_db_free(&db);
-        qk_plan_free(&plan);
-        qk_spec_set_free(&specs);
-        free(mc);
-        return QK_EXIT_USAGE;
-    }
-    /* the content hashes the generator makes now, for every variant the
-     * database names: records of others are stale */
-    bool *want = qk_xcalloc(plan.variant_count + 1, sizeof *want);
-    uint32_t named = 0;
-    for (uint32_t i = 0; i < plan.variant_count; i++)
-        for (uint32_t j = 0; j < db.count && !want[i]; j++)
-            if (!strcmp(db.recs[j].variant, plan.variants[i].name)) want[i] = true, named++;
-    tune_run tr = {0};
-    qk_build_stats st;
-    char check_name[300];
-    snprintf(check_name, sizeof check_name, ".%s-hashes", name);
-    char *check_dir = qk_path_join(out, check_name);
-    int rc = QK_EXIT_OK;
-    if (named &&
-        (!qk_tune_build_subset(&specs, &plan, want, templates, out, check_name, quiet, &st, &e) ||
-         !qk_tune_manifest_hashes(check_dir, &tr.names, &tr.hashes, &tr.nh, &e))) {
-        fprintf(stderr, "qkgen build: %s\n", e.msg);
-        rc = QK_EXIT_FAIL;
-    }
-    qk_rmtree(check_dir);
-    free(check_dir);
-    qk_tune_db_keep(&db, NULL, hash_of, &tr, qk_stderr(a->cmd));
-    qk_tune_drop_misfits(&db, &plan, dbpath, qk_stderr(a->cmd));
-    if (rc == QK_EXIT_OK && !db.count && !model)
-        rc = qk_usage_error(a->cmd,
-                            "--tuned: %s: no record of a variant the generator makes for its "
-                            "case (see above)",
-                            dbpath);
-    /* the winners (of the model's cases), and a fallback per operation */
-    qk_tune_outcome *oc = NULL;
-    uint32_t n = rc ? 0 : qk_tune_outcomes(&db, precision, fallback_name, &plan, &oc), kept = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (!model || qk_tune_model_has(mc, nmc, &oc[i].c)) oc[kept++] = oc[i];
-    n = kept;
-    /* fewer kernels where one serves several cases within --within percent */
-    if (within && n) qk_tune_consolidate(&db, oc, n, within / 100.0, precision);
-    qk_tune_default *defs = qk_xcalloc(n + nmc + 1, sizeof *defs);
-    uint32_t nd = 0, winners = 0;
-    memset(want, 0, sizeof *want * plan.variant_count);
-    bool any_q8 = false;
-    for (uint32_t i = 0; i < n + nmc && rc == QK_EXIT_OK; i++) {
-        qk_tune_case c = {0};
-        if (i < n) {
-            c = oc[i].c;
-            if (oc[i].best) {
-                for (uint32_t v = 0; v < plan.variant_count; v++)
-                    if (!strcmp(plan.variants[v].name, oc[i].best->variant))
-                        want[v] = true, winners++, any_q8 |= takes_q8(&plan.variants[v]);
-            } else {
-                char label[160];
-                qk_tune_case_label(&c, label, sizeof label);
-                fprintf(stderr,
-                        "qkgen build: %s: no correct candidate in %s: the fallback serves it\n",
-                        label, dbpath);
-            }
-        } else {
-            snprintf(c.op, sizeof c.op, "%s", mc[i - n].family);
-            snprintf(c.format, sizeof c.format, "%s", mc[i - n].format);
-            snprintf(c.format_variant, sizeof c.format_variant, "%s",
-                     qk_tune_format_variant(c.format));
-        }
-        bool dup = false;
-        for (uint32_t d = 0; d < nd && !dup; d++)
-            dup = !strcmp(defs[d].op, c.op) && !strcmp(defs[d].format, c.format) &&
-                  !strcmp(defs[d].option, c.format_variant) &&
-                  !strcmp(defs[d].activations, qk_tune_case_activations(&c));
-        if (dup) continue;
-        const char *act = qk_tune_case_activations(&c);
-        const qk_variant *f = qk_tune_fallback(&plan, c.op, c.format, c.format_variant, act);
-        if (!f && !strcmp(act, "f32")) {
-            fprintf(stderr, "qkgen build: no %s kernel for %s in %s\n", c.op, c.format, spec_dir);
-            rc = QK_EXIT_USAGE;
-            break;
-        }
-        if (!f) /* f16 activations of a K-quant or mxfp4: its tuned rules only */
-            fprintf(stderr,
-                    "qkgen build: no %s kernel for %s on %s activations runs on every device: "
-                    "no default rule for them (other devices' queries find none)\n",
-                    c.op, c.format, act);
-        if (f) want[f - plan.variants] = true, any_q8 |= takes_q8(f);
-        qk_tune_default *d = &defs[nd++];
-        snprintf(d->op, sizeof d->op, "%s", c.op);
-        snprintf(d->format, sizeof d->format, "%s", c.format);
-        snprintf(d->option, sizeof d->option, "%s", c.format_variant);
-        snprintf(d->activations, sizeof d->activations, "%s", act);
-        snprintf(d->kernel, sizeof d->kernel, "%s", f ? f->name : ""); /* "": none */
-        snprintf(d->precision, sizeof d->precision, "%s", f ? qk_variant_precision(f) : "");
-    }
-    if (model && rc == QK_EXIT_OK) /* every case of the model is tuned, or says so */
-        for (uint32_t i = 0; i < nmc; i++) {
-            bool tuned = false;
-            for (uint32_t j = 0; j < n && !tuned; j++)
-                tuned = oc[j].best && !strcmp(qk_tune_case_activations(&oc[j].c), "f32") &&
-                        !strcmp(oc[j].c.op, mc[i].family) &&
-                        !strcmp(oc[j].c.format, mc[i].format) && oc[j].c.M == mc[i].m &&
-                        oc[j].c.K == mc[i].k && oc[j].c.T == mc[i].tokens;
-            if (!tuned)
-                fprintf(stderr,
-                        "qkgen build: %s %s m=%u k=%u t=%u of %s is not in %s: the "
-                        "fallback serves it\n",
-                        mc[i].family, mc[i].format, mc[i].m, mc[i].k, mc[i].tokens, model, dbpath);
-        }
-    for (uint32_t i = 0; any_q8 && i < plan.variant_count; i++)
-        if (!strcmp(plan.variants[i].kernel->family, "quantize")) want[i] = true;
-    /* A model with experts also gets what an engine runs around the tuned
-     * products of its MoE layer (qkgen bench --layer records it so): the
-     * router's top-k, the routing, the weighted sum and SwiGLU (a handful of
-     * small kernels; those with weights in the model's formats only), and
-     * each expert winner's swiglu-fused sibling, which computes gate and up
-     * at once, and that sibling's ranked form, which ranks the router's
-     * logits itself. */
-    bool moe = false;
-    for (uint32_t i = 0; i < nmc; i++)
-        moe |= !strcmp(mc[i].family, "matvec_id") || !strcmp(mc[i].family, "matmul_id");
-    for (uint32_t i = 0; moe && rc == QK_EXIT_OK && i < plan.variant_count; i++) {
-        const qk_variant *v = &plan.variants[i];
-        if (qk_tune_moe_aux(v->kernel->family) && qk_tune_runs_format(v, oc, n, defs, nd))
-            want[i] = true;
-        for (uint32_t j = 0; j < n && !want[i]; j++)
-            want[i] = oc[j].best && (qk_tune_is_fused_sibling(v, oc[j].best->variant) ||
-                                     qk_tune_is_ranked_sibling(v, oc[j].best->variant));
-    }
-    /* Rules for every other operation an engine records (docs/manifest.md,
-     * "Selection"): each kept MoE-layer kernel, quantizer and fused sibling
-     * under its op ("family" or "family/fusion") and format ("none" for
-     * the kernels without weights), in plan order; a query takes the first
-     * that its device runs and its shape fits. */
-    const uint32_t nd_products = nd; /* the products' fallbacks, listed below */
-    defs = qk_xrealloc(defs, sizeof *defs * (nd + plan.variant_count + 1));
-    for (uint32_t i = 0; rc == QK_EXIT_OK && i < plan.variant_count; i++) {
-        const qk_variant *v = &plan.variants[i];
-        if (!want[i] || !(qk_tune_moe_aux(v->kernel->family) || v->fusion ||
-                          !strcmp(v->kernel->family, "quantize")))
-            continue;
-        qk_tune_default *d = &defs[nd++];
-        /* (family and fusion names are short: the spec loader bounds them) */
-        snprintf(d->op, sizeof d->op, "%.23s%s%.23s", v->kernel->family, v->fusion ? "/" : "",
-                 v->fusion ? v->fusion->name : "");
-        snprintf(d->format, sizeof d->format, "%.63s", v->format->name);
-        snprintf(d->option, sizeof d->option, "%.15s", v->format->variant);
-        snprintf(d->activations, sizeof d->activations, "%s",
-                 v->activation[0] ? v->activation : "f32");
-        snprintf(d->kernel, sizeof d->kernel, "%s", v->name);
-        snprintf(d->precision, sizeof d->precision, "%s", qk_variant_precision(v));
-    }
-    /* the table first, checked as libqkrt will check it when it loads the
-     * bundle: a table it would refuse must not replace the bundle there */
-    qk_str sel = {0};
-    int version = 0;
-    if (rc == QK_EXIT_OK) {
-        version = qk_tune_select_json(&sel, oc, n, defs, nd);
-        char err[512] = "";
-        qkrt_json *t = qkrt_json_parse(sel.s, sel.len, err, sizeof err);
-        if (!t || !qkrt_select_check(t, qk_tune_plan_kernel, &plan, err, sizeof err)) {
-            fprintf(stderr, "qkgen build: the select table made from %s is not valid: %s\n", dbpath,
-                    err);
-            rc = QK_EXIT_FAIL;
-        }
-        qkrt_json_free(t);
-    }
-    /* the manifest lists the winners and the fallbacks, and what was built
-     * besides them: the quantizer, a MoE layer's other kernels and the
-     * winners' fused siblings (winners and fallbacks are unfused products);
-     * not the variants built only because a module's SPIR-V starts with
-     * them */
-    const char **keep = qk_xcalloc(n + nd + plan.variant_count + 1, sizeof *keep);
-    uint32_t nkeep = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
-    for (uint32_t d = 0; d < nd_products; d++)
-        if (defs[d].kernel[0]) keep[nkeep++] = defs[d].kernel;
-    for (uint32_t i = 0; i < plan.variant_count; i++)
-        if (want[i] &&
-            (qk_tune_moe_aux(plan.variants[i].kernel->family) || plan.variants[i].fusion))
-            keep[nkeep++] = plan.variants[i].name;
-    /* rules for f16 activations (select version 2): schema 4, which a reader
-     * of 3 refuses instead of answering f32 queries with them */
-    qk_bundle_tuned tuned = {.select = sel.s,
-                             .schema = version == 2 ? QK_BUNDLE_SCHEMA_ACT : QK_BUNDLE_SCHEMA,
-                             .listed = keep,
-                             .listed_count = nkeep};
-    if (rc == QK_EXIT_OK &&
-        !qk_tune_build_chosen(&specs, &plan, want, specialize, spec_dir, set_path, templates, out,
-                              name, quiet, &tuned, &st, &e)) {
-        fprintf(stderr, "qkgen build: %s\n", e.msg);
-        rc = QK_EXIT_FAIL;
-    }
-    free(keep);
-    if (rc == QK_EXIT_OK && !quiet)
-        printf(
-            "built %s: %u variants (winners of %u of %u tuned cases, %u fallbacks) with a select "
-            "table (precision %s), in %.2f s\n",
-            st.path, st.variants, winners, n, nd_products, precision, qk_now_s() - t0);
-    qk_str_free(&sel);
-    for (uint32_t i = 0; i < tr.nh; i++)
-        free(tr.names[i]), free(tr.hashes[i]);
-    free(tr.names), free(tr.hashes), free(want), free(oc), free(defs), free(mc);
-    qk_tune_db_free(&db);
+    qk_tune_bundle_opts bo = {.db = dbpath,
+                              .model = model,
+                              .cases = mc,
+                              .case_count = nmc,
+                              .precision = precision,
+                              .within = within / 100.0,
+                              .specialize = specialize,
+                              .quiet = quiet,
+                              .spec_dir = spec_dir,
+                              .set_path = set_path,
+                              .templates = templates,
+                              .out = out,
+                              .name = name,
+                              .t0 = t0,
+                              .log = qk_stderr(a->cmd)};
+    int rc = qk_tune_build_bundle(&bo, &specs, &plan);
+    free(mc);
     qk_plan_free(&plan);
     qk_spec_set_free(&specs);
     return rc;

@@ -121,6 +121,65 @@ uint32_t qk_tune_drop_misfits(qk_tune_db *db, const qk_plan *plan, const char *d
 /* A variant of the plan as qkrt_select_check sees a manifest's kernel. */
 bool qk_tune_plan_kernel(void *user, const char *name, qkrt_select_kernel *out);
 
+/* ---- the measurement run (run.c) ---- */
+
+/* What qk_tune_run returns: the command's exit statuses (docs/cli.md). */
+enum { QK_TUNE_DONE = 0, QK_TUNE_FAIL = 1, QK_TUNE_USAGE = 2 };
+
+/* A tune run's settings (qkgen tune's options, docs/cli.md). */
+typedef struct qk_tune_run_opts {
+    const char *db;        /* the database appended to, locked while the run writes it */
+    const char *out;       /* the candidates are built into out/tune */
+    const char *templates; /* the GLSL templates */
+    const char *device;    /* qkrt_desc.device (NULL: the first); a bad one: QK_TUNE_USAGE */
+    uint32_t kernel_count; /* the search space (qk_tune_space; 0: every kernel spec) */
+    const char (*kernels)[QK_MAX_NAME];
+    const char *precision, *filter;
+    bool exhaustive, dry_run, wait;
+    uint64_t budget_s, runs, warm_ms, rotate_mb, finalists, seed, screen_warm_ms, steady_ms;
+    uint32_t shard_k, shard_n; /* shard_n 0: the cases are the whole list */
+    const char *shard_of;      /* "shard 2/4: 13 of 50 cases", under a shard */
+    FILE *log;                 /* the libraries' messages */
+} qk_tune_run_opts;
+
+/* Tunes cases[0 .. nc) (each checked against its CPU reference first: the
+ * caller declares the references): builds every case's candidates and
+ * fallback at once, then per case checks, screens, halves and times them
+ * (or all in full: exhaustive), resuming from and appending to the database;
+ * prints a progress bar on a terminal, a line per case and a summary.
+ * dry_run builds and lists the candidates, times nothing. */
+int qk_tune_run(const qk_tune_run_opts *o, const qk_spec_set *specs, const qk_plan *plan,
+                const qk_tune_case *cases, uint32_t nc);
+/* The database's lock (docs/tuning-db.md: one tune or merge writes it at a
+ * time), or -1 with the message on stderr; wait: until the holder ends. */
+int qk_tune_lock(const char *dbpath, bool wait, FILE *log);
+/* Whether v reads q8 activations (the quantize pre-pass runs before it). */
+bool qk_tune_takes_q8(const qk_variant *v);
+
+/* A tuned bundle's settings (qkgen build --tuned, docs/cli.md). */
+typedef struct qk_tune_bundle_opts {
+    const char *db;             /* the tuning database */
+    const char *model;          /* its path, or NULL: every case of db */
+    const qk_model_case *cases; /* the model's cases (case_count of them) */
+    uint32_t case_count;
+    const char *precision;  /* the classes that may win ("any": all) */
+    double within;          /* qk_tune_consolidate's (0.03: 3%; 0: off) */
+    bool specialize, quiet; /* qk_tune_build_chosen's */
+    const char *spec_dir, *set_path, *templates, *out, *name; /* built into out/name */
+    double t0; /* when the command started (its summary's time) */
+    FILE *log; /* the libraries' messages */
+} qk_tune_bundle_opts;
+
+/* Writes out/name: each case's winner (among the precision classes allowed;
+ * one kernel for several cases where within allows), a fallback per
+ * operation, format and activation type, what a MoE layer runs around its
+ * products, and the select table (docs/manifest.md, "Selection"), checked
+ * as libqkrt checks it. Records of variants the generator no longer makes,
+ * or that do not compute their case, are dropped with a message. Returns
+ * QK_TUNE_DONE, QK_TUNE_FAIL or QK_TUNE_USAGE (no usable records). */
+int qk_tune_build_bundle(const qk_tune_bundle_opts *o, const qk_spec_set *specs,
+                         const qk_plan *plan);
+
 #endif
 
 /* The spv_sha256 of each kernel of a bundle's manifest.json: *names and

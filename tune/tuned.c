@@ -142,3 +142,242 @@ bool qk_tune_plan_kernel(void *user, const char *name, qkrt_select_kernel *out) 
     }
     return false;
 }
+
+/* The spv_sha256 of each variant the generator makes now (qk_tune_db_keep's
+ * hash_of): the records of others are stale. */
+typedef struct hashes {
+    char **names, **hashes;
+    uint32_t nh;
+} hashes;
+
+static const char *hash_of(void *user, const char *variant) {
+    const hashes *t = user;
+    for (uint32_t i = 0; i < t->nh; i++)
+        if (!strcmp(t->names[i], variant)) return t->hashes[i];
+    return NULL;
+}
+
+static const char *fallback_name(void *user, const qk_tune_case *c) {
+    const qk_variant *v =
+        qk_tune_fallback(user, c->op, c->format, c->format_variant, qk_tune_case_activations(c));
+    return v ? v->name : NULL;
+}
+
+int qk_tune_build_bundle(const qk_tune_bundle_opts *o, const qk_spec_set *specs,
+                         const qk_plan *plan) {
+    qk_tune_db db;
+    qk_error e = {0};
+    if (!qk_tune_db_load(o->db, &db, o->log, &e)) {
+        fprintf(stderr, "qkgen build: %s\n", e.msg);
+        return QK_TUNE_FAIL;
+    }
+    if (!db.count) { /* the lines it had (if any) were reported as ignored */
+        fprintf(stderr, "qkgen build: --tuned: %s: no records%s\n", o->db,
+                db.bad || db.torn ? " (every line ignored: see above)" : "");
+        qk_tune_db_free(&db);
+        return QK_TUNE_USAGE;
+    }
+    /* the content hashes the generator makes now, for every variant the
+     * database names: records of others are stale */
+    bool *want = qk_xcalloc(plan->variant_count + 1, sizeof *want);
+    uint32_t named = 0;
+    for (uint32_t i = 0; i < plan->variant_count; i++)
+        for (uint32_t j = 0; j < db.count && !want[i]; j++)
+            if (!strcmp(db.recs[j].variant, plan->variants[i].name)) want[i] = true, named++;
+    hashes tr = {0};
+    qk_build_stats st;
+    char check_name[300];
+    snprintf(check_name, sizeof check_name, ".%s-hashes", o->name);
+    char *check_dir = qk_path_join(o->out, check_name);
+    int rc = QK_TUNE_DONE;
+    if (named && (!qk_tune_build_subset(specs, plan, want, o->templates, o->out, check_name,
+                                        o->quiet, &st, &e) ||
+                  !qk_tune_manifest_hashes(check_dir, &tr.names, &tr.hashes, &tr.nh, &e))) {
+        fprintf(stderr, "qkgen build: %s\n", e.msg);
+        rc = QK_TUNE_FAIL;
+    }
+    qk_rmtree(check_dir);
+    free(check_dir);
+    qk_tune_db_keep(&db, NULL, hash_of, &tr, o->log);
+    qk_tune_drop_misfits(&db, plan, o->db, o->log);
+    if (rc == QK_TUNE_DONE && !db.count && !o->model)
+        fprintf(stderr,
+                "qkgen build: --tuned: %s: no record of a variant the generator makes for its "
+                "case (see above)\n",
+                o->db),
+            rc = QK_TUNE_USAGE;
+    /* the winners (of the model's cases), and a fallback per operation */
+    qk_tune_outcome *oc = NULL;
+    uint32_t n = rc ? 0 : qk_tune_outcomes(&db, o->precision, fallback_name, (void *)plan, &oc),
+             kept = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!o->model || qk_tune_model_has(o->cases, o->case_count, &oc[i].c)) oc[kept++] = oc[i];
+    n = kept;
+    /* fewer kernels where one serves several cases within --within percent */
+    if (o->within && n) qk_tune_consolidate(&db, oc, n, o->within, o->precision);
+    qk_tune_default *defs = qk_xcalloc(n + o->case_count + 1, sizeof *defs);
+    uint32_t nd = 0, winners = 0;
+    memset(want, 0, sizeof *want * plan->variant_count);
+    bool any_q8 = false;
+    for (uint32_t i = 0; i < n + o->case_count && rc == QK_TUNE_DONE; i++) {
+        qk_tune_case c = {0};
+        if (i < n) {
+            c = oc[i].c;
+            if (oc[i].best) {
+                for (uint32_t v = 0; v < plan->variant_count; v++)
+                    if (!strcmp(plan->variants[v].name, oc[i].best->variant))
+                        want[v] = true, winners++, any_q8 |= qk_tune_takes_q8(&plan->variants[v]);
+            } else {
+                char label[160];
+                qk_tune_case_label(&c, label, sizeof label);
+                fprintf(stderr,
+                        "qkgen build: %s: no correct candidate in %s: the fallback serves it\n",
+                        label, o->db);
+            }
+        } else {
+            snprintf(c.op, sizeof c.op, "%s", o->cases[i - n].family);
+            snprintf(c.format, sizeof c.format, "%s", o->cases[i - n].format);
+            snprintf(c.format_variant, sizeof c.format_variant, "%s",
+                     qk_tune_format_variant(c.format));
+        }
+        bool dup = false;
+        for (uint32_t d = 0; d < nd && !dup; d++)
+            dup = !strcmp(defs[d].op, c.op) && !strcmp(defs[d].format, c.format) &&
+                  !strcmp(defs[d].option, c.format_variant) &&
+                  !strcmp(defs[d].activations, qk_tune_case_activations(&c));
+        if (dup) continue;
+        const char *act = qk_tune_case_activations(&c);
+        const qk_variant *f = qk_tune_fallback(plan, c.op, c.format, c.format_variant, act);
+        if (!f && !strcmp(act, "f32")) {
+            fprintf(stderr, "qkgen build: no %s kernel for %s in %s\n", c.op, c.format,
+                    o->spec_dir);
+            rc = QK_TUNE_USAGE;
+            break;
+        }
+        if (!f) /* f16 activations of a K-quant or mxfp4: its tuned rules only */
+            fprintf(stderr,
+                    "qkgen build: no %s kernel for %s on %s activations runs on every device: "
+                    "no default rule for them (other devices' queries find none)\n",
+                    c.op, c.format, act);
+        if (f) want[f - plan->variants] = true, any_q8 |= qk_tune_takes_q8(f);
+        qk_tune_default *d = &defs[nd++];
+        snprintf(d->op, sizeof d->op, "%s", c.op);
+        snprintf(d->format, sizeof d->format, "%s", c.format);
+        snprintf(d->option, sizeof d->option, "%s", c.format_variant);
+        snprintf(d->activations, sizeof d->activations, "%s", act);
+        snprintf(d->kernel, sizeof d->kernel, "%s", f ? f->name : ""); /* "": none */
+        snprintf(d->precision, sizeof d->precision, "%s", f ? qk_variant_precision(f) : "");
+    }
+    if (o->model && rc == QK_TUNE_DONE) /* every case of the model is tuned, or says so */
+        for (uint32_t i = 0; i < o->case_count; i++) {
+            bool tuned = false;
+            for (uint32_t j = 0; j < n && !tuned; j++)
+                tuned = oc[j].best && !strcmp(qk_tune_case_activations(&oc[j].c), "f32") &&
+                        !strcmp(oc[j].c.op, o->cases[i].family) &&
+                        !strcmp(oc[j].c.format, o->cases[i].format) && oc[j].c.M == o->cases[i].m &&
+                        oc[j].c.K == o->cases[i].k && oc[j].c.T == o->cases[i].tokens;
+            if (!tuned)
+                fprintf(stderr,
+                        "qkgen build: %s %s m=%u k=%u t=%u of %s is not in %s: the "
+                        "fallback serves it\n",
+                        o->cases[i].family, o->cases[i].format, o->cases[i].m, o->cases[i].k,
+                        o->cases[i].tokens, o->model, o->db);
+        }
+    for (uint32_t i = 0; any_q8 && i < plan->variant_count; i++)
+        if (!strcmp(plan->variants[i].kernel->family, "quantize")) want[i] = true;
+    /* A model with experts also gets what an engine runs around the tuned
+     * products of its MoE layer (qkgen bench --layer records it so): the
+     * router's top-k, the routing, the weighted sum and SwiGLU (a handful of
+     * small kernels; those with weights in the model's formats only), and
+     * each expert winner's swiglu-fused sibling, which computes gate and up
+     * at once, and that sibling's ranked form, which ranks the router's
+     * logits itself. */
+    bool moe = false;
+    for (uint32_t i = 0; i < o->case_count; i++)
+        moe |= !strcmp(o->cases[i].family, "matvec_id") || !strcmp(o->cases[i].family, "matmul_id");
+    for (uint32_t i = 0; moe && rc == QK_TUNE_DONE && i < plan->variant_count; i++) {
+        const qk_variant *v = &plan->variants[i];
+        if (qk_tune_moe_aux(v->kernel->family) && qk_tune_runs_format(v, oc, n, defs, nd))
+            want[i] = true;
+        for (uint32_t j = 0; j < n && !want[i]; j++)
+            want[i] = oc[j].best && (qk_tune_is_fused_sibling(v, oc[j].best->variant) ||
+                                     qk_tune_is_ranked_sibling(v, oc[j].best->variant));
+    }
+    /* Rules for every other operation an engine records (docs/manifest.md,
+     * "Selection"): each kept MoE-layer kernel, quantizer and fused sibling
+     * under its op ("family" or "family/fusion") and format ("none" for
+     * the kernels without weights), in plan order; a query takes the first
+     * that its device runs and its shape fits. */
+    const uint32_t nd_products = nd; /* the products' fallbacks, listed below */
+    defs = qk_xrealloc(defs, sizeof *defs * (nd + plan->variant_count + 1));
+    for (uint32_t i = 0; rc == QK_TUNE_DONE && i < plan->variant_count; i++) {
+        const qk_variant *v = &plan->variants[i];
+        if (!want[i] || !(qk_tune_moe_aux(v->kernel->family) || v->fusion ||
+                          !strcmp(v->kernel->family, "quantize")))
+            continue;
+        qk_tune_default *d = &defs[nd++];
+        /* (family and fusion names are short: the spec loader bounds them) */
+        snprintf(d->op, sizeof d->op, "%.23s%s%.23s", v->kernel->family, v->fusion ? "/" : "",
+                 v->fusion ? v->fusion->name : "");
+        snprintf(d->format, sizeof d->format, "%.63s", v->format->name);
+        snprintf(d->option, sizeof d->option, "%.15s", v->format->variant);
+        snprintf(d->activations, sizeof d->activations, "%s",
+                 v->activation[0] ? v->activation : "f32");
+        snprintf(d->kernel, sizeof d->kernel, "%s", v->name);
+        snprintf(d->precision, sizeof d->precision, "%s", qk_variant_precision(v));
+    }
+    /* the table first, checked as libqkrt will check it when it loads the
+     * bundle: a table it would refuse must not replace the bundle there */
+    qk_str sel = {0};
+    int version = 0;
+    if (rc == QK_TUNE_DONE) {
+        version = qk_tune_select_json(&sel, oc, n, defs, nd);
+        char err[512] = "";
+        qkrt_json *t = qkrt_json_parse(sel.s, sel.len, err, sizeof err);
+        if (!t || !qkrt_select_check(t, qk_tune_plan_kernel, (void *)plan, err, sizeof err)) {
+            fprintf(stderr, "qkgen build: the select table made from %s is not valid: %s\n", o->db,
+                    err);
+            rc = QK_TUNE_FAIL;
+        }
+        qkrt_json_free(t);
+    }
+    /* the manifest lists the winners and the fallbacks, and what was built
+     * besides them: the quantizer, a MoE layer's other kernels and the
+     * winners' fused siblings (winners and fallbacks are unfused products);
+     * not the variants built only because a module's SPIR-V starts with
+     * them */
+    const char **keep = qk_xcalloc(n + nd + plan->variant_count + 1, sizeof *keep);
+    uint32_t nkeep = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
+    for (uint32_t d = 0; d < nd_products; d++)
+        if (defs[d].kernel[0]) keep[nkeep++] = defs[d].kernel;
+    for (uint32_t i = 0; i < plan->variant_count; i++)
+        if (want[i] &&
+            (qk_tune_moe_aux(plan->variants[i].kernel->family) || plan->variants[i].fusion))
+            keep[nkeep++] = plan->variants[i].name;
+    /* rules for f16 activations (select version 2): schema 4, which a reader
+     * of 3 refuses instead of answering f32 queries with them */
+    qk_bundle_tuned tuned = {.select = sel.s,
+                             .schema = version == 2 ? QK_BUNDLE_SCHEMA_ACT : QK_BUNDLE_SCHEMA,
+                             .listed = keep,
+                             .listed_count = nkeep};
+    if (rc == QK_TUNE_DONE &&
+        !qk_tune_build_chosen(specs, plan, want, o->specialize, o->spec_dir, o->set_path,
+                              o->templates, o->out, o->name, o->quiet, &tuned, &st, &e)) {
+        fprintf(stderr, "qkgen build: %s\n", e.msg);
+        rc = QK_TUNE_FAIL;
+    }
+    free(keep);
+    if (rc == QK_TUNE_DONE && !o->quiet)
+        printf(
+            "built %s: %u variants (winners of %u of %u tuned cases, %u fallbacks) with a select "
+            "table (precision %s), in %.2f s\n",
+            st.path, st.variants, winners, n, nd_products, o->precision, qk_now_s() - o->t0);
+    qk_str_free(&sel);
+    for (uint32_t i = 0; i < tr.nh; i++)
+        free(tr.names[i]), free(tr.hashes[i]);
+    free(tr.names), free(tr.hashes), free(want), free(oc), free(defs);
+    qk_tune_db_free(&db);
+    return rc;
+}
