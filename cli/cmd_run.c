@@ -435,8 +435,8 @@ static int choose(qkrt_context *ctx, const qkrt_bundle *b, const char *family, c
                   char *err, size_t err_size) {
     const bool id = moe && moe->E;
     const qkrt_op_query q = {
-        family, "none",          w->format,           w->variant,        "f32", M, K,
-        T,      id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1};
+        family, "none",          w->format,           w->variant,         "f32", M, K,
+        T,      id ? moe->E : 1, id ? moe->top_k : 1, id ? moe->ne11 : 1, 0};
     if (qkrt_op_choose(ctx, b, &q, c) != QKRT_OK) {
         snprintf(err, err_size, "%s", qkrt_last_error(ctx));
         return -1;

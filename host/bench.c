@@ -420,63 +420,60 @@ static qkrt_result own_scratch(qkrt_context *ctx, const qkrt_bundle *b, uint32_t
     return r;
 }
 
-/* A buffer for a binding role (role_bind). */
-typedef struct role_buf {
-    qkrt_role role;
-    qkrt_buffer *buf;
-} role_buf;
-
-/* d (zeroed first) for kernel ki with its buffers from cb's lists: a
- * weights binding takes the planes w[0], w[1], ... in turn, any other the
- * buffer of its role in map, else `other`. */
-static void role_bind(const qkrt_bundle *b, uint32_t ki, const case_buffers *cb,
-                      qkrt_buffer *const *w, const role_buf *map, uint32_t n, qkrt_buffer *other,
-                      qkrt_dispatch *d) {
-    memset(d, 0, sizeof *d);
-    d->bundle = b;
-    d->kernel = ki;
-    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-    uint32_t slot = 0, plane = 0, count = 0;
-    for (uint32_t i = 0; i < k->binding_count; i++)
-        count += k->bindings[i].count;
-    qkrt_buffer **list = list_alloc(cb->lists, count);
-    for (uint32_t i = 0; i < k->binding_count; i++) {
-        const qkrt_role role = k->bindings[i].role_id;
-        qkrt_buffer *buf = role == QKRT_ROLE_WEIGHTS ? w[plane++] : other;
-        for (uint32_t j = 0; j < n && role != QKRT_ROLE_WEIGHTS; j++)
-            if (map[j].role == role) buf = map[j].buf;
-        for (uint32_t j = 0; j < k->bindings[i].count; j++)
-            list[slot++] = buf;
-    }
-    d->buffer_count = slot;
-    d->buffers = list;
+/* Appends to d the chain of kernel ki (qkrt_op_chain: the pre-pass where
+ * prepass >= 0, then ki, each binding the buffer of its role in ob), its
+ * buffer lists kept in cb's, every dispatch with `shape` (the case's
+ * values, which outlive the chain); returns how many (0: the chain failed,
+ * which the checks before timing rule out). */
+static uint32_t chain_into(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, int prepass,
+                           const qkrt_op_query *q, const qkrt_op_buffers *ob,
+                           const case_buffers *cb, qkrt_shape shape, qkrt_dispatch *d) {
+    const qkrt_op_choice choice = {.kernel = ki, .prepass = prepass};
+    qkrt_chain *chain = qk_xmalloc(sizeof *chain);
+    uint32_t n = 0;
+    if (qkrt_op_chain(ctx, b, &choice, q, ob, chain) == QKRT_OK)
+        for (; n < chain->count; n++) {
+            d[n] = chain->dispatch[n];
+            qkrt_buffer **list = list_alloc(cb->lists, d[n].buffer_count);
+            memcpy(list, d[n].buffers, sizeof *list * d[n].buffer_count);
+            d[n].buffers = list;
+            d[n].shape = shape;
+        }
+    free(chain);
+    return n;
 }
 
-/* One dispatch of kernel ki on weight copy `copy`. */
-static void make_dispatch(const qkrt_bundle *b, uint32_t ki, const case_buffers *cb, uint32_t copy,
-                          qkrt_dispatch *d) {
-    const role_buf map[] = {{QKRT_ROLE_ACTIVATIONS, cb->x},
-                            {QKRT_ROLE_IDS, cb->route ? cb->route : cb->ids},
-                            {QKRT_ROLE_TPE, cb->tpe},
-                            {QKRT_ROLE_ACTIVATIONS_Q8, cb->xq},
-                            {QKRT_ROLE_SCRATCH, cb->scratch ? cb->scratch[copy] : NULL}};
-    role_bind(b, ki, cb, &cb->w[copy * cb->planes], map, 5, cb->y, d);
-    d->shape = case_shape(cb);
+/* The case's query for the operations layer: the routing's rows as long as
+ * the busiest expert's pairs (what moe_route's indirect dispatch would
+ * launch), not every token's. */
+static qkrt_op_query case_query(const case_buffers *cb) {
+    return (qkrt_op_query){.M = (uint32_t)cb->shape[0],
+                           .K = (uint32_t)cb->shape[1],
+                           .T = (uint32_t)cb->shape[2],
+                           .top_k = (uint32_t)cb->shape[3],
+                           .ne11 = 1,
+                           .E = (uint32_t)cb->shape[5],
+                           .max_per_expert = (uint32_t)cb->shape[6]};
 }
 
-/* One run of kernel ki on weight copy `copy` into d: the dispatch, or for a
- * kernel on pre-quantized activations the quantizer and then it (its
- * `depends` keeps the barrier between them back to back). Returns how many. */
-static uint32_t case_dispatches(const qkrt_bundle *b, uint32_t ki, const case_buffers *cb,
-                                uint32_t copy, qkrt_dispatch *d) {
-    if (cb->qi < 0 || !qk_takes_q8(qkrt_bundle_kernel(b, ki))) {
-        make_dispatch(b, ki, cb, copy, d);
-        return 1;
-    }
-    make_dispatch(b, (uint32_t)cb->qi, cb, copy, &d[0]);
-    make_dispatch(b, ki, cb, copy, &d[1]);
-    d[1].depends = true;
-    return 2;
+/* One run of kernel ki on weight copy `copy` into d, as the operations
+ * layer records it: the dispatch, or for a kernel on pre-quantized
+ * activations the quantizer and then it (its `depends` keeps the barrier
+ * between them back to back). Returns how many. */
+static uint32_t case_dispatches(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                                const case_buffers *cb, uint32_t copy, qkrt_dispatch *d) {
+    qkrt_op_buffers ob = {.matrices = 1,
+                          .x = cb->x,
+                          .y = cb->y,
+                          .ids = cb->route ? cb->route : cb->ids,
+                          .tpe = cb->tpe,
+                          .x_q8 = cb->xq,
+                          .scratch = cb->scratch ? cb->scratch[copy] : NULL};
+    for (uint32_t p = 0; p < cb->planes && p < QKRT_OP_PLANES; p++)
+        ob.weights[0][p] = cb->w[copy * cb->planes + p];
+    const int prepass = cb->qi >= 0 && qk_takes_q8(qkrt_bundle_kernel(b, ki)) ? cb->qi : -1;
+    const qkrt_op_query q = case_query(cb);
+    return chain_into(ctx, b, ki, prepass, &q, &ob, cb, case_shape(cb), d);
 }
 
 /* Runs the n dispatches again and again for `seconds`, so the clock is up. */
@@ -502,7 +499,7 @@ static qkrt_result warm(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, ca
     qkrt_dispatch *d = qk_xmalloc(sizeof *d * 2 * BATCH);
     uint32_t n = 0;
     for (uint32_t i = 0; i < BATCH; i++)
-        n += case_dispatches(b, ki, cb, i % cb->copies, &d[n]);
+        n += case_dispatches(ctx, b, ki, cb, i % cb->copies, &d[n]);
     const uint32_t per_run = n / BATCH; /* 1, or 2 with a quantizer */
     qkrt_result r = own_scratch(ctx, b, ki, cb);
     uint32_t runs = 1;
@@ -548,7 +545,7 @@ static qkrt_result time_runs(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     qkrt_result r = own_scratch(ctx, b, ki, cb);
     if (r != QKRT_OK) return r;
     for (uint32_t i = 0; i < runs; i++) {
-        per_run = case_dispatches(b, ki, cb, i % cb->copies, &d[*nd]);
+        per_run = case_dispatches(ctx, b, ki, cb, i % cb->copies, &d[*nd]);
         *nd += per_run;
     }
     r = qkrt_run_timed(ctx, d, *nd, ns);
@@ -571,7 +568,7 @@ static qkrt_result finish_variant(qkrt_context *ctx, const qkrt_bundle *b, uint3
     if (pre) out->us_pre = median(pre, n) / 1e3;
     uint32_t nd = 0;
     for (uint32_t i = 0; i < n; i++)
-        nd += case_dispatches(b, ki, cb, i % cb->copies, &d[nd]);
+        nd += case_dispatches(ctx, b, ki, cb, i % cb->copies, &d[nd]);
     double span[3];
     qkrt_result r = own_scratch(ctx, b, ki, cb);
     for (uint32_t i = 0; i < 3 && r == QKRT_OK; i++)
@@ -736,25 +733,27 @@ typedef struct two_pass {
     const char *names1[3];
 } two_pass;
 
-/* A dispatch of tp's pass (0 or 1) on weight copy `copy` into d. */
-static void two_pass_dispatch(const qkrt_bundle *b, const two_pass *tp, int pass,
+/* A dispatch of tp's pass (0 or 1) on weight copy `copy` into d, as the
+ * operations layer records a kernel: pass 1 writes the f16w blocks (its
+ * output) that pass 2 reads as its weights. */
+static void two_pass_dispatch(qkrt_context *ctx, const qkrt_bundle *b, const two_pass *tp, int pass,
                               const case_buffers *cb, uint32_t copy, qkrt_dispatch *d) {
-    /* pass 1 writes the f16w blocks that pass 2 reads as its weights */
-    qkrt_buffer *const half[QKRT_OP_PLANES] = {tp->half, tp->half, tp->half, tp->half};
-    const role_buf map[] = {
-        {QKRT_ROLE_ACTIVATIONS, cb->x}, {QKRT_ROLE_IDS, cb->route}, {QKRT_ROLE_TPE, cb->tpe}};
-    role_bind(b, pass ? tp->mm : tp->dq, cb, pass ? half : &cb->w[copy * cb->planes], map, 3,
-              pass ? cb->y : tp->half, d);
+    qkrt_op_buffers ob = {
+        .matrices = 1, .x = cb->x, .y = pass ? cb->y : tp->half, .ids = cb->route, .tpe = cb->tpe};
+    for (uint32_t p = 0; p < QKRT_OP_PLANES; p++)
+        ob.weights[0][p] = pass ? tp->half : p < cb->planes ? cb->w[copy * cb->planes + p] : NULL;
+    const qkrt_op_query q = case_query(cb);
+    chain_into(ctx, b, pass ? tp->mm : tp->dq, -1, &q, &ob, cb,
+               pass ? case_shape(cb) : (qkrt_shape){3, tp->names1, tp->shape1}, d);
     d->depends = true;
-    d->shape = pass ? case_shape(cb) : (qkrt_shape){3, tp->names1, tp->shape1};
 }
 
 /* runs runs of tp into d (scratch for 2 * runs): both passes each. */
-static uint32_t two_pass_runs(const qkrt_bundle *b, const two_pass *tp, const case_buffers *cb,
-                              uint32_t runs, qkrt_dispatch *d) {
+static uint32_t two_pass_runs(qkrt_context *ctx, const qkrt_bundle *b, const two_pass *tp,
+                              const case_buffers *cb, uint32_t runs, qkrt_dispatch *d) {
     for (uint32_t i = 0; i < runs; i++) {
-        two_pass_dispatch(b, tp, 0, cb, i % cb->copies, &d[2 * i]);
-        two_pass_dispatch(b, tp, 1, cb, i % cb->copies, &d[2 * i + 1]);
+        two_pass_dispatch(ctx, b, tp, 0, cb, i % cb->copies, &d[2 * i]);
+        two_pass_dispatch(ctx, b, tp, 1, cb, i % cb->copies, &d[2 * i + 1]);
     }
     return 2 * runs;
 }
@@ -826,7 +825,7 @@ static qkrt_result two_pass_candidates(qkrt_context *ctx, const qkrt_bundle *b,
         /* correctness first: y and the scratch poisoned */
         r = qkrt_buffer_fill(ctx, cb->y, 0x7fc00000u);
         if (r == QKRT_OK) r = qkrt_buffer_fill(ctx, tp.half, QK_F16_NAN2);
-        uint32_t nd = two_pass_runs(b, &tp, cb, 1, d);
+        uint32_t nd = two_pass_runs(ctx, b, &tp, cb, 1, d);
         double t_prep = qk_now_s();
         if (r == QKRT_OK) r = qkrt_run(ctx, d, nd);
         out->prepare_ms = (qk_now_s() - t_prep) * 1e3;
@@ -839,9 +838,9 @@ static qkrt_result two_pass_candidates(qkrt_context *ctx, const qkrt_bundle *b,
             continue;
         }
         /* warm, then runs runs between barriers, then the same back to back */
-        nd = two_pass_runs(b, &tp, cb, runs < 64 ? runs : 64, d);
+        nd = two_pass_runs(ctx, b, &tp, cb, runs < 64 ? runs : 64, d);
         r = keep_busy(ctx, d, nd, o->rewarm_s > 0 ? o->rewarm_s : o->warmup_s);
-        nd = two_pass_runs(b, &tp, cb, runs, d);
+        nd = two_pass_runs(ctx, b, &tp, cb, runs, d);
         if (r == QKRT_OK) r = qkrt_run_timed(ctx, d, nd, ns);
         if (r != QKRT_OK) break;
         double lo = INFINITY, hi = 0, span[3];
@@ -1065,7 +1064,12 @@ qkrt_result qk_bench_case_run(qkrt_context *ctx, const qkrt_bundle *b, const qk_
         cb.scratch_owner = -1;
         if (r == QKRT_OK) r = own_scratch(ctx, b, idx[v], &cb);
         qkrt_dispatch one[2];
-        uint32_t per_run = case_dispatches(b, idx[v], &cb, 0, one);
+        uint32_t per_run = case_dispatches(ctx, b, idx[v], &cb, 0, one);
+        if (r == QKRT_OK && !per_run) { /* a binding the case has no buffer for */
+            snprintf(out->error, sizeof out->error, "%s", qkrt_last_error(ctx));
+            if (o->record) o->record(o->user, k, out, "check");
+            continue;
+        }
         double t_prep = qk_now_s();
         if (r == QKRT_OK) r = qkrt_run(ctx, one, per_run);
         out->prepare_ms = (qk_now_s() - t_prep) * 1e3;

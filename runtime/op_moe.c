@@ -47,7 +47,7 @@ static int pick_product(qkrt_context *ctx, const qkrt_moe_plan *P, const char *o
     /* a product's token columns: the layer's tokens, or for matmul_id an
      * expert's pairs (the default choice's sense of T) */
     qkrt_op_query q = {op, fusion, P->format, P->variant, "f32", M,
-                       K,  tokens, d->E,      d->top_k,   ne11};
+                       K,  tokens, d->E,      d->top_k,   ne11,  0};
     qkrt_op_choice c;
     *selected = false;
     if (qkrt_op_choose(ctx, P->b, &q, &c) != QKRT_OK) return -1;

@@ -17,8 +17,13 @@ static uint32_t or1(uint32_t v) {
 }
 
 static void values_of(const qkrt_op_query *q, int64_t *v) {
-    const int64_t vals[NVARS] = {or1(q->M),    q->K,      or1(q->T), or1(q->top_k),
-                                 or1(q->ne11), or1(q->E), or1(q->T)};
+    const int64_t vals[NVARS] = {or1(q->M),
+                                 q->K,
+                                 or1(q->T),
+                                 or1(q->top_k),
+                                 or1(q->ne11),
+                                 or1(q->E),
+                                 q->max_per_expert ? q->max_per_expert : or1(q->T)};
     memcpy(v, vals, sizeof vals);
 }
 

@@ -26,6 +26,11 @@ typedef struct qkrt_op_query {
     const char *variant;     /* the format option ("bf16"); NULL or "": any */
     const char *activations; /* NULL: "f32"; "f16" */
     uint32_t M, K, T, E, top_k, ne11;
+    /* matmul_id: the length of each expert's row of pair indices (ids
+     * [E, max_per_expert]) and the bound of its token tiles; 0: T, what
+     * moe_route writes. An engine that routes on the host and knows the
+     * busiest expert's pairs passes that count. */
+    uint32_t max_per_expert;
 } qkrt_op_query;
 
 typedef enum qkrt_op_source {
