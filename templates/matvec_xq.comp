@@ -83,9 +83,13 @@
 #define XQ_BLOCKS 1u // blocks a chunk touches
 #define XQ_BLOCK_N NK // and their elements in it
 #else
-#define XQ_BLOCKS CHUNK_BLOCKS
-#define XQ_BLOCK_N QK
+// A 32-element group is a block, a part of one, or (blocks of 16 read in
+// place: MLX's nvfp4 groups) two blocks, whose hooks then take the first
+// (XQ_BLOCK_STEP of them a group) and group 0.
+#define XQ_BLOCK_N max(QK, 32u)
+#define XQ_BLOCKS (NK / XQ_BLOCK_N)
 #endif
+#define XQ_BLOCK_STEP (XQ_BLOCK_N / QK)
 
 // qk_red (include/matvec_lanes.glsl) holds the quantizer's per-run maxima
 // during the slabs, rows 0 .. NR1 - 1: its partial sums come after the last.
@@ -226,7 +230,7 @@ void main() {
                         ab[s] = qk_affine8(s, b, g);
 #else
                         // read in place (matvec_xq_global): matrix s / NR0, the global block
-                        const uint blk = rowblk[s % NR0] + c * CHUNK_BLOCKS + b;
+                        const uint blk = rowblk[s % NR0] + c * CHUNK_BLOCKS + b * XQ_BLOCK_STEP;
                         qk_codes8(s / NR0, blk, g, q[s]);
                         ab[s] = qk_affine8(s / NR0, blk, g);
 #endif

@@ -439,11 +439,15 @@ static bool expand_kernel(qk_plan *p, const qk_spec_set *specs, const qk_kernel_
             continue;
         }
         /* a name matches a format, or every instance of a format family
-         * ("mlx" matches the spec whose pattern starts mlx{...}) */
+         * ("mlx" matches the spec whose pattern starts mlx{...}); "all" every
+         * format, which the kernel's rules then keep or drop by the formats'
+         * declared properties (QK_DOT8, PLANAR, ...), each drop with its reason */
+        const bool all = !strcmp(k->formats[fi], "all");
         bool any = false;
         for (uint32_t i = 0; i < p->format_count; i++) {
             const qk_format *f = &p->formats[i];
-            if (strcmp(f->name, k->formats[fi]) && strcmp(f->spec->name, k->formats[fi])) continue;
+            if (!all && strcmp(f->name, k->formats[fi]) && strcmp(f->spec->name, k->formats[fi]))
+                continue;
             any = true;
             if (!wanted(f, only, n_only) || !qk_spec_set_keeps(specs, k, f->name, f->variant))
                 continue;

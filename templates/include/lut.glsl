@@ -32,6 +32,7 @@ void qk_lut_init(uvec4 table) {
 }
 
 #ifdef MMA_dot8
+#ifdef QKF_qs_OFFSET
 // The table's values of split-nibble block blk's 32 codes (the formats'
 // qk_codes8 for a table of signed bytes; the nibbles are the field qs).
 void qk_lut8_codes8(uint m, uint blk, out uint q[8]) {
@@ -43,5 +44,26 @@ void qk_lut8_codes8(uint m, uint blk, out uint q[8]) {
         q[4u + i] = bitfieldInsert(
             bitfieldInsert(bitfieldInsert(v0 >> 16, v1 >> 16, 8, 8), v2 >> 16, 16, 8), v3 >> 16, 24, 8);
     }
+}
+#endif
+
+// The table's values of the eight 4-bit codes of a word w, element i in bits
+// 4i (MLX's fp4 planes: formats/mxfp4_mlx.glsl, nvfp4_mlx.glsl), so that the
+// low nibble of byte j is element 2j and the high one 2j + 1. Returns the
+// codes of elements 0-3 and 4-7 (K order), or, where the format defines
+// QK_DOT8_EVEN_ODD before including this file, of the even elements and the
+// odd ones (three bit-field inserts a word instead of four ORs and shifts).
+uvec2 qk_lut8_nibbles(uint w) {
+    const uint v0 = qk_lut8[w & 0xffu], v1 = qk_lut8[(w >> 8) & 0xffu];
+    const uint v2 = qk_lut8[(w >> 16) & 0xffu], v3 = qk_lut8[w >> 24];
+#ifdef QK_DOT8_EVEN_ODD
+    return uvec2(bitfieldInsert(bitfieldInsert(bitfieldInsert(v0, v1, 8, 8), v2, 16, 8), v3, 24, 8),
+                 bitfieldInsert(bitfieldInsert(bitfieldInsert(v0 >> 16, v1 >> 16, 8, 8), v2 >> 16, 16, 8),
+                                v3 >> 16, 24, 8));
+#else
+    // v = T[low] | T[high] << 16, so (v | v >> 8) & 0xffff = T[low] | T[high] << 8
+    return uvec2(((v0 | (v0 >> 8)) & 0xffffu) | ((v1 | (v1 >> 8)) << 16),
+                 ((v2 | (v2 >> 8)) & 0xffffu) | ((v3 | (v3 >> 8)) << 16));
+#endif
 }
 #endif
