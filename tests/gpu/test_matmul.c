@@ -129,7 +129,7 @@ static void test_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki)
         char err[1024] = "", what[96];
         qkrt_result r = qk_run_matmul_id(ctx, b, ki, w, x, topk, &s, y, NULL, err, sizeof err);
         if (qk_rounds_x8(k)) qk_round_x8(xd, x, nx);
-        qk_ref_matmul_id(w, nw, xd, topk, &s, ref);
+        qk_ref_matmul_id_glu(w, nw, k->fusion, xd, topk, &s, ref);
         snprintf(what, sizeof what, "M=%u K=%u T=%u E=%u top_k=%u ne11=%u", s.M, s.K, s.T, s.E,
                  s.top_k, s.ne11);
         report(k, what, r == QKRT_OK ? qk_nmse(y, ref, ny) : INFINITY, err);
