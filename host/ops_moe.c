@@ -298,3 +298,12 @@ void qk_ref_combine(const double *slots, const double *w, const double *residual
             normed[(size_t)t * N + i] = y[(size_t)t * N + i] * scale * norm_w[i];
     }
 }
+
+void qk_ref_shared_into(const double *shared, const double *gate, uint32_t T, uint32_t N,
+                        double *residual) {
+    for (uint32_t t = 0; t < T; t++) {
+        const double g = gate ? 1 / (1 + exp(-gate[t])) : 1;
+        for (uint32_t i = 0; i < N; i++)
+            residual[(size_t)t * N + i] += g * shared[(size_t)t * N + i];
+    }
+}

@@ -1,8 +1,9 @@
 /* The post-op kernels on the device against float64 CPU references: router
  * softmax/top-k (with and without renormalisation) and the other routing
  * forms (topk_softmax, sigmoid_bias: grouped; reading the logits, or
- * computing them from x and the router's weights), the MoE combine with each of
- * its fusions (reading the slots, or computing them: the down projection inside), elementwise
+ * computing them from x and the router's weights), the MoE combine with each
+ * of its fusions, a shared expert's output (gated or not) among them (reading
+ * the slots, or computing them: the down projection inside), elementwise
  * SwiGLU and the quantized embedding gather of every format. */
 #include "gpu_common.h"
 
@@ -218,10 +219,28 @@ static void test_router_computed(qkrt_context *ctx, const qkrt_bundle *b, uint32
     free(x), free(lg), free(rw), free(xd), free(lgd), free(ids), free(scratch);
 }
 
+/* A shared expert's output [T, N] and gate logits [T] (shared fusions of
+ * the combine), random: the gates over +-6, where the sigmoid spans (0, 1). */
+typedef struct shared_expert {
+    float *y, *gate;
+    double *yd, *gated;
+} shared_expert;
+
+static void shared_make(shared_expert *se, uint32_t T, uint32_t N) {
+    se->y = malloc(4 * (size_t)T * N), se->yd = malloc(8 * (size_t)T * N);
+    se->gate = malloc(4 * T), se->gated = malloc(8 * T);
+    rnd_fill(se->y, se->yd, (size_t)T * N, 2.0), rnd_fill(se->gate, se->gated, T, 6.0);
+}
+
+static void shared_free(shared_expert *se) {
+    free(se->y), free(se->yd), free(se->gate), free(se->gated);
+}
+
 static void test_combine(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
                          uint32_t N, uint32_t TK) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
     const bool res = strstr(k->fusion, "residual") != NULL, norm = strstr(k->fusion, "rmsnorm");
+    const bool shared = strstr(k->fusion, "shared") != NULL, gated = strstr(k->fusion, "gated");
     size_t ns = (size_t)T * TK * N, ny = (size_t)T * N;
     float *slots = malloc(4 * ns), *w = malloc(4 * T * TK), *resid = malloc(4 * ny);
     float *nw = malloc(4 * N), *y = malloc(4 * ny), *normed = malloc(4 * ny);
@@ -232,19 +251,29 @@ static void test_combine(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, u
     const float eps = 1e-6f;
     uint32_t eps_bits;
     memcpy(&eps_bits, &eps, 4);
-    host_buf hb[] = {{"slots", slots, 4 * ns, false}, {"route_w", w, 4 * T * TK, false},
-                     {"y", y, 4 * ny, true},          {"residual", resid, 4 * ny, false},
-                     {"norm_w", nw, 4 * N, false},    {"normed", normed, 4 * ny, true}};
+    shared_expert se;
+    shared_make(&se, T, N);
+    host_buf hb[] = {{"slots", slots, 4 * ns, false},
+                     {"route_w", w, 4 * T * TK, false},
+                     {"y", y, 4 * ny, true},
+                     {"residual", resid, 4 * ny, false},
+                     {"norm_w", nw, 4 * N, false},
+                     {"normed", normed, 4 * ny, true},
+                     {"shared_y", se.y, 4 * ny, false},
+                     {"shared_gate", se.gate, 4 * T, false}};
     const char *names[] = {"N", "T", "top_k", "eps_bits"};
     int64_t vals[] = {N, T, TK, eps_bits};
-    /* only the bindings the variant has: 3, 4 with the residual, 6 with the norm */
-    if (run_host(ctx, b, ki, NULL, hb, norm ? 6 : res ? 4 : 3, names, vals, 4)) {
+    /* only the bindings the variant has: 3, 4 with the residual, 6 with the
+     * norm, 8 with a shared expert (the gate unused where ungated) */
+    if (run_host(ctx, b, ki, NULL, hb, shared ? 8 : norm ? 6 : res ? 4 : 3, names, vals, 4)) {
+        if (shared) qk_ref_shared_into(se.yd, gated ? se.gated : NULL, T, N, rd);
         qk_ref_combine(sd, wd, res ? rd : NULL, norm ? nwd : NULL, eps, T, TK, N, yref, nref);
         char what[256];
         snprintf(what, sizeof what, "%s T=%u N=%u top_k=%u", k->name, T, N, TK);
         check_nmse(what, y, yref, ny, 1e-6);
         if (norm) check_nmse(what, normed, nref, ny, 1e-6);
     }
+    shared_free(&se);
     free(slots), free(w), free(resid), free(nw), free(y), free(normed);
     free(sd), free(wd), free(rd), free(nwd), free(yref), free(nref);
 }
@@ -301,6 +330,9 @@ static void test_combine_computed(qkrt_context *ctx, const qkrt_bundle *b, uint3
     for (uint32_t s = 1; s < TK; s++) /* the last expert's rows, in slot 0 */
         if (ids[s] == (int32_t)(E - 1)) ids[s] = ids[0];
     ids[0] = (int32_t)(E - 1);
+    const bool shared = strstr(k->fusion, "shared") != NULL, gated = strstr(k->fusion, "gated");
+    shared_expert se;
+    shared_make(&se, T, N);
     float *x = malloc(4 * nx), *rw = malloc(4 * np), *resid = malloc(4 * ny), *nw = malloc(4 * N);
     float *y = malloc(4 * ny), *normed = malloc(4 * ny);
     double *xd = malloc(8 * nx), *rwd = malloc(8 * np), *rd = malloc(8 * ny), *nwd = malloc(8 * N);
@@ -316,9 +348,12 @@ static void test_combine_computed(qkrt_context *ctx, const qkrt_bundle *b, uint3
                      {"y", y, 4 * ny, true},
                      {"residual", resid, 4 * ny, false},
                      {"norm_w", nw, 4 * N, false},
-                     {"normed", normed, 4 * ny, true}};
-    if (run_host(ctx, b, ki, &w, hb, 8, names, vals, 6) &&
+                     {"normed", normed, 4 * ny, true},
+                     {"shared_y", se.y, 4 * ny, false},
+                     {"shared_gate", se.gate, 4 * T, false}};
+    if (run_host(ctx, b, ki, &w, hb, shared ? 10 : 8, names, vals, 6) &&
         qk_ref_matvec_id(experts, NULL, ids, xd, N, K, T, TK, TK, sd)) {
+        if (shared) qk_ref_shared_into(se.yd, gated ? se.gated : NULL, T, N, rd);
         qk_ref_combine(sd, rwd, rd, nwd, eps, T, TK, N, yref, nref);
         char what[256];
         snprintf(what, sizeof what, "%s T=%u N=%u K=%u E=%u top_k=%u", k->name, T, N, K, E, TK);
@@ -326,6 +361,7 @@ static void test_combine_computed(qkrt_context *ctx, const qkrt_bundle *b, uint3
         check_nmse(what, normed, nref, ny, qk_nmse_bound(k));
     }
     qk_free_weights(&w);
+    shared_free(&se);
     free(experts), free(ids), free(x), free(rw), free(resid), free(nw), free(y), free(normed);
     free(xd), free(rwd), free(rd), free(nwd), free(sd), free(yref), free(nref), free(scratch);
 }
