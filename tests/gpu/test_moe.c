@@ -78,10 +78,10 @@ static void test_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
         qk_free_weights(&w[m]);
 }
 
-/* One ranked variant (matvec_id_ranked, the top-k inside, SwiGLU): T tokens'
- * logits over E experts, a few of them tied (the lower index wins); ids and
- * route_w (poisoned first) against qk_ref_router's, y against the float64
- * gate/up of the reference's experts. */
+/* One ranked variant (matvec_id_ranked, the top-k inside, SwiGLU or its
+ * clamped form): T tokens' logits over E experts, a few of them tied (the
+ * lower index wins); ids and route_w (poisoned first) against
+ * qk_ref_router's, y against the float64 gate/up of the reference's experts. */
 static void test_matvec_ranked(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
                                uint32_t M, uint32_t E, uint32_t top_k) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
@@ -134,7 +134,15 @@ static void test_matvec_ranked(qkrt_context *ctx, const qkrt_bundle *b, uint32_t
     if (r != QKRT_OK && !err[0]) snprintf(err, sizeof err, "%s", qkrt_last_error(ctx));
     qk_ref_router(lgd, T, E, top_k, true, ids_ref, rw_ref);
     if (qk_rounds_x8(k)) qk_round_x8(xd, x, nx);
-    qk_ref_matvec_id(views[0], views[1], ids_ref, xd, M, K, T, top_k, 1, ref);
+    qk_ref_matvec_id(views[0], strcmp(k->fusion, "swiglu") ? NULL : views[1], ids_ref, xd, M, K, T,
+                     top_k, 1, ref);
+    if (strcmp(k->fusion, "swiglu")) { /* swiglu_oai: the gate in ref, then the combine */
+        double *u = malloc(8 * ny);
+        qk_ref_matvec_id(views[1], NULL, ids_ref, xd, M, K, T, top_k, 1, u);
+        for (size_t i = 0; i < ny; i++)
+            ref[i] = qk_ref_glu(k->fusion, ref[i], u[i]);
+        free(u);
+    }
     char what[512];
     snprintf(what, sizeof what, "%s M=%u K=%u T=%u E=%u top_k=%u%s%s", k->name, M, K, T, E, top_k,
              r != QKRT_OK ? ": " : "", err);
