@@ -110,7 +110,7 @@ void qk_ref_combine(const double *slots, const double *w, const double *residual
                     const double *norm_w, double eps, uint32_t T, uint32_t top_k, uint32_t N,
                     double *y, double *normed);
 
-/* The shared-expert fusions' reference (shared_residual_rmsnorm, gated_...):
+/* The shared-expert fusions' reference (shared_rmsnorm, gated_shared_rmsnorm):
  * residual[t][i] += g * shared[t][i], g = sigmoid(gate[t]) where gate is
  * non-NULL, else 1; qk_ref_combine on that residual is then the layer's. */
 void qk_ref_shared_into(const double *shared, const double *gate, uint32_t T, uint32_t N,

@@ -147,7 +147,7 @@ const char *qk_model_layer_router_fusion(const qk_model_layer *l) {
 
 const char *qk_model_layer_combine_fusion(const qk_model_layer *l) {
     if (!l->shared_count) return "residual_rmsnorm";
-    return l->shared_gated ? "gated_shared_residual_rmsnorm" : "shared_residual_rmsnorm";
+    return l->shared_gated ? "gated_shared_rmsnorm" : "shared_rmsnorm";
 }
 
 static bool load_model(yw *w, qk_model_spec *m) {

@@ -835,6 +835,9 @@ static bool load_fusion(yw *w, qk_fusion_spec *f) {
         return false;
     if (!strcmp(f->name, "none"))
         return yw_fail(w, yw_get(w, root, "fusion"), "fusion", "'none' is reserved");
+    if (strlen(f->name) > 23) /* a select rule's op, family/fusion, keeps 23 of each */
+        return yw_fail(w, yw_get(w, root, "fusion"), "fusion", "'%s' is longer than 23 characters",
+                       f->name);
     if ((n = yw_get(w, root, "description")) &&
         !yw_str(w, n, "description", f->description, sizeof f->description))
         return false;

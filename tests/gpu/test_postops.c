@@ -239,8 +239,9 @@ static void shared_free(shared_expert *se) {
 static void test_combine(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
                          uint32_t N, uint32_t TK) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-    const bool res = strstr(k->fusion, "residual") != NULL, norm = strstr(k->fusion, "rmsnorm");
+    /* the shared fusions (shared_rmsnorm, gated_...) add the residual too */
     const bool shared = strstr(k->fusion, "shared") != NULL, gated = strstr(k->fusion, "gated");
+    const bool res = shared || strstr(k->fusion, "residual"), norm = strstr(k->fusion, "rmsnorm");
     size_t ns = (size_t)T * TK * N, ny = (size_t)T * N;
     float *slots = malloc(4 * ns), *w = malloc(4 * T * TK), *resid = malloc(4 * ny);
     float *nw = malloc(4 * N), *y = malloc(4 * ny), *normed = malloc(4 * ny);
