@@ -304,21 +304,34 @@ qk_weights qk_weights_expert(const qk_weights *w, uint32_t e, uint32_t E) {
     return v;
 }
 
-bool qk_ref_matmul(const qk_weights *w, uint32_t nw, const double *x, uint32_t M, uint32_t K,
-                   uint32_t T, double *y) {
+double qk_ref_glu(const char *fusion, double g, double u) {
+    if (strcmp(fusion, "swiglu_oai")) return g / (1 + exp(-g)) * u;
+    const double alpha = 1.702, limit = 7;
+    g = fmin(g, limit), u = fmax(-limit, fmin(u, limit));
+    return g / (1 + exp(-alpha * g)) * (u + 1);
+}
+
+bool qk_ref_matmul_glu(const qk_weights *w, uint32_t nw, const char *fusion, const double *x,
+                       uint32_t M, uint32_t K, uint32_t T, double *y) {
     if (nw == 1) return qk_ref_matvec(w, x, M, K, T, y);
     double *u = qk_xmalloc(sizeof *u * T * M);
     bool ok = qk_ref_matvec(&w[0], x, M, K, T, y) && qk_ref_matvec(&w[1], x, M, K, T, u);
     for (size_t i = 0; ok && i < (size_t)T * M; i++)
-        y[i] = y[i] / (1 + exp(-y[i])) * u[i];
+        y[i] = qk_ref_glu(fusion, y[i], u[i]);
     free(u);
     return ok;
+}
+
+bool qk_ref_matmul(const qk_weights *w, uint32_t nw, const double *x, uint32_t M, uint32_t K,
+                   uint32_t T, double *y) {
+    return qk_ref_matmul_glu(w, nw, "swiglu", x, M, K, T, y);
 }
 
 /* The reference's inputs, shared by its threads. */
 typedef struct ref_id_job {
     const qk_weights *w;
     uint32_t nw;
+    const char *fusion; /* the combine of nw = 2 (qk_ref_glu) */
     const double *x;
     const int32_t *topk;
     const qk_moe_shape *s;
@@ -350,7 +363,7 @@ static void ref_id_share(void *arg, uint32_t t, uint32_t n) {
         qk_weights we[2];
         for (uint32_t m = 0; m < j->nw; m++)
             we[m] = qk_weights_expert(&j->w[m], e, s->E);
-        ok = qk_ref_matmul(we, j->nw, xe, s->M, s->K, np, ye);
+        ok = qk_ref_matmul_glu(we, j->nw, j->fusion, xe, s->M, s->K, np, ye);
         for (uint32_t i = 0; i < np && ok; i++)
             memcpy(j->y + (size_t)pairs[i] * s->M, ye + (size_t)i * s->M, sizeof *ye * s->M);
     }
@@ -360,8 +373,13 @@ static void ref_id_share(void *arg, uint32_t t, uint32_t n) {
 
 bool qk_ref_matmul_id(const qk_weights *w, uint32_t nw, const double *x, const int32_t *topk,
                       const qk_moe_shape *s, double *y) {
+    return qk_ref_matmul_id_glu(w, nw, "swiglu", x, topk, s, y);
+}
+
+bool qk_ref_matmul_id_glu(const qk_weights *w, uint32_t nw, const char *fusion, const double *x,
+                          const int32_t *topk, const qk_moe_shape *s, double *y) {
     /* on every core: a 512-token layer's experts are 10-20 G products */
-    ref_id_job job = {w, nw, x, topk, s, y, {false}};
+    ref_id_job job = {w, nw, fusion, x, topk, s, y, {false}};
     uint32_t threads = qk_cores() < s->E ? qk_cores() : s->E;
     threads = threads < QK_MAX_THREADS ? threads : QK_MAX_THREADS;
     qk_parallel(threads, ref_id_share, &job);

@@ -59,6 +59,17 @@ bool qk_ref_matmul(const qk_weights *w, uint32_t nw, const double *x, uint32_t M
                    uint32_t T, double *y);
 bool qk_ref_matmul_id(const qk_weights *w, uint32_t nw, const double *x, const int32_t *topk,
                       const qk_moe_shape *s, double *y);
+/* The gate/up combine of fusion `fusion` in float64: "swiglu" (and any other
+ * name) silu(g) * u; "swiglu_oai" gpt-oss's clamped form, at the stage's
+ * alpha 1.702 and limit 7: min(g, 7) * sigmoid(1.702 * min(g, 7)) *
+ * (clamp(u, -7, 7) + 1). */
+double qk_ref_glu(const char *fusion, double g, double u);
+/* qk_ref_matmul and qk_ref_matmul_id whose two matrices (nw = 2) combine as
+ * fusion's qk_ref_glu (nw = 1: as those). */
+bool qk_ref_matmul_glu(const qk_weights *w, uint32_t nw, const char *fusion, const double *x,
+                       uint32_t M, uint32_t K, uint32_t T, double *y);
+bool qk_ref_matmul_id_glu(const qk_weights *w, uint32_t nw, const char *fusion, const double *x,
+                          const int32_t *topk, const qk_moe_shape *s, double *y);
 
 /* The weights of expert e of E stacked ones (a view: nothing is copied). */
 qk_weights qk_weights_expert(const qk_weights *w, uint32_t e, uint32_t E);

@@ -197,6 +197,90 @@ void qk_ref_router(const double *logits, uint32_t T, uint32_t E, uint32_t top_k,
     free(taken);
 }
 
+bool qk_route_form_of(const char *fusion, qk_route_form *f) {
+    *f = (qk_route_form){0};
+    if (!strcmp(fusion, "none") || !strcmp(fusion, "renorm"))
+        f->renorm = !strcmp(fusion, "renorm");
+    else if (!strcmp(fusion, "topk_softmax"))
+        f->kind = QK_ROUTE_TOPK_SOFTMAX;
+    else if (!strcmp(fusion, "sigmoid_bias"))
+        f->kind = QK_ROUTE_SIGMOID_BIAS;
+    else
+        return false;
+    return true;
+}
+
+/* The k experts of the highest score c[0..E) in order, ties to the lower id. */
+static void top_k_of(const double *c, uint32_t E, uint32_t k, bool *taken, int32_t *ids) {
+    memset(taken, 0, E);
+    for (uint32_t s = 0; s < k; s++) {
+        uint32_t best = E;
+        for (uint32_t e = 0; e < E; e++)
+            if (!taken[e] && (best == E || c[e] > c[best])) best = e;
+        taken[best] = true;
+        ids[s] = (int32_t)best;
+    }
+}
+
+/* sigmoid_bias's choice scores of one token: sigmoid + bias, then the
+ * experts outside the topk_group best groups (by the sum of their two best
+ * scores, ties to the lower group) at -inf. */
+static void sigmoid_choice(const double *l, uint32_t E, const qk_route_form *f, double *c) {
+    const uint32_t ng = f->n_group ? f->n_group : 1, G = E / ng;
+    const uint32_t kg = f->topk_group ? f->topk_group : 1;
+    for (uint32_t e = 0; e < E; e++)
+        c[e] = 1 / (1 + exp(-l[e])) + (f->bias ? f->bias[e] : 0);
+    if (kg >= ng) return;
+    double gs[64];
+    for (uint32_t g = 0; g < ng && g < 64; g++) {
+        double b1 = -INFINITY, b2 = -INFINITY;
+        for (uint32_t j = g * G; j < g * G + G; j++)
+            if (c[j] > b1)
+                b2 = b1, b1 = c[j];
+            else if (c[j] > b2)
+                b2 = c[j];
+        gs[g] = G > 1 ? b1 + b2 : b1;
+    }
+    for (uint32_t g = 0; g < ng && g < 64; g++) {
+        uint32_t rank = 0;
+        for (uint32_t h = 0; h < ng && h < 64; h++)
+            rank += gs[h] > gs[g] || (gs[h] == gs[g] && h < g);
+        for (uint32_t j = g * G; rank >= kg && j < g * G + G; j++)
+            c[j] = -INFINITY;
+    }
+}
+
+void qk_ref_route(const double *logits, uint32_t T, uint32_t E, uint32_t top_k,
+                  const qk_route_form *f, int32_t *ids, double *w, double *choice) {
+    if (f->kind == QK_ROUTE_SOFTMAX_TOPK) {
+        qk_ref_router(logits, T, E, top_k, f->renorm, ids, w);
+        for (size_t i = 0; choice && i < (size_t)T * E; i++)
+            choice[i] = logits[i];
+        return;
+    }
+    bool *taken = qk_xmalloc(E);
+    double *c = qk_xmalloc(sizeof *c * E);
+    for (uint32_t t = 0; t < T; t++) {
+        const double *l = logits + (size_t)t * E;
+        int32_t *id = ids + (size_t)t * top_k;
+        double *wt = w + (size_t)t * top_k, sum = 0;
+        if (f->kind == QK_ROUTE_SIGMOID_BIAS)
+            sigmoid_choice(l, E, f, c);
+        else
+            memcpy(c, l, sizeof *c * E);
+        top_k_of(c, E, top_k, taken, id);
+        for (uint32_t s = 0; s < top_k; s++) { /* the sum in selection order */
+            wt[s] = f->kind == QK_ROUTE_SIGMOID_BIAS ? 1 / (1 + exp(-l[id[s]]))
+                                                     : exp(l[id[s]] - l[id[0]]);
+            sum += wt[s];
+        }
+        for (uint32_t s = 0; s < top_k; s++)
+            wt[s] = f->kind == QK_ROUTE_SIGMOID_BIAS ? wt[s] / sum * f->scale : wt[s] / sum;
+        if (choice) memcpy(choice + (size_t)t * E, c, sizeof *c * E);
+    }
+    free(taken), free(c);
+}
+
 void qk_ref_combine(const double *slots, const double *w, const double *residual,
                     const double *norm_w, double eps, uint32_t T, uint32_t top_k, uint32_t N,
                     double *y, double *normed) {
@@ -212,5 +296,14 @@ void qk_ref_combine(const double *slots, const double *w, const double *residual
         double scale = 1 / sqrt(ss / N + eps);
         for (uint32_t i = 0; norm_w && i < N; i++)
             normed[(size_t)t * N + i] = y[(size_t)t * N + i] * scale * norm_w[i];
+    }
+}
+
+void qk_ref_shared_into(const double *shared, const double *gate, uint32_t T, uint32_t N,
+                        double *residual) {
+    for (uint32_t t = 0; t < T; t++) {
+        const double g = gate ? 1 / (1 + exp(-gate[t])) : 1;
+        for (uint32_t i = 0; i < N; i++)
+            residual[(size_t)t * N + i] += g * shared[(size_t)t * N + i];
     }
 }

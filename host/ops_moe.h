@@ -73,10 +73,47 @@ double qk_ref_swiglu(double g, double u);
 void qk_ref_router(const double *logits, uint32_t T, uint32_t E, uint32_t top_k, bool renorm,
                    int32_t *ids, double *w);
 
+/* The routing forms (router_topk's fusions): softmax over all E then top-k
+ * (none, renorm), top-k by logit then softmax over the k (topk_softmax:
+ * gpt-oss), sigmoid scores with a correction bias for choosing, grouped
+ * top-k, the chosen scores normalised and scaled (sigmoid_bias: DeepSeek-V3).
+ * A zero form is softmax_topk without renormalisation. */
+typedef enum qk_route_kind {
+    QK_ROUTE_SOFTMAX_TOPK,
+    QK_ROUTE_TOPK_SOFTMAX,
+    QK_ROUTE_SIGMOID_BIAS
+} qk_route_kind;
+
+typedef struct qk_route_form {
+    qk_route_kind kind;
+    bool renorm;                  /* softmax_topk: weights renormalised to sum 1 */
+    const double *bias;           /* sigmoid_bias: [E], added for choosing only */
+    uint32_t n_group, topk_group; /* sigmoid_bias: grouped top-k (0 reads 1) */
+    double scale;                 /* sigmoid_bias: the routed scaling factor */
+} qk_route_form;
+
+/* The form of router_topk fusion `fusion` (its parameters left zero); false
+ * for a name that is no routing form. */
+bool qk_route_form_of(const char *fusion, qk_route_form *f);
+
+/* Router reference of every form: ids[t][s] the s-th chosen expert (by
+ * logit, or biased score among the kept groups; ties to the lower id, groups
+ * too), w[t][s] its weight; choice (optional, [T, E]) gets the score each
+ * expert was ranked by (the logit, or sigmoid + bias; -inf outside the kept
+ * groups), for telling a near tie from a wrong pick. */
+void qk_ref_route(const double *logits, uint32_t T, uint32_t E, uint32_t top_k,
+                  const qk_route_form *f, int32_t *ids, double *w, double *choice);
+
 /* Combine reference: y[t] = residual[t] (if non-NULL) + sum_s w[t][s] *
  * slots[t][s]; with norm_w non-NULL, normed[t] = y[t] / sqrt(mean(y[t]^2) + eps) * norm_w. */
 void qk_ref_combine(const double *slots, const double *w, const double *residual,
                     const double *norm_w, double eps, uint32_t T, uint32_t top_k, uint32_t N,
                     double *y, double *normed);
+
+/* The shared-expert fusions' reference (shared_rmsnorm, gated_shared_rmsnorm):
+ * residual[t][i] += g * shared[t][i], g = sigmoid(gate[t]) where gate is
+ * non-NULL, else 1; qk_ref_combine on that residual is then the layer's. */
+void qk_ref_shared_into(const double *shared, const double *gate, uint32_t T, uint32_t N,
+                        double *residual);
 
 #endif

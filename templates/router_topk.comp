@@ -4,7 +4,10 @@
 // workgroups a token of which the last to finish ranks (logits computed).
 //
 // The ranking (include/rank.glsl): the logits go to shared memory and each
-// invocation ranks the ones it owns against all E in one pass.
+// invocation ranks the ones it owns against all E in one pass. The routing
+// forms of other models are fusions (topk_softmax: gpt-oss; sigmoid_bias:
+// DeepSeek-V3), so that the runtime, the select table and model files tell
+// them apart by the fusion name, as they tell renorm from none.
 #include "include/wg_reduce.glsl"
 #include "include/rank.glsl"
 
@@ -59,6 +62,104 @@ bool router_logits(uint t, uint E, uint E4) {
 }
 #endif
 
+#if defined(FUSION_topk_softmax) || defined(FUSION_sigmoid_bias)
+// The routing forms besides softmax-then-top-k (fusions topk_softmax,
+// sigmoid_bias: stages/*.glsl). They need no softmax over all E, only the
+// ranking, so they take a path of their own, and the default form's text
+// below stays as it was (its kernels are unchanged).
+
+// A token's logit of expert e, read again once the shared array holds the
+// biased scores (sigmoid_bias weights by the unbiased score).
+float router_logit(uint t, uint e) {
+#ifdef AXIS_logits_computed
+    return uintBitsToFloat(scratch[pc.T + t * pc.E + e]);
+#else
+    return logits[t * pc.E + e];
+#endif
+}
+
+#ifdef FUSION_sigmoid_bias
+// Grouped top-k: the E experts in n_group groups of G; a group's score is the
+// sum of its two best biased scores (one when G = 1); the experts of all but
+// the topk_group best groups (ties to the lower group) drop out (-inf), so the
+// ranking after it picks among the kept ones only. The group scores use
+// rt_w's 16 slots (n_group <= 16: the fusion's constraints) before the
+// chosen weights do.
+void router_groups(uint E, uint lid) {
+    const uint NG = pc.n_group, G = E / NG;
+    if (pc.topk_group >= NG) return; // every group kept (uniform)
+    if (lid < NG) {
+        float b1 = -1.0 / 0.0, b2 = -1.0 / 0.0; // b1 >= b2: the best two
+        for (uint j = lid * G; j < lid * G + G; j++) {
+            const float s = qk_rank_lg[j];
+            b2 = max(b2, min(b1, s));
+            b1 = max(b1, s);
+        }
+        rt_w[lid] = G > 1u ? b1 + b2 : b1;
+    }
+    barrier();
+    for (uint e = lid; e < E; e += WG) {
+        const uint g = e / G;
+        const float gs = rt_w[g];
+        uint grank = 0u;
+        for (uint h = 0; h < NG; h++)
+            grank += uint(rt_w[h] > gs) | (uint(rt_w[h] == gs) & uint(h < g));
+        if (grank >= pc.topk_group) qk_rank_lg[e] = -1.0 / 0.0;
+    }
+    barrier();
+}
+#endif
+
+void router_form(uint t, uint E, uint E4, uint TK, uint lid) {
+#ifdef AXIS_logits_computed
+#ifdef QK_FORMAT_INIT
+    qk_format_init(); // the format's shared table (include/lut.glsl)
+#endif
+    if (!router_logits(t, E, E4)) return;
+#ifdef FUSION_sigmoid_bias
+    for (uint e = lid; e < E; e += WG) qk_rank_lg[e] = qk_fuse_choice(qk_rank_lg[e], e);
+#endif
+#else
+    for (uint e = lid; e < E4; e += WG) {
+#ifdef FUSION_sigmoid_bias
+        qk_rank_lg[e] = e < E ? qk_fuse_choice(logits[t * E + e], e) : -1.0 / 0.0;
+#else
+        qk_rank_lg[e] = e < E ? logits[t * E + e] : -1.0 / 0.0;
+#endif
+    }
+#endif
+    barrier(); // the scores, published
+#ifdef FUSION_sigmoid_bias
+    router_groups(E, lid);
+#endif
+    for (uint e = lid; e < E; e += WG) {
+        const uint rank = qk_rank_of(e, E4);
+        if (rank < TK) {
+            rt_id[rank] = int(e);
+#ifdef FUSION_sigmoid_bias
+            rt_w[rank] = qk_fuse_sigmoid(router_logit(t, e));
+#else
+            rt_w[rank] = qk_rank_lg[e];
+#endif
+        }
+    }
+    barrier();
+    if (lid < TK) {
+        float sum = 0.0; // in selection order, as the reference adds them
+#ifdef FUSION_sigmoid_bias
+        for (uint r = 0; r < TK; r++) sum += rt_w[r];
+        const float w = qk_fuse_sigmoid_weight(rt_w[lid], sum);
+#else
+        const float lmax = rt_w[0]; // rank 0: the largest logit
+        for (uint r = 0; r < TK; r++) sum += exp(rt_w[r] - lmax);
+        const float w = qk_fuse_topk_softmax(rt_w[lid], lmax, sum);
+#endif
+        ids[t * TK + lid] = rt_id[lid];
+        route_w[t * TK + lid] = w;
+    }
+}
+#endif
+
 void main() {
 #ifdef AXIS_logits_computed
     const uint t = gl_WorkGroupID.y;
@@ -67,6 +168,9 @@ void main() {
 #endif
     const uint E = pc.E, TK = pc.top_k, lid = gl_LocalInvocationID.x;
     const uint E4 = (E + 3u) & ~3u;
+#if defined(FUSION_topk_softmax) || defined(FUSION_sigmoid_bias)
+    router_form(t, E, E4, TK, lid);
+#else
     float lmax = -1.0 / 0.0;
 #ifdef AXIS_logits_computed
 #ifdef QK_FORMAT_INIT
@@ -104,4 +208,5 @@ void main() {
         ids[t * TK + lid] = rt_id[lid];
         route_w[t * TK + lid] = w;
     }
+#endif
 }

@@ -275,6 +275,15 @@ static bool check_variant(qk_plan *p, qk_variant *v, bool *legal, qk_error *e) {
     for (uint32_t i = 0; i < k->constraint_count; i++)
         substitute(v, k->constraints[i], v->constraints[v->constraint_count++],
                    sizeof v->constraints[0]);
+    for (uint32_t i = 0; v->fusion && i < v->fusion->constraint_count; i++) {
+        if (v->constraint_count == QK_MAX_RULES) {
+            qk_error_set(e, "%s: %s: more than %d constraints with fusion %s", k->path, v->name,
+                         QK_MAX_RULES, v->fusion->name);
+            return false;
+        }
+        substitute(v, v->fusion->constraints[i], v->constraints[v->constraint_count++],
+                   sizeof v->constraints[0]);
+    }
     *legal = true;
     return true;
 }

@@ -39,10 +39,121 @@ static bool load_op(yw *w, ynode *n, size_t i, qk_model_spec *m) {
     return true;
 }
 
+/* A positive finite number (the routed scaling factor). */
+static bool load_positive(yw *w, ynode *n, const char *where, double *out) {
+    char text[64], *end;
+    if (!yw_str(w, n, where, text, sizeof text)) return false;
+    *out = strtod(text, &end);
+    if (end == text || *end || !(*out > 0) || *out > 1e6)
+        return yw_fail(w, n, where, "expected a positive number, got '%s'", text);
+    return true;
+}
+
+static bool load_shared(yw *w, ynode *n, qk_model_layer *l) {
+    static const char *const keys[] = {"count", "ffn", "gated", NULL};
+    static const char *const req[] = {"count", "ffn", NULL};
+    ynode *v;
+    return yw_check_map(w, n, "layer.shared_experts", keys, req) &&
+           yw_uint(w, yw_get(w, n, "count"), "layer.shared_experts.count", 1, 64,
+                   &l->shared_count) &&
+           yw_uint(w, yw_get(w, n, "ffn"), "layer.shared_experts.ffn", 1, 1u << 20,
+                   &l->shared_ffn) &&
+           (!(v = yw_get(w, n, "gated")) ||
+            yw_bool(w, v, "layer.shared_experts.gated", &l->shared_gated));
+}
+
+static bool load_biases(yw *w, ynode *n, qk_model_layer *l) {
+    static const char *const keys[] = {"gate_up", "down", NULL};
+    static const char *const req[] = {NULL};
+    ynode *v;
+    return yw_check_map(w, n, "layer.biases", keys, req) &&
+           (!(v = yw_get(w, n, "gate_up")) ||
+            yw_bool(w, v, "layer.biases.gate_up", &l->bias_gate_up)) &&
+           (!(v = yw_get(w, n, "down")) || yw_bool(w, v, "layer.biases.down", &l->bias_down));
+}
+
+/* The layer's routing keys: the form, and what only some forms take. */
+static bool load_routing(yw *w, ynode *n, const qk_model_spec *m, qk_model_layer *l) {
+    ynode *v;
+    if ((v = yw_get(w, n, "routing")) &&
+        !yw_str(w, v, "layer.routing", l->routing, sizeof l->routing))
+        return false;
+    const bool sig = !strcmp(l->routing, "sigmoid_bias");
+    if (!sig && strcmp(l->routing, "softmax_topk") && strcmp(l->routing, "topk_softmax"))
+        return yw_fail(w, v, "layer.routing",
+                       "'%s' is not a routing form (softmax_topk, topk_softmax, sigmoid_bias)",
+                       l->routing);
+    static const char *const sig_only[] = {"n_group", "topk_group", "scale"};
+    for (int i = 0; i < 3; i++)
+        if (!sig && (v = yw_get_key(w, n, sig_only[i])))
+            return yw_fail(w, v, "layer", "%s: only routing sigmoid_bias takes it", sig_only[i]);
+    if ((v = yw_get_key(w, n, "renorm")) && strcmp(l->routing, "softmax_topk"))
+        return yw_fail(w, v, "layer",
+                       "renorm: only routing softmax_topk takes it (%s's weights sum to 1 "
+                       "before any scale)",
+                       l->routing);
+    if ((v = yw_get(w, n, "renorm")) && !yw_bool(w, v, "layer.renorm", &l->renorm)) return false;
+    if ((v = yw_get(w, n, "n_group")) &&
+        !yw_uint(w, v, "layer.n_group", 1, m->expert_count, &l->n_group))
+        return false;
+    if (m->expert_count % l->n_group)
+        return yw_fail(w, v, "layer.n_group", "%u groups do not divide the %u experts", l->n_group,
+                       m->expert_count);
+    ynode *g = yw_get(w, n, "topk_group");
+    if (g && !yw_uint(w, g, "layer.topk_group", 1, l->n_group, &l->topk_group)) return false;
+    if (l->topk_group * (m->expert_count / l->n_group) < m->top_k)
+        return yw_fail(w,
+                       g   ? g
+                       : v ? v
+                           : n,
+                       g ? "layer.topk_group" : "layer",
+                       "%u of %u groups keep %u experts, fewer than top_k %u", l->topk_group,
+                       l->n_group, l->topk_group * (m->expert_count / l->n_group), m->top_k);
+    return !(v = yw_get(w, n, "scale")) || load_positive(w, v, "layer.scale", &l->scale);
+}
+
+static bool load_layer(yw *w, ynode *n, qk_model_spec *m) {
+    static const char *const keys[] = {"routing",        "renorm",     "n_group", "topk_group",
+                                       "scale",          "activation", "hidden",  "expert_ffn",
+                                       "shared_experts", "biases",     NULL};
+    static const char *const req[] = {"hidden", "expert_ffn", NULL};
+    qk_model_layer *l = &m->layer;
+    *l = (qk_model_layer){
+        .present = true, .renorm = true, .n_group = 1, .topk_group = 1, .scale = 1};
+    snprintf(l->routing, sizeof l->routing, "softmax_topk");
+    snprintf(l->activation, sizeof l->activation, "swiglu");
+    if (!yw_check_map(w, n, "layer", keys, req)) return false;
+    if (!m->expert_count)
+        return yw_fail(w, n, "layer", "the model declares no experts (experts: { count, top_k })");
+    ynode *v;
+    if (!yw_uint(w, yw_get(w, n, "hidden"), "layer.hidden", 1, 1u << 20, &l->hidden) ||
+        !yw_uint(w, yw_get(w, n, "expert_ffn"), "layer.expert_ffn", 1, 1u << 20, &l->expert_ffn) ||
+        !load_routing(w, n, m, l))
+        return false;
+    if ((v = yw_get(w, n, "activation")) &&
+        !yw_str(w, v, "layer.activation", l->activation, sizeof l->activation))
+        return false;
+    if (strcmp(l->activation, "swiglu") && strcmp(l->activation, "swiglu_oai"))
+        return yw_fail(w, v, "layer.activation", "'%s' is not an activation (swiglu, swiglu_oai)",
+                       l->activation);
+    if ((v = yw_get(w, n, "shared_experts")) && !load_shared(w, v, l)) return false;
+    return !(v = yw_get(w, n, "biases")) || load_biases(w, v, l);
+}
+
+const char *qk_model_layer_router_fusion(const qk_model_layer *l) {
+    if (strcmp(l->routing, "softmax_topk")) return l->routing;
+    return l->renorm ? "renorm" : "none";
+}
+
+const char *qk_model_layer_combine_fusion(const qk_model_layer *l) {
+    if (!l->shared_count) return "residual_rmsnorm";
+    return l->shared_gated ? "gated_shared_rmsnorm" : "shared_rmsnorm";
+}
+
 static bool load_model(yw *w, qk_model_spec *m) {
     ynode *root = yw_root(w), *n;
-    static const char *const keys[] = {"model",   "description", "formats", "tokens",
-                                       "experts", "kernels",     "ops",     NULL};
+    static const char *const keys[] = {"model", "description", "formats", "tokens", "experts",
+                                       "layer", "kernels",     "ops",     NULL};
     static const char *const req[] = {"model", "formats", "tokens", "ops", NULL};
     if (!yw_check_map(w, root, "", keys, req) ||
         !yw_str(w, yw_get(w, root, "model"), "model", m->name, sizeof m->name))
@@ -84,6 +195,7 @@ static bool load_model(yw *w, qk_model_spec *m) {
             return yw_fail(w, yw_get(w, n, "top_k"), "experts.top_k",
                            "%u is more than the %u experts", m->top_k, m->expert_count);
     }
+    if ((n = yw_get(w, root, "layer")) && !load_layer(w, n, m)) return false;
     if ((n = yw_get(w, root, "kernels")) &&
         !yw_str_list(w, n, "kernels", m->kernels[0], sizeof m->kernels[0], QK_MAX_LIST,
                      &m->kernel_count))

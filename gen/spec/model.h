@@ -16,6 +16,32 @@ typedef struct qk_model_op {
     qk_mark mark;
 } qk_model_op;
 
+/* The MoE layer as the model runs it (the file's optional `layer:`): how it
+ * routes, activates and combines, so that each of its kernels is chosen by
+ * its fusion: router_topk's (qk_model_layer_router_fusion), the gate/up's
+ * (activation) and the combine's (qk_model_layer_combine_fusion). */
+typedef struct qk_model_layer {
+    bool present;
+    /* "softmax_topk" (Qwen3, Mixtral: the default), "topk_softmax"
+     * (gpt-oss) or "sigmoid_bias" (DeepSeek-V3): router_topk's forms */
+    char routing[16];
+    bool renorm;                  /* softmax_topk: weights renormalised (default true) */
+    uint32_t n_group, topk_group; /* sigmoid_bias: grouped top-k (default 1, 1) */
+    double scale;                 /* sigmoid_bias: routed scaling factor (default 1) */
+    char activation[16];          /* "swiglu" (default) or "swiglu_oai" (gpt-oss) */
+    uint32_t hidden, expert_ffn;
+    /* shared experts beside the routed ones (0: none), as one FFN of
+     * shared_ffn; gated: scaled by sigmoid of a gate logit (Qwen2-MoE) */
+    uint32_t shared_count, shared_ffn;
+    bool shared_gated;
+    /* a bias on each expert's gate/up and down outputs (gpt-oss) */
+    bool bias_gate_up, bias_down;
+} qk_model_layer;
+
+/* The fusions of the layer's router_topk and moe_combine kernels. */
+const char *qk_model_layer_router_fusion(const qk_model_layer *l);
+const char *qk_model_layer_combine_fusion(const qk_model_layer *l);
+
 typedef struct qk_model_spec {
     char path[QK_MAX_PATH];
     char name[QK_MAX_NAME];
@@ -33,6 +59,7 @@ typedef struct qk_model_spec {
     qk_mark kernel_marks[QK_MAX_LIST]; /* where each is named, for "no such kernel" */
     uint32_t op_count;
     qk_model_op ops[QK_MAX_MODEL_OPS];
+    qk_model_layer layer;
 } qk_model_spec;
 
 /* Loads a model spec; false with "file:line:col: key.path: message" in e. */

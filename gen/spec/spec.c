@@ -825,8 +825,9 @@ static bool load_kernel(yw *w, qk_kernel_spec *k) {
 
 static bool load_fusion(yw *w, qk_fusion_spec *f) {
     ynode *root = yw_root(w), *n;
-    static const char *const keys[] = {"fusion",   "description",    "stage",    "weights",
-                                       "bindings", "push_constants", "features", NULL};
+    static const char *const keys[] = {"fusion",   "description", "stage",
+                                       "weights",  "bindings",    "push_constants",
+                                       "features", "constraints", NULL};
     static const char *const req[] = {"fusion", "stage", NULL};
     if (!yw_check_map(w, root, "", keys, req) ||
         !name_field(w, yw_get(w, root, "fusion"), "fusion", f->name, sizeof f->name, false) ||
@@ -834,6 +835,9 @@ static bool load_fusion(yw *w, qk_fusion_spec *f) {
         return false;
     if (!strcmp(f->name, "none"))
         return yw_fail(w, yw_get(w, root, "fusion"), "fusion", "'none' is reserved");
+    if (strlen(f->name) > 23) /* a select rule's op, family/fusion, keeps 23 of each */
+        return yw_fail(w, yw_get(w, root, "fusion"), "fusion", "'%s' is longer than 23 characters",
+                       f->name);
     if ((n = yw_get(w, root, "description")) &&
         !yw_str(w, n, "description", f->description, sizeof f->description))
         return false;
@@ -847,6 +851,15 @@ static bool load_fusion(yw *w, qk_fusion_spec *f) {
         return false;
     if ((n = yw_get(w, root, "features")) && !load_features(w, n, f->features, &f->feature_count))
         return false;
+    if ((n = yw_get(w, root, "constraints")) &&
+        !yw_str_list(w, n, "constraints", f->constraints[0], sizeof f->constraints[0], 8,
+                     &f->constraint_count))
+        return false;
+    for (uint32_t i = 0; i < f->constraint_count; i++) {
+        qk_error ce = {0};
+        if (!qk_expr_check(f->constraints[i], "constraint", QK_EXPR_CONDITION, &ce))
+            return yw_fail(w, yw_list_item(w, n, i), "constraints", "%s", ce.msg);
+    }
     return true;
 }
 

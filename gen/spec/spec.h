@@ -280,6 +280,10 @@ typedef struct qk_fusion_spec {
     char push[8][QK_MAX_NAME];
     uint32_t feature_count;
     char features[8][32];
+    /* conditions on the shape it adds to the kernel's (over its push
+     * constants: the router's group counts) */
+    uint32_t constraint_count;
+    char constraints[8][128];
     char description[256];
 } qk_fusion_spec;
 

@@ -17,7 +17,8 @@ for name in sys.stdin.read().split():
     values = head.split("-")[1:]
     # the format, then its scale type or the activation type (mxfp4 is not mxfp4_mlx)
     fmt = next((f for f in formats if re.match(re.escape(f) + "_(f32|f16|bf16)_", rest)), None)
-    fused = any(name.endswith(s) for s in ("_swiglu", "_residual", "_residual_rmsnorm", "_renorm"))
+    fused = any(name.endswith(s) for s in ("_swiglu", "_swiglu_oai", "_residual", "_residual_rmsnorm", "_renorm",
+                                           "_topk_softmax", "_sigmoid_bias"))
     if not fused and eval(rule):
         print(name)
 PY

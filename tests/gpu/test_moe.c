@@ -1,5 +1,6 @@
 /* The MoE decode kernels on the device against float64 CPU references: every
- * mat-vec-with-ids variant (stacked and separate experts, plain and SwiGLU),
+ * mat-vec-with-ids variant (stacked and separate experts, plain, SwiGLU and
+ * gpt-oss's clamped SwiGLU),
  * every SwiGLU mat-vec, then one whole MoE FFN block run from generated kernels only. */
 #include "gpu_common.h"
 #include "ops_moe_layer.h"
@@ -25,7 +26,8 @@ static bool stack(const qkrt_kernel_info *k, uint32_t E, uint32_t M, uint32_t K,
 static void test_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
                            uint32_t M, bool per_slot) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-    const bool sep = !strcmp(k->family, "matvec_id_sep"), glu = !strcmp(k->fusion, "swiglu");
+    const bool sep = !strcmp(k->family, "matvec_id_sep"), glu = !strncmp(k->fusion, "swiglu", 6);
+    const bool oai = !strcmp(k->fusion, "swiglu_oai");
     const uint32_t K = test_k(k), top_k = 3, E = sep ? 6 : 5, ne11 = per_slot ? top_k : 1;
     const uint32_t pairs = T * top_k, nmat = glu ? 2 : 1;
     qk_weights w[2], views[2][8];
@@ -41,12 +43,31 @@ static void test_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
     float *x = malloc(sizeof *x * nx), *y = malloc(sizeof *y * ny);
     double *xd = malloc(sizeof *xd * nx), *ref = malloc(sizeof *ref * ny);
     rnd_fill(x, xd, nx, 1.0);
+    /* swiglu_oai: random blocks make most gates and ups far past the clamp
+     * (+-7); over a few tokens x is scaled until the largest gate is 10, a
+     * mix of clamped and unclamped values */
+    if (oai && T > 1 && qk_ref_matvec_id(views[0], NULL, ids, xd, M, K, T, top_k, ne11, ref)) {
+        double most = 0;
+        for (size_t i = 0; i < ny; i++)
+            most = fmax(most, fabs(ref[i]));
+        for (size_t i = 0; most > 10 && i < nx; i++)
+            xd[i] = x[i] = (float)(x[i] * (10 / most));
+    }
     char err[1024] = "";
     /* separate experts: one weights struct per bound matrix */
     qkrt_result r = qk_run_matvec_id(ctx, b, ki, sep ? views[0] : w, sep ? E : nmat, ids, x, M, K,
                                      T, top_k, ne11, E, y, NULL, err, sizeof err);
     if (qk_rounds_x8(k)) qk_round_x8(xd, x, nx);
-    qk_ref_matvec_id(views[0], glu ? views[1] : NULL, ids, xd, M, K, T, top_k, ne11, ref);
+    if (oai) {
+        double *u = malloc(sizeof *u * ny);
+        qk_ref_matvec_id(views[0], NULL, ids, xd, M, K, T, top_k, ne11, ref);
+        qk_ref_matvec_id(views[1], NULL, ids, xd, M, K, T, top_k, ne11, u);
+        for (size_t i = 0; i < ny; i++)
+            ref[i] = qk_ref_glu("swiglu_oai", ref[i], u[i]);
+        free(u);
+    } else {
+        qk_ref_matvec_id(views[0], glu ? views[1] : NULL, ids, xd, M, K, T, top_k, ne11, ref);
+    }
     char what[512];
     snprintf(what, sizeof what, "%s M=%u K=%u T=%u top_k=%u ne11=%u%s%s", k->name, M, K, T, top_k,
              ne11, r != QKRT_OK ? ": " : "", r != QKRT_OK ? err : "");
@@ -57,10 +78,10 @@ static void test_matvec_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
         qk_free_weights(&w[m]);
 }
 
-/* One ranked variant (matvec_id_ranked, the top-k inside, SwiGLU): T tokens'
- * logits over E experts, a few of them tied (the lower index wins); ids and
- * route_w (poisoned first) against qk_ref_router's, y against the float64
- * gate/up of the reference's experts. */
+/* One ranked variant (matvec_id_ranked, the top-k inside, SwiGLU or its
+ * clamped form): T tokens' logits over E experts, a few of them tied (the
+ * lower index wins); ids and route_w (poisoned first) against
+ * qk_ref_router's, y against the float64 gate/up of the reference's experts. */
 static void test_matvec_ranked(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, uint32_t T,
                                uint32_t M, uint32_t E, uint32_t top_k) {
     const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
@@ -113,7 +134,15 @@ static void test_matvec_ranked(qkrt_context *ctx, const qkrt_bundle *b, uint32_t
     if (r != QKRT_OK && !err[0]) snprintf(err, sizeof err, "%s", qkrt_last_error(ctx));
     qk_ref_router(lgd, T, E, top_k, true, ids_ref, rw_ref);
     if (qk_rounds_x8(k)) qk_round_x8(xd, x, nx);
-    qk_ref_matvec_id(views[0], views[1], ids_ref, xd, M, K, T, top_k, 1, ref);
+    qk_ref_matvec_id(views[0], strcmp(k->fusion, "swiglu") ? NULL : views[1], ids_ref, xd, M, K, T,
+                     top_k, 1, ref);
+    if (strcmp(k->fusion, "swiglu")) { /* swiglu_oai: the gate in ref, then the combine */
+        double *u = malloc(8 * ny);
+        qk_ref_matvec_id(views[1], NULL, ids_ref, xd, M, K, T, top_k, 1, u);
+        for (size_t i = 0; i < ny; i++)
+            ref[i] = qk_ref_glu(k->fusion, ref[i], u[i]);
+        free(u);
+    }
     char what[512];
     snprintf(what, sizeof what, "%s M=%u K=%u T=%u E=%u top_k=%u%s%s", k->name, M, K, T, E, top_k,
              r != QKRT_OK ? ": " : "", err);
@@ -294,7 +323,7 @@ int main(int argc, char **argv) {
             test_matvec_swiglu(ctx, b, ki, k->nr1 + 1, M);
         } else {
             test_matvec_id(ctx, b, ki, 1, M, false);
-            test_matvec_id(ctx, b, ki, 3, M, strcmp(k->fusion, "swiglu") && n % 2);
+            test_matvec_id(ctx, b, ki, 3, M, strncmp(k->fusion, "swiglu", 6) && n % 2);
         }
     }
     printf("%u MoE mat-vec kernels tested\n", kernels);

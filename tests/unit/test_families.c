@@ -424,14 +424,14 @@ int main(int argc, char **argv) {
         sorted[i] = p.variants[i].name;
     qsort(sorted, p.variant_count, sizeof *sorted, cmp_str);
     uint32_t old_count = 0, compared = 0, modules = 0, old_modules = 0, added = 0;
-    added_point later_pts[32]; /* the file's "@added-KIND" lines */
+    added_point later_pts[64]; /* the file's "@added-KIND" lines */
     uint32_t nlater = 0;
     for (char *line = names, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
         if (!line[0] || line[0] == '#') continue;
         if (!strncmp(line, "@added-", 7)) {
-            if (nlater < 32 && parse_added(line, &later_pts[nlater]))
+            if (nlater < 64 && parse_added(line, &later_pts[nlater]))
                 nlater++;
             else
                 FAIL("%s: expected @added-mma PATH or @added-fusion|wg|axis|activation|format "

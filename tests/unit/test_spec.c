@@ -217,8 +217,10 @@ int main(int argc, char **argv) {
         if (len < 6 || strcmp(n + len - 5, ".yaml")) continue;
         bool format = !strncmp(n, "format_", 7), model = !strncmp(n, "model_", 6);
         bool family = !strncmp(n, "family_", 7), set = !strncmp(n, "set_", 4);
-        if (!format && !model && !family && !set && strncmp(n, "kernel_", 7)) {
-            printf("FAIL %s: corpus files start with format_, kernel_, family_, model_ or set_\n",
+        bool fusion = !strncmp(n, "fusion_", 7);
+        if (!format && !model && !family && !set && !fusion && strncmp(n, "kernel_", 7)) {
+            printf("FAIL %s: corpus files start with format_, kernel_, family_, fusion_, model_ "
+                   "or set_\n",
                    n);
             fail++;
             continue;
@@ -267,6 +269,10 @@ int main(int argc, char **argv) {
             qk_plan_free(&p);
             qk_spec_set_free(&ss);
             free(dir);
+        } else if (fusion) {
+            qk_fusion_spec *us = malloc(sizeof *us);
+            ok = qk_fusion_spec_load(path, us, &e);
+            free(us);
         } else if (model) {
             qk_model_spec *ms = malloc(sizeof *ms);
             ok = qk_model_spec_load(path, ms, &e);
