@@ -50,8 +50,8 @@ static void check_known(const char *f, const qk_model_spec *m) {
               f, "not gpt-oss-20b's layer");
     else if (!strcmp(m->name, "deepseek-v3"))
         check(m->expert_count == 256 && m->top_k == 8 && l->n_group == 8 && l->topk_group == 4 &&
-                  l->scale == 2.5 && !strcmp(rf, "sigmoid_bias") &&
-                  !strcmp(cf, "shared_rmsnorm") && l->shared_ffn == 2048,
+                  l->scale == 2.5 && !strcmp(rf, "sigmoid_bias") && !strcmp(cf, "shared_rmsnorm") &&
+                  l->shared_ffn == 2048,
               f, "not DeepSeek-V3's layer");
     else if (!strcmp(m->name, "qwen2-moe"))
         check(m->expert_count == 60 && m->top_k == 4 && !strcmp(rf, "none") &&
