@@ -98,11 +98,13 @@ typedef struct qkrt_select_query {
 typedef bool (*qkrt_select_usable_fn)(void *user, const char *kernel, uint32_t *index);
 /* Scans the rules of entries[0], [1], [2] (from qkrt_select_entries), then
  * table's "default", for the first that matches q and whose kernel is
- * usable: 1 with its index in *kernel and the level (0 .. 3) it came from in
- * *level, 0 where none does, -1 with "select: ..." in err for a malformed
- * rule. */
+ * usable (and its first pass, where the rule names one, first_usable; NULL:
+ * such rules never answer): 1 with its index in *kernel, the first pass's
+ * in *first_pass (-1: none) and the level (0 .. 3) it came from in *level,
+ * 0 where none does, -1 with "select: ..." in err for a malformed rule. */
 int qkrt_select_scan(const qkrt_json *table, const qkrt_json *const entries[3],
-                     const qkrt_select_query *q, qkrt_select_usable_fn usable, void *user,
-                     uint32_t *kernel, int *level, char *err, size_t err_size);
+                     const qkrt_select_query *q, qkrt_select_usable_fn usable,
+                     qkrt_select_usable_fn first_usable, void *user, uint32_t *kernel,
+                     int64_t *first_pass, int *level, char *err, size_t err_size);
 
 #endif

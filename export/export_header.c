@@ -255,12 +255,17 @@ static bool rules(exporter *x, const qkrt_json *kernels, const qkrt_json *l, con
          * kernel's operation, format, option and activations */
         int k = kernel_index(kernels, kernel);
         if (k < 0) return qk_export_bad(x, r, "select: kernel '%s' is not in the manifest", kernel);
+        /* a two-pass rule's first pass (select version 3) */
+        const char *first = qk_export_str(x, r, "first_pass", false);
+        int f = first ? kernel_index(kernels, first) : -1;
+        if (first && f < 0)
+            return qk_export_bad(x, r, "select: first pass '%s' is not in the manifest", first);
         qk_str_add(&x->defs, "    {");
         qk_export_c_field(&x->defs, op);
         qk_export_c_field(&x->defs, format);
         qk_export_c_field(&x->defs, variant ? variant : "");
         qk_export_c_field(&x->defs, activations ? activations : "f32");
-        qk_str_addf(&x->defs, "%d, ", k);
+        qk_str_addf(&x->defs, "%d, %d, ", k, f);
         qk_export_c_field(&x->defs, precision);
         if (!range(x, r, "M", &x->defs) || !range(x, r, "K", &x->defs) ||
             !range(x, r, "T", &x->defs))
@@ -286,8 +291,9 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
     }
     uint32_t version;
     if (!qk_export_u32(x, t, "version", true, &version)) return false;
-    if (version != 1 && version != 2) /* 2: rules may name their activations */
-        return qk_export_bad(x, t, "select: version %u, this exporter knows 1 and 2", version);
+    /* 2: rules may name their activations; 3: a first pass */
+    if (version < 1 || version > 3)
+        return qk_export_bad(x, t, "select: version %u, this exporter knows 1 to 3", version);
     const qkrt_json *devices = qk_export_list(x, t, "devices", true),
                     *defaults = qk_export_list(x, t, "default", true);
     char dname[64], names[64];
@@ -332,6 +338,9 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "    const char *op, *format, *format_variant;\n"
         "    const char *activations; /* \"f32\" or \"f16\" */\n"
         "    int kernel; /* index into %s_kernels */\n"
+        "    int first_pass; /* -1; else the kernel that runs first (a dequant kernel: the\n"
+        "                       weights into f16 blocks in a scratch that `kernel` reads as\n"
+        "                       its weights; see %s_select_passes) */\n"
         "    const char *precision;\n"
         "    int64_t M[2], K[2], T[2]; /* inclusive; an upper bound of -1 has no bound */\n"
         "} %s_rule;\n"
@@ -373,19 +382,29 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "int %s_select_level(uint32_t vendor_id, uint32_t device_id,\n"
         "    uint32_t driver_version, const char *op, const char *format,\n"
         "    const char *format_variant, const char *activations, const %s_shape *s,\n"
-        "    int (*can_run)(const %s_kernel *k, void *user), void *user, int *level);\n\n",
-        x->up, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, x->up, x->up, x->up, x->up, p,
-        p, p, p);
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user, int *level);\n"
+        "/* %s_select_level that also answers with the rules that run in two passes\n"
+        " * (their first pass's index in *first_pass, -1 for the others; both kernels\n"
+        " * must pass can_run). The functions above pass over those rules: their\n"
+        " * callers would run the second pass on weights it does not read. */\n"
+        "int %s_select_passes(uint32_t vendor_id, uint32_t device_id,\n"
+        "    uint32_t driver_version, const char *op, const char *format,\n"
+        "    const char *format_variant, const char *activations, const %s_shape *s,\n"
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user, int *level,\n"
+        "    int *first_pass);\n\n",
+        x->up, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, x->up, x->up, x->up, x->up,
+        p, p, p, p, p, p, p, p);
     bool has[3] = {false, false, false};
     for (uint32_t i = 0; i < x->var_count; i++)
         for (int j = 0; j < 3; j++)
             has[j] |= !strcmp(x->vars[i], j == 0 ? "M" : j == 1 ? "K" : "T");
     qk_str_addf(
         &x->defs,
-        "int %s_select_level(uint32_t vendor_id, uint32_t device_id,\n"
+        "int %s_select_passes(uint32_t vendor_id, uint32_t device_id,\n"
         "    uint32_t driver_version, const char *op, const char *format,\n"
         "    const char *format_variant, const char *activations, const %s_shape *s,\n"
-        "    int (*can_run)(const %s_kernel *k, void *user), void *user, int *level) {\n"
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user, int *level,\n"
+        "    int *first_pass) {\n"
         "    const %s_selection *t = &%s_selection_table;\n"
         "    const %s_device_rules *at[3];\n"
         "    const char *act = activations ? activations : \"f32\";\n"
@@ -423,9 +442,20 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "                in &= v[j] >= range[j][0] && (range[j][1] < 0 || v[j] <= range[j][1]);\n"
         "            if (!in || %s_kernels[r->kernel].check(s) >= 0) continue;\n"
         "            if (can_run && !can_run(&%s_kernels[r->kernel], user)) continue;\n"
+        "            /* a two-pass rule answers a caller that runs its first pass */\n"
+        "            if (r->first_pass >= 0 && (!first_pass ||\n"
+        "                    (can_run && !can_run(&%s_kernels[r->first_pass], user))))\n"
+        "                continue;\n"
+        "            if (first_pass) *first_pass = r->first_pass;\n"
         "            if (level) *level = (int)l;\n"
         "            return r->kernel;\n"
         "        }\n    }\n    return -1;\n}\n\n"
+        "int %s_select_level(uint32_t vendor_id, uint32_t device_id,\n"
+        "    uint32_t driver_version, const char *op, const char *format,\n"
+        "    const char *format_variant, const char *activations, const %s_shape *s,\n"
+        "    int (*can_run)(const %s_kernel *k, void *user), void *user, int *level) {\n"
+        "    return %s_select_passes(vendor_id, device_id, driver_version, op, format,\n"
+        "        format_variant, activations, s, can_run, user, level, NULL);\n}\n\n"
         "int %s_select_activations(uint32_t vendor_id, uint32_t device_id,\n"
         "    uint32_t driver_version, const char *op, const char *format,\n"
         "    const char *format_variant, const char *activations, const %s_shape *s,\n"
@@ -438,6 +468,6 @@ bool qk_export_select(exporter *x, const qkrt_json *root, const qkrt_json *kerne
         "    return %s_select_level(vendor_id, device_id, driver_version, op, format,\n"
         "        format_variant, \"f32\", s, can_run, user, NULL);\n}\n",
         p, p, p, p, p, p, has[0] ? "s->M" : "0", has[1] ? "s->K" : "0", has[2] ? "s->T" : "0", p, p,
-        p, p, p, p, p, p, p, p, p, p);
+        p, p, p, p, p, p, p, p, p, p, p, p, p, p, p);
     return true;
 }

@@ -146,12 +146,6 @@ static void shape_add(qkrt_shape *sh, qk_slots *s, const char *name, int64_t val
     *sh = (qkrt_shape){sh->count + 1, s->names, s->values};
 }
 
-static void moe_shape(qkrt_shape *sh, qk_slots *sl, const qk_moe_shape *s, uint32_t mpe) {
-    shape_add(sh, sl, "M", s->M), shape_add(sh, sl, "K", s->K), shape_add(sh, sl, "T", s->T);
-    shape_add(sh, sl, "E", s->E), shape_add(sh, sl, "top_k", s->top_k);
-    shape_add(sh, sl, "ne11", s->ne11), shape_add(sh, sl, "max_per_expert", mpe);
-}
-
 static qkrt_result finish(qkrt_context *ctx, pool *p, qkrt_result r, char *err, size_t err_size) {
     if (r != QKRT_OK && !err[0]) snprintf(err, err_size, "%s", qkrt_last_error(ctx));
     pool_free(p);
@@ -474,41 +468,53 @@ qkrt_result qk_run_dequant(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi
     return finish(ctx, &p, r, err, err_size);
 }
 
+/* Runs the two-pass choice of first pass dqi and kernel mmi on B (its
+ * weights the format's, x, y and routing filled) through the operations
+ * layer, as an engine records a select rule that names a first pass: the
+ * scratch (qkrt_op_work's size: the f16 weights) poisoned, so a half the
+ * first pass leaves unwritten is NaN in y; ns[0], ns[1] the passes' times. */
+static qkrt_result run_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi, uint32_t mmi,
+                                pool *p, const qkrt_op_query *q, qkrt_op_buffers *B, double ns[2]) {
+    qkrt_op_choice c = {.kernel = mmi, .prepass = -1};
+    c.selection = (qkrt_selection){.kernel = mmi, .two_pass = true, .first_pass = dqi};
+    size_t q8 = 0, bytes = 0;
+    qkrt_result r = qkrt_op_work(ctx, b, &c, q, &q8, &bytes);
+    if (r == QKRT_OK) B->scratch = pool_buffer(p, NULL, bytes, QK_F16_NAN2, &r);
+    qkrt_chain *chain = qk_xmalloc(sizeof *chain);
+    if (r == QKRT_OK) r = qkrt_op_chain(ctx, b, &c, q, B, chain);
+    /* one submission: pass 1, a barrier, pass 2 */
+    if (r == QKRT_OK) r = qkrt_run_timed(ctx, chain->dispatch, chain->count, ns);
+    free(chain);
+    return r;
+}
+
 qkrt_result qk_run_matmul_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi,
                                    uint32_t mmi, const qk_weights *w, const float *x, uint32_t M,
                                    uint32_t K, uint32_t T, float *y, double ns[2], char *err,
                                    size_t err_size) {
     if (!two_pass_pair(b, dqi, mmi, "matmul", w, err, err_size)) return QKRT_ERROR_ARGUMENT;
-    const qkrt_kernel_info *mm = qkrt_bundle_kernel(b, mmi);
-    if (!qk_matmul_k_ok(mm, K, err, err_size)) return QKRT_ERROR_ARGUMENT;
-    size_t bytes = 0;
-    if (!qk_dequant_bytes(qkrt_bundle_kernel(b, dqi), M, K, 1, &bytes, err, err_size))
+    const qkrt_kernel_info *mm = qkrt_bundle_kernel(b, mmi), *dq = qkrt_bundle_kernel(b, dqi);
+    if (!qk_matmul_k_ok(mm, K, err, err_size) || !qk_matmul_k_ok(dq, K, err, err_size))
         return QKRT_ERROR_ARGUMENT;
+    for (uint32_t i = 0; i < dq->binding_count; i++) /* a dense product has no routing */
+        if (dq->bindings[i].role_id == QKRT_ROLE_TPE) {
+            snprintf(err, err_size, "%s reads expert counts (tpe) this call has none of", dq->name);
+            return QKRT_ERROR_ARGUMENT;
+        }
     pool p = {.ctx = ctx};
     qkrt_result r = QKRT_OK;
-    /* the scratch poisoned too: a half pass 1 leaves unwritten is NaN in y */
-    qkrt_buffer *hb = pool_buffer(&p, NULL, bytes, QK_F16_NAN2, &r);
-    qkrt_dispatch d[2];
-    qk_slots sl[2];
-    if (r == QKRT_OK)
-        r = dequant_dispatch(ctx, b, dqi, &p, w, M, K, 1, NULL, hb, &d[0], &sl[0], err, err_size);
-    size_t scratch = 0;
-    d[1] = (qkrt_dispatch){.bundle = b, .kernel = mmi};
-    shape_add(&d[1].shape, &sl[1], "M", M), shape_add(&d[1].shape, &sl[1], "K", K);
-    shape_add(&d[1].shape, &sl[1], "T", T);
-    if (r == QKRT_OK && !qk_scratch_bytes(mm, &d[1].shape, &scratch, err, err_size))
-        r = QKRT_ERROR_ARGUMENT;
+    qkrt_buffer *wb[4] = {0};
+    pool_weights(&p, w, 1, wb, &r);
+    qkrt_op_buffers B = {0};
+    op_weights(&B, wb, 1, w->plane_count);
     void *xo = NULL;
     size_t xbytes;
     const void *xa = qk_activations_for(mm, x, (size_t)T * K, &xo, &xbytes);
-    role_buf rb[] = {{"activations", pool_buffer(&p, xa, xbytes, 0, &r)},
-                     {"output", pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r)},
-                     {"scratch", scratch ? pool_buffer(&p, NULL, scratch, 0, &r) : NULL}};
-    if (r == QKRT_OK) r = bind_roles(ctx, mm, &hb, 1, rb, 3, &d[1], &sl[1], err, err_size);
-    d[1].depends = true; /* pass 2 reads the halves pass 1 wrote: a barrier between */
-    /* one submission: pass 1, a barrier, pass 2 */
-    if (r == QKRT_OK) r = qkrt_run_timed(ctx, d, 2, ns);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[1].buf, 0, y, (size_t)T * M * 4);
+    B.x = pool_buffer(&p, xa, xbytes, 0, &r);
+    B.y = pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r);
+    const qkrt_op_query q = {.op = mm->family, .M = M, .K = K, .T = T};
+    if (r == QKRT_OK) r = run_two_pass(ctx, b, dqi, mmi, &p, &q, &B, ns);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, (size_t)T * M * 4);
     free(xo);
     return finish(ctx, &p, r, err, err_size);
 }
@@ -519,41 +525,37 @@ qkrt_result qk_run_matmul_id_two_pass(qkrt_context *ctx, const qkrt_bundle *b, u
                                       double ns[2], char *err, size_t err_size) {
     if (!two_pass_pair(b, dqi, mmi, "matmul_id", w, err, err_size)) return QKRT_ERROR_ARGUMENT;
     const qkrt_kernel_info *mm = qkrt_bundle_kernel(b, mmi);
-    if (!qk_matmul_k_ok(mm, s->K, err, err_size)) return QKRT_ERROR_ARGUMENT;
-    size_t bytes = 0;
-    if (!qk_dequant_bytes(qkrt_bundle_kernel(b, dqi), s->M, s->K, s->E, &bytes, err, err_size))
+    if (!qk_matmul_k_ok(mm, s->K, err, err_size) ||
+        !qk_matmul_k_ok(qkrt_bundle_kernel(b, dqi), s->K, err, err_size))
         return QKRT_ERROR_ARGUMENT;
     uint32_t *tpe = qk_xcalloc(s->E, sizeof *tpe),
              *ids = qk_xcalloc((size_t)s->E * s->T, sizeof *ids);
     qk_route_ref(topk, s->T, s->top_k, s->E, s->T, tpe, ids);
     pool p = {.ctx = ctx};
     qkrt_result r = QKRT_OK;
-    qkrt_buffer *hb = pool_buffer(&p, NULL, bytes, QK_F16_NAN2, &r);
+    qkrt_buffer *wb[4] = {0};
+    pool_weights(&p, w, 1, wb, &r);
+    qkrt_op_buffers B = {0};
+    op_weights(&B, wb, 1, w->plane_count);
     size_t ny = (size_t)s->T * s->top_k * s->M;
     void *xo = NULL;
     size_t xbytes;
     const void *xa = qk_activations_for(mm, x, (size_t)s->T * s->ne11 * s->K, &xo, &xbytes);
-    role_buf rb[] = {{"activations", pool_buffer(&p, xa, xbytes, 0, &r)},
-                     {"ids", pool_buffer(&p, ids, (size_t)s->E * s->T * 4, 0, &r)},
-                     {"tpe", pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r)},
-                     {"output", pool_buffer(&p, NULL, ny * 4, NaN32, &r)}};
-    qkrt_dispatch d[2];
-    qk_slots sl[2];
-    /* pass 1 over the experts the routing touches where the kernel reads tpe
-     * (dequant_id), else over all E */
-    bool routed = false;
-    const qkrt_kernel_info *dq = qkrt_bundle_kernel(b, dqi);
-    for (uint32_t i = 0; i < dq->binding_count; i++)
-        routed |= !strcmp(dq->bindings[i].role, "tpe");
-    if (r == QKRT_OK)
-        r = dequant_dispatch(ctx, b, dqi, &p, w, s->M, s->K, s->E, routed ? rb[2].buf : NULL, hb,
-                             &d[0], &sl[0], err, err_size);
-    d[1] = (qkrt_dispatch){.bundle = b, .kernel = mmi};
-    if (r == QKRT_OK) r = bind_roles(ctx, mm, &hb, 1, rb, 4, &d[1], &sl[1], err, err_size);
-    moe_shape(&d[1].shape, &sl[1], s, s->T);
-    d[1].depends = true;
-    if (r == QKRT_OK) r = qkrt_run_timed(ctx, d, 2, ns);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, rb[3].buf, 0, y, ny * 4);
+    B.x = pool_buffer(&p, xa, xbytes, 0, &r);
+    B.ids = pool_buffer(&p, ids, (size_t)s->E * s->T * 4, 0, &r);
+    /* the first pass covers the experts the routing touches where it reads
+     * tpe (dequant_id), else all E */
+    B.tpe = pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r);
+    B.y = pool_buffer(&p, NULL, ny * 4, NaN32, &r);
+    const qkrt_op_query q = {.op = mm->family,
+                             .M = s->M,
+                             .K = s->K,
+                             .T = s->T,
+                             .E = s->E,
+                             .top_k = s->top_k,
+                             .ne11 = s->ne11};
+    if (r == QKRT_OK) r = run_two_pass(ctx, b, dqi, mmi, &p, &q, &B, ns);
+    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, ny * 4);
     free(tpe), free(ids), free(xo);
     return finish(ctx, &p, r, err, err_size);
 }

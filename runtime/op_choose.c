@@ -111,9 +111,13 @@ static const char *str_or(const char *s, const char *dflt) {
 static qkrt_result with_prepass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
                                 qkrt_op_source source, qkrt_op_choice *out) {
     /* a selected choice keeps what qkrt_select_ex wrote into out->selection */
-    const qkrt_selection sel =
-        source == QKRT_OP_SELECTED ? out->selection : (qkrt_selection){ki, QKRT_SELECT_DEFAULT, ""};
+    const qkrt_selection sel = source == QKRT_OP_SELECTED
+                                   ? out->selection
+                                   : (qkrt_selection){ki, QKRT_SELECT_DEFAULT, "", false, 0};
     *out = (qkrt_op_choice){ki, -1, source, sel};
+    /* two passes: the weights into f16 blocks first, which the kernel reads
+     * from the scratch (qkrt_op_work, qkrt_op_chain) */
+    if (sel.two_pass) return QKRT_OK;
     if (!qkrt_kernel_takes_q8(qkrt_bundle_kernel(b, ki))) return QKRT_OK;
     out->prepass = qkrt_op_quantizer(ctx, b);
     return out->prepass < 0 ? QKRT_ERROR_UNSUPPORTED : QKRT_OK;

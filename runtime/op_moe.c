@@ -51,6 +51,9 @@ static int pick_product(qkrt_context *ctx, const qkrt_moe_plan *P, const char *o
     qkrt_op_choice c;
     *selected = false;
     if (qkrt_op_choose(ctx, P->b, &q, &c) != QKRT_OK) return -1;
+    /* a two-pass rule: the layer's chain records one dispatch a product and
+     * has no scratch for f16 weights yet, so the default choice serves it */
+    if (c.selection.two_pass && qkrt_op_choose_default(ctx, P->b, &q, &c) != QKRT_OK) return -1;
     if (!fits(P->b, (int)c.kernel, M, K, d, ne11, d->T)) {
         qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED,
                   "%s: the layer's shape (M=%u K=%u T=%u) breaks its constraints",

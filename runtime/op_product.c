@@ -33,7 +33,19 @@ qkrt_result qkrt_op_work(qkrt_context *ctx, const qkrt_bundle *b, const qkrt_op_
     values_of(q, v);
     const qkrt_shape shape = {NVARS, names, v};
     *x_q8_bytes = c->prepass >= 0 ? qkrt_q8_bytes(or1(q->T) * or1(q->ne11), q->K) : 0;
-    return qkrt_kernel_scratch_bytes(ctx, qkrt_bundle_kernel(b, c->kernel), &shape, scratch_bytes);
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, c->kernel);
+    if (!c->selection.two_pass) return qkrt_kernel_scratch_bytes(ctx, k, &shape, scratch_bytes);
+    /* two passes: the scratch holds the first pass's output, the weights
+     * the kernel reads; a kernel with a scratch of its own (split K) has no
+     * room for it */
+    size_t own = 0;
+    qkrt_result r = qkrt_kernel_scratch_bytes(ctx, k, &shape, &own);
+    if (r == QKRT_OK && own)
+        return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
+                         "%s: a two-pass rule names a kernel with a scratch of its own", k->name);
+    if (r != QKRT_OK) return r;
+    return qkrt_kernel_binding_bytes(ctx, qkrt_bundle_kernel(b, c->selection.first_pass),
+                                     QKRT_ROLE_OUTPUT, &shape, scratch_bytes);
 }
 
 /* Appends kernel ki to the chain, each binding the engine's buffer of its role. */
@@ -115,6 +127,24 @@ qkrt_result qkrt_op_chain(qkrt_context *ctx, const qkrt_bundle *b, const qkrt_op
     int64_t v[NVARS];
     values_of(q, v);
     qkrt_result r = QKRT_OK;
+    if (choice->selection.two_pass) { /* the weights to f16 blocks, then the kernel on them */
+        const uint32_t fp = choice->selection.first_pass;
+        if (fp >= n)
+            return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_op_chain: a kernel not in the bundle");
+        if (!B->scratch)
+            return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT,
+                             "%s: a two-pass choice needs the scratch (qkrt_op_work's size): the "
+                             "f16 weights its first pass writes",
+                             qkrt_bundle_kernel(b, choice->kernel)->name);
+        qkrt_op_buffers first = *B, second = *B;
+        first.y = B->scratch;
+        second.matrices = 1, second.scratch = NULL;
+        for (uint32_t p = 0; p < QKRT_OP_PLANES; p++)
+            second.weights[0][p] = B->scratch;
+        r = add(ctx, b, fp, &first, v, NVARS, names, false, chain);
+        if (r == QKRT_OK) r = add(ctx, b, choice->kernel, &second, v, NVARS, names, true, chain);
+        return r;
+    }
     if (choice->prepass >= 0) { /* the q8 rows of every row of x */
         const int64_t qv[] = {q->K, (int64_t)or1(q->T) * or1(q->ne11)};
         static const char *const qn[] = {"K", "T"};

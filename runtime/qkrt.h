@@ -551,11 +551,18 @@ typedef struct qkrt_selection {
     qkrt_select_level level; /* the level whose rule answered */
     const char *tuned_on;    /* that level's device entry's name ("" for the default rules
                                 or an entry without one); valid while the bundle is */
+    bool two_pass;           /* the rule names a first pass (select version 3): kernel
+                                first_pass turns the weights into what `kernel` reads */
+    uint32_t first_pass;     /* its index in the bundle, where two_pass */
 } qkrt_selection;
 
 /* qkrt_select_activations (activations NULL: "f32") that also says where
- * the answer came from; the same kernel for the same query, the same
- * results. */
+ * the answer came from, and also answers with the rules that run in two
+ * passes (select version 3: selection.two_pass, the first pass's index in
+ * selection.first_pass; qkrt_op_chain records both), which qkrt_select and
+ * qkrt_select_activations pass over (their callers would run the second
+ * pass on weights it does not read); else the same kernel for the same
+ * query. */
 qkrt_result qkrt_select_ex(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
                            const char *format, const char *activations, const qkrt_shape *shape,
                            qkrt_selection *out);

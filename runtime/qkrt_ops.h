@@ -117,11 +117,18 @@ typedef struct qkrt_op_buffers {
     qkrt_buffer *x_q8, *scratch;
 } qkrt_op_buffers;
 
-/* The working buffers' bytes of the chosen kernel on q's shape (0: none). */
+/* The working buffers' bytes of the chosen kernel on q's shape (0: none).
+ * A two-pass choice (choice->selection.two_pass: a select rule that names a
+ * first pass) uses the scratch for the weights its first pass writes in
+ * f16 and its kernel reads: the scratch is that size, need not be zeroed,
+ * and is the engine's to keep (an engine that keeps f16 weights resident
+ * records the second pass alone: qkrt_op_chain with two_pass cleared and
+ * those weights). */
 qkrt_result qkrt_op_work(qkrt_context *ctx, const qkrt_bundle *bundle, const qkrt_op_choice *choice,
                          const qkrt_op_query *q, size_t *x_q8_bytes, size_t *scratch_bytes);
 /* The product's dispatches on q's shape: the pre-pass where the choice has
- * one, then the kernel, its buffers bound by role. */
+ * one (the quantizer; or for a two-pass choice the first pass, the weights
+ * into the scratch), then the kernel, its buffers bound by role. */
 qkrt_result qkrt_op_chain(qkrt_context *ctx, const qkrt_bundle *bundle,
                           const qkrt_op_choice *choice, const qkrt_op_query *q,
                           const qkrt_op_buffers *buffers, qkrt_chain *chain);

@@ -173,13 +173,17 @@ static bool same_or_empty(const char *a, const char *b, const char *empty) {
 static bool check_rule(const qkrt_json *r, int64_t version, qkrt_select_kernel_fn kernel_of,
                        void *user, char *err, size_t size) {
     if (r->type != QKRT_JSON_OBJECT) return check_fail(err, size, r, "a rule is not an object");
-    const char *op, *format, *variant, *act, *kernel;
+    const char *op, *format, *variant, *act, *kernel, *first;
     if (!check_str(r, "op", true, &op, err, size) ||
         !check_str(r, "format", true, &format, err, size) ||
         !check_str(r, "format_variant", false, &variant, err, size) ||
         !check_str(r, "activations", false, &act, err, size) ||
-        !check_str(r, "kernel", true, &kernel, err, size))
+        !check_str(r, "kernel", true, &kernel, err, size) ||
+        !check_str(r, "first_pass", false, &first, err, size))
         return false;
+    if (first && version < 3)
+        return check_fail(err, size, qkrt_json_get(r, "first_pass"),
+                          "a rule names a first pass in a version %lld table", (long long)version);
     if (act && version < 2)
         return check_fail(err, size, qkrt_json_get(r, "activations"),
                           "a rule names its activations in a version %lld table",
@@ -203,7 +207,20 @@ static bool check_rule(const qkrt_json *r, int64_t version, qkrt_select_kernel_f
                           kernel, k.family ? k.family : "(no family)",
                           strcmp(kfusion, "none") ? "/" : "",
                           strcmp(kfusion, "none") ? kfusion : "");
-    if (!k.format || strcmp(k.format, format) || !same_or_empty(k.format_variant, variant, ""))
+    /* two passes: the first turns the rule's format into what the kernel
+     * reads (the dequant kernels: f16w blocks) */
+    if (first) {
+        qkrt_select_kernel f = {0};
+        const qkrt_json *fat = qkrt_json_get(r, "first_pass");
+        if (!kernel_of(user, first, &f))
+            return check_fail(err, size, fat, "first pass '%s' is not in the manifest", first);
+        if (!f.family || strncmp(f.family, "dequant", 7) || !f.format || strcmp(f.format, format) ||
+            !same_or_empty(f.format_variant, variant, ""))
+            return check_fail(err, size, fat,
+                              "a rule for %s names first pass '%s', not a dequant kernel of it",
+                              format, first);
+    } else if (!k.format || strcmp(k.format, format) ||
+               !same_or_empty(k.format_variant, variant, ""))
         return check_fail(err, size, at, "a rule for %s%s%s names kernel '%s', which reads %s%s%s",
                           format, variant && variant[0] ? "/" : "", variant ? variant : "", kernel,
                           k.format ? k.format : "(no format)",
@@ -234,9 +251,9 @@ bool qkrt_select_check(const qkrt_json *t, qkrt_select_kernel_fn kernel_of, void
         return check_fail(err, size, t ? t : &(qkrt_json){0}, "the table is not an object");
     const qkrt_json *ver = qkrt_json_get(t, "version");
     if (!ver || ver->type != QKRT_JSON_NUMBER || !ver->integral || ver->integer < 1 ||
-        ver->integer > 2)
+        ver->integer > 3)
         return check_fail(err, size, ver ? ver : t,
-                          "\"version\" is not 1 or 2 (the versions this reader knows)");
+                          "\"version\" is not 1, 2 or 3 (the versions this reader knows)");
     const qkrt_json *devices = qkrt_json_get(t, "devices");
     if (!devices || devices->type != QKRT_JSON_ARRAY)
         return check_fail(err, size, devices ? devices : t, "\"devices\" is not an array");
@@ -273,8 +290,9 @@ qkrt_result qkrt_select_load_check(qkrt_context *ctx, const qkrt_bundle *b, cons
 }
 
 int qkrt_select_scan(const qkrt_json *table, const qkrt_json *const entries[3],
-                     const qkrt_select_query *q, qkrt_select_usable_fn usable, void *user,
-                     uint32_t *kernel, int *level, char *err, size_t err_size) {
+                     const qkrt_select_query *q, qkrt_select_usable_fn usable,
+                     qkrt_select_usable_fn first_usable, void *user, uint32_t *kernel,
+                     int64_t *first_pass, int *level, char *err, size_t err_size) {
     const int64_t dims[3] = {q->M, q->K, q->T};
     static const char *const dim_names[3] = {"M", "K", "T"};
     for (int l = 0; l < 4; l++) {
@@ -309,8 +327,13 @@ int qkrt_select_scan(const qkrt_json *table, const qkrt_json *const entries[3],
                 }
                 inside &= in == 1;
             }
+            /* a two-pass rule answers where both of its kernels can */
+            const char *fp = str_of(r, "first_pass");
+            uint32_t fpi = 0;
+            if (fp && (!first_usable || !first_usable(user, fp, &fpi))) continue;
             if (inside && usable(user, name, kernel)) {
                 *level = l;
+                *first_pass = fp ? (int64_t)fpi : -1;
                 return 1;
             }
         }
@@ -344,6 +367,17 @@ static bool bundle_usable(void *user, const char *name, uint32_t *index) {
     return true;
 }
 
+/* A two-pass rule's first pass answers where the bundle has it and the
+ * device runs it (its shape is the weights', which the rule's kernel's
+ * constraints on the product already bound). */
+static bool first_usable(void *user, const char *name, uint32_t *index) {
+    const usable_ctx *u = user;
+    int ki = qkrt_bundle_find(u->bundle, name);
+    if (ki < 0 || qkrt_kernel_check(u->ctx, u->bundle, (uint32_t)ki) != QKRT_OK) return false;
+    *index = (uint32_t)ki;
+    return true;
+}
+
 /* "its own rules, its family's (NAME), ... and the default ones": what a
  * query no rule answers was looked up in. */
 static void levels_read(const qkrt_json *const entries[3], char *out, size_t size) {
@@ -361,6 +395,10 @@ static void levels_read(const qkrt_json *const entries[3], char *out, size_t siz
     snprintf(out + n, size - n, "%sthe default ones", n ? " and " : "an unknown device: ");
 }
 
+static qkrt_result select_rules(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
+                                const char *format, const char *activations,
+                                const qkrt_shape *shape, bool two_pass, qkrt_selection *out);
+
 qkrt_result qkrt_select(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
                         const char *format, const qkrt_shape *shape, uint32_t *kernel) {
     return qkrt_select_activations(ctx, bundle, op, format, "f32", shape, kernel);
@@ -372,7 +410,9 @@ qkrt_result qkrt_select_activations(qkrt_context *ctx, const qkrt_bundle *bundle
     if (!activations || !kernel)
         return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_select: a NULL argument");
     qkrt_selection sel;
-    qkrt_result r = qkrt_select_ex(ctx, bundle, op, format, activations, shape, &sel);
+    /* a caller that cannot be told of a first pass gets no two-pass rule:
+     * it would run the second pass on weights it does not read */
+    qkrt_result r = select_rules(ctx, bundle, op, format, activations, shape, false, &sel);
     if (r == QKRT_OK) *kernel = sel.kernel;
     return r;
 }
@@ -380,6 +420,12 @@ qkrt_result qkrt_select_activations(qkrt_context *ctx, const qkrt_bundle *bundle
 qkrt_result qkrt_select_ex(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
                            const char *format, const char *activations, const qkrt_shape *shape,
                            qkrt_selection *out) {
+    return select_rules(ctx, bundle, op, format, activations, shape, true, out);
+}
+
+static qkrt_result select_rules(qkrt_context *ctx, const qkrt_bundle *bundle, const char *op,
+                                const char *format, const char *activations,
+                                const qkrt_shape *shape, bool two_pass, qkrt_selection *out) {
     if (!activations) activations = "f32";
     if (!ctx || !bundle || !op || !format || !shape || !out)
         return qkrt_fail(ctx, QKRT_ERROR_ARGUMENT, "qkrt_select: a NULL argument");
@@ -387,9 +433,9 @@ qkrt_result qkrt_select_ex(qkrt_context *ctx, const qkrt_bundle *bundle, const c
     if (!t) return qkrt_fail(ctx, QKRT_ERROR_UNSUPPORTED, "the bundle has no select table");
     const qkrt_json *ver = qkrt_json_get(t, "version");
     if (!ver || ver->type != QKRT_JSON_NUMBER || !ver->integral || ver->integer < 1 ||
-        ver->integer > 2)
+        ver->integer > 3)
         return qkrt_fail(ctx, QKRT_ERROR_MANIFEST,
-                         "select: \"version\" is not 1 or 2 (the versions this libqkrt reads)");
+                         "select: \"version\" is not 1, 2 or 3 (the versions this libqkrt reads)");
     int64_t dims[3];
     static const char *const dim_names[3] = {"M", "K", "T"};
     for (int i = 0; i < 3; i++)
@@ -409,10 +455,12 @@ qkrt_result qkrt_select_ex(qkrt_context *ctx, const qkrt_bundle *bundle, const c
     usable_ctx u = {ctx, bundle, activations, shape};
     char err[256];
     int level = 0;
-    int found =
-        qkrt_select_scan(t, entries, &q, bundle_usable, &u, &out->kernel, &level, err, sizeof err);
+    int64_t fp = -1;
+    int found = qkrt_select_scan(t, entries, &q, bundle_usable, two_pass ? first_usable : NULL, &u,
+                                 &out->kernel, &fp, &level, err, sizeof err);
     if (found < 0) return qkrt_fail(ctx, QKRT_ERROR_MANIFEST, "%s", err);
     if (found) {
+        out->two_pass = fp >= 0, out->first_pass = fp >= 0 ? (uint32_t)fp : 0;
         out->level = (qkrt_select_level)level;
         const char *name = level < 3 ? str_of(entries[level], "name") : NULL;
         out->tuned_on = name ? name : "";

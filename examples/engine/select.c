@@ -70,6 +70,9 @@ int eng_select_json(const cJSON *table, const eng_bundle *b, const eng_device *d
                 strcmp(str(r, "activations", "f32"), "f32"))
                 continue;
             if (!in_range(r, "M", M) || !in_range(r, "K", K) || !in_range(r, "T", T)) continue;
+            /* a two-pass rule (select version 3) runs "first_pass" first, which
+             * this engine does not: its kernel would read weights it cannot */
+            if (item(r, "first_pass")) continue;
             const char *name = str(r, "kernel", "");
             for (uint32_t i = 0; i < b->count; i++) {
                 const eng_kernel *k = &b->kernels[i];

@@ -107,9 +107,11 @@ static void check_levels(const qkrt_json *t, const char *text) {
                     qkfuzz_fail("a family or vendor level that is not one", text);
             qkrt_select_query q = {"matvec", "q4_0", a ? NULL : "", "f32", 1, 32, 1};
             uint32_t k;
+            int64_t first;
             int level;
             char err[256];
-            if (qkrt_select_scan(t, e, &q, any_usable, NULL, &k, &level, err, sizeof err) < 0)
+            if (qkrt_select_scan(t, e, &q, any_usable, any_usable, NULL, &k, &first, &level, err,
+                                 sizeof err) < 0)
                 qkfuzz_fail("the scan cannot read an accepted table", text);
         }
     }

@@ -49,8 +49,9 @@ def entries(table, device):
     return [(exact or own or [None])[0], (family or [None])[0], (rest or [None])[0]]
 
 
-def select(man, device, op, fmt, shape, act='f32'):
-    """(kernel, level) by docs/manifest.md's rule, or ('-', None)."""
+def select(man, device, op, fmt, shape, act='f32', two_pass=False):
+    """(kernel, level) by docs/manifest.md's rule, or ('-', None); with
+    two_pass, a two-pass rule answers too, as 'twopass:FIRST+KERNEL'."""
     name, _, opt = fmt.partition('/')
     t = man['select']
     kernels = {k['name']: k for k in manifest_view.kernels(man)}
@@ -63,6 +64,8 @@ def select(man, device, op, fmt, shape, act='f32'):
                 continue
             if r.get('activations', 'f32') != act:
                 continue
+            if 'first_pass' in r and not two_pass:  # qkrt_select_ex's callers only
+                continue
             if not all(in_range(r[d], shape[d]) for d in 'MKT'):
                 continue
             k = kernels.get(r['kernel'])
@@ -70,6 +73,10 @@ def select(man, device, op, fmt, shape, act='f32'):
                 continue
             if not all(constraint_ok(c, env) for c in k['constraints']):
                 continue
+            if 'first_pass' in r:
+                if r['first_pass'] not in kernels:
+                    continue
+                return 'twopass:%s+%s' % (r['first_pass'], r['kernel']), level
             return r['kernel'], level
     return '-', None
 
@@ -112,8 +119,10 @@ def main():
     count = dict.fromkeys(LEVELS, 0)
     for q, got in zip(queries, lines[1:]):
         shape = {'M': q[2], 'K': q[3], 'T': q[4], 'E': max(q[5], 1), 'top_k': max(q[6], 1)}
-        kernel, level = select(man, device, q[0], q[1], shape, q[7])
+        kernel, level = select(man, device, q[0], q[1], shape, q[7], two_pass=True)
         want = kernel + ' ' + level if level else '-'
+        if kernel.startswith('twopass:'):  # and what a caller of one kernel gets
+            want += ' then ' + select(man, device, q[0], q[1], shape, q[7])[0]
         if level:
             count[level] += 1
         if got != want:

@@ -2,7 +2,9 @@
  * format M K T E top_k activations" -> the kernel's name and the level that
  * answered (qkrt_select_ex, which must agree with qkrt_select for f32
  * queries and qkrt_select_activations for the others: "disagree" where not),
- * or "-" when no rule answers. Paired with tests/tools/select_eval.py, which
+ * or "-" when no rule answers; where qkrt_select_ex answers with a two-pass
+ * rule, "twopass:FIRST+KERNEL LEVEL then K", K what qkrt_select answers
+ * (it passes over such rules). Paired with tests/tools/select_eval.py, which
  * evaluates the manifest's rule on its own. */
 #include "qkrt.h"
 
@@ -43,7 +45,11 @@ int main(int argc, char **argv) {
                                            : qkrt_select(ctx, b, op, fmt, &s, &ki);
         qkrt_selection sel = {0};
         qkrt_result rx = qkrt_select_ex(ctx, b, op, fmt, act, &s, &sel);
-        if (r != rx || (r == QKRT_OK && ki != sel.kernel))
+        if (rx == QKRT_OK && sel.two_pass) /* which qkrt_select passes over, after it */
+            printf("twopass:%s+%s %s then %s\n", qkrt_bundle_kernel(b, sel.first_pass)->name,
+                   qkrt_bundle_kernel(b, sel.kernel)->name, qkrt_select_level_name(sel.level),
+                   r == QKRT_OK ? qkrt_bundle_kernel(b, ki)->name : "-");
+        else if (r != rx || (r == QKRT_OK && ki != sel.kernel))
             printf("disagree\n");
         else if (r == QKRT_OK)
             printf("%s %s\n", qkrt_bundle_kernel(b, ki)->name, qkrt_select_level_name(sel.level));

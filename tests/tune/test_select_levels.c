@@ -134,7 +134,9 @@ static void scan_case(const qkrt_json *t, uint32_t device, const char *op, const
     uint32_t k = 99;
     int level = -1;
     char err[256] = "";
-    int found = qkrt_select_scan(t, e, &q, usable, (void *)refused, &k, &level, err, sizeof err);
+    int64_t first;
+    int found = qkrt_select_scan(t, e, &q, usable, usable, (void *)refused, &k, &first, &level, err,
+                                 sizeof err);
     const char *got = found == 1 && k < 7 ? KERNELS[k] : found ? "?" : "-";
     CHECK(found >= 0, "%s", err);
     CHECK(!strcmp(got, want) && (!found || level == want_level),
@@ -183,7 +185,8 @@ static void test_scan(void) {
     uint32_t k;
     int level;
     char err[256] = "";
-    int r = qkrt_select_scan(t, e, &q, usable, NULL, &k, &level, err, sizeof err);
+    int64_t first;
+    int r = qkrt_select_scan(t, e, &q, usable, usable, NULL, &k, &first, &level, err, sizeof err);
     CHECK(r == -1 && strstr(err, "select: rule at 2:3: \"M\" is not [lo, hi or null]"),
           "a malformed range: %d '%s'", r, err);
     qkrt_json_free(t);
@@ -277,7 +280,9 @@ static void test_writer(void) {
         const char *names[2] = {"matvec_tuned", "matvec_portable"};
         uint32_t k = 9;
         int level = -1;
-        int r = qkrt_select_scan(t, e, &q, any_index, (void *)names, &k, &level, err, sizeof err);
+        int64_t first;
+        int r = qkrt_select_scan(t, e, &q, any_index, any_index, (void *)names, &k, &first, &level,
+                                 err, sizeof err);
         CHECK(r == 1 && k < 2 && !strcmp(names[k], cases[i].kernel) && level == cases[i].level,
               "device %#x: %d %s at level %d, wanted %s at %d", cases[i].device, r,
               r == 1 && k < 2 ? names[k] : "-", level, cases[i].kernel, cases[i].level);
@@ -286,11 +291,104 @@ static void test_writer(void) {
     qk_str_free(&s);
 }
 
+/* ---- two passes (select version 3): a rule that names a first pass
+ * answers only a caller that runs it, where both kernels are usable; the
+ * check takes the first pass only in a version 3 table, and only a dequant
+ * kernel of the rule's format ---- */
+
+static const char *const TWO[] = {"mm_f16w", "dq_q4_0", "fused_q4_0"};
+
+static bool two_usable(void *user, const char *kernel, uint32_t *index) {
+    const char *refused = user;
+    for (uint32_t i = 0; i < 3; i++)
+        if (!strcmp(TWO[i], kernel)) {
+            if (refused && !strcmp(refused, kernel)) return false;
+            return *index = i, true;
+        }
+    return false;
+}
+
+static bool two_kernel(void *user, const char *name, qkrt_select_kernel *out) {
+    (void)user;
+    if (!strcmp(name, "mm_f16w"))
+        *out = (qkrt_select_kernel){"matmul", "f16w", "", "f32", "none"};
+    else if (!strcmp(name, "dq_q4_0"))
+        *out = (qkrt_select_kernel){"dequant", "q4_0", "", "f32", "none"};
+    else if (!strcmp(name, "dq_q8_0"))
+        *out = (qkrt_select_kernel){"dequant", "q8_0", "", "f32", "none"};
+    else
+        *out = (qkrt_select_kernel){"matmul", "q4_0", "", "f32", "none"};
+    return true;
+}
+
+static void test_two_pass(void) {
+    const char *table = "{ \"version\": 3, \"devices\": [], \"default\": ["
+                        "  { \"op\": \"matmul\", \"format\": \"q4_0\", \"format_variant\": \"\","
+                        "    \"kernel\": \"mm_f16w\", \"first_pass\": \"dq_q4_0\","
+                        "    \"M\": [1, null], \"K\": [1, null], \"T\": [64, null] },"
+                        "  { \"op\": \"matmul\", \"format\": \"q4_0\", \"format_variant\": \"\","
+                        "    \"kernel\": \"fused_q4_0\", \"M\": [1, null], \"K\": [1, null],"
+                        "    \"T\": [1, null] } ] }";
+    qkrt_json *t = parse(table);
+    char err[256] = "";
+    CHECK(qkrt_select_check(t, two_kernel, NULL, err, sizeof err), "a two-pass table: %s", err);
+    const qkrt_json *e[3] = {NULL, NULL, NULL};
+    const struct {
+        int64_t T;
+        bool two;            /* the caller runs first passes */
+        const char *refused; /* a kernel the device does not run */
+        int kernel, first;
+    } cases[] = {
+        {512, true, NULL, 0, 1},       /* both passes */
+        {512, false, NULL, 2, -1},     /* a caller of one kernel: the fused rule */
+        {16, true, NULL, 2, -1},       /* outside the two-pass rule's tokens */
+        {512, true, "dq_q4_0", 2, -1}, /* the first pass unusable: the next rule */
+        {512, true, "mm_f16w", 2, -1}, /* the second unusable too */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        qkrt_select_query q = {"matmul", "q4_0", NULL, "f32", 4096, 4096, cases[i].T};
+        uint32_t k = 99;
+        int64_t first = 99;
+        int level = -1;
+        int r = qkrt_select_scan(t, e, &q, two_usable, cases[i].two ? two_usable : NULL,
+                                 (void *)cases[i].refused, &k, &first, &level, err, sizeof err);
+        CHECK(r == 1 && (int)k == cases[i].kernel && first == cases[i].first && level == 3,
+              "two-pass case %zu: %d, kernel %u, first pass %lld (wanted %d, %d)", i, r, k,
+              (long long)first, cases[i].kernel, cases[i].first);
+    }
+    qkrt_json_free(t);
+    static const struct {
+        const char *version, *first, *error;
+    } bad[] = {
+        {"2", "dq_q4_0", "1:116: select: a rule names a first pass in a version 2 table"},
+        {"3", "dq_q8_0",
+         "1:116: select: a rule for q4_0 names first pass 'dq_q8_0', not a dequant kernel of it"},
+        {"3", "fused_q4_0",
+         "1:116: select: a rule for q4_0 names first pass 'fused_q4_0', not a dequant kernel of "
+         "it"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{ \"version\": %s, \"devices\": [], \"default\": [ { \"op\": \"matmul\", "
+                 "\"format\": \"q4_0\", \"kernel\": \"mm_f16w\", \"first_pass\": \"%s\", "
+                 "\"M\": [1, null], \"K\": [1, null], \"T\": [1, null] } ] }",
+                 bad[i].version, bad[i].first);
+        t = parse(text);
+        err[0] = 0;
+        bool ok = qkrt_select_check(t, two_kernel, NULL, err, sizeof err);
+        CHECK(!ok && !strcmp(err, bad[i].error), "version %s first pass %s: %s '%s', wanted '%s'",
+              bad[i].version, bad[i].first, ok ? "accepted" : "refused", err, bad[i].error);
+        qkrt_json_free(t);
+    }
+}
+
 int main(void) {
     test_entries();
     test_scan();
     test_check();
     test_writer();
+    test_two_pass();
     printf("%d checks, %d failed\n", checks, fails);
     return fails != 0;
 }
