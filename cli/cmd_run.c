@@ -462,10 +462,16 @@ static int matmul_kernel(qkrt_context *ctx, const qkrt_bundle *b, const qk_weigh
 /* Runs kernel ki (of family matvec, matmul, matvec_id or matmul_id) on the
  * product. */
 static qkrt_result matmul_run(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                              const qk_weights *w, const float *x, const int32_t *ids, uint32_t M,
-                              uint32_t K, uint32_t T, const qk_moe_shape *moe, float *y, char *err,
-                              size_t err_size) {
+                              const qkrt_op_choice *how, const qk_weights *w, const float *x,
+                              const int32_t *ids, uint32_t M, uint32_t K, uint32_t T,
+                              const qk_moe_shape *moe, float *y, char *err, size_t err_size) {
     err[0] = 0;
+    double ns[2];
+    const uint32_t first = how->selection.first_pass;
+    if (how->selection.two_pass) /* the rule's first pass, then its kernel on f16 weights */
+        return ids ? qk_run_matmul_id_two_pass(ctx, b, first, ki, w, x, ids, moe, y, ns, err,
+                                               err_size)
+                   : qk_run_matmul_two_pass(ctx, b, first, ki, w, x, M, K, T, y, ns, err, err_size);
     if (!strncmp(qkrt_bundle_kernel(b, ki)->family, "matmul", 6))
         return ids ? qk_run_matmul_id(ctx, b, ki, w, x, ids, moe, y, NULL, err, err_size)
                    : qk_run_matmul(ctx, b, ki, w, x, M, K, T, y, NULL, err, err_size);
@@ -606,6 +612,8 @@ int cmd_matmul(qk_args *a) {
     float *y = NULL;
     /* Any kernel of the format tells its layout; the choice by shape follows. */
     int ki = qk_pick_kernel(ctx, b, "matvec", &w, "f32", 0, 1, err, sizeof err);
+    if (ki < 0) /* a bundle of prefill kernels alone (a tuned one) */
+        ki = qk_pick_kernel(ctx, b, "matmul", &w, "f32", 0, 64, err, sizeof err);
     if (ki < 0) {
         fprintf(stderr, "qkgen matmul: %s\n", err);
         rc = QK_EXIT_USAGE;
@@ -640,12 +648,14 @@ int cmd_matmul(qk_args *a) {
                      sel->level == QKRT_SELECT_DEFAULT ? ": the portable rules" : "");
         const double t0 = qk_now_s();
         qkrt_result r = ki < 0 ? QKRT_ERROR_UNSUPPORTED
-                               : matmul_run(ctx, b, (uint32_t)ki, &w, io.x.data, ids, M, K, T, &moe,
-                                            y, err, sizeof err);
+                               : matmul_run(ctx, b, (uint32_t)ki, &how, &w, io.x.data, ids, M, K, T,
+                                            &moe, y, err, sizeof err);
         if (r == QKRT_OK)
-            fprintf(stderr, "qkgen matmul: %s (%s), M=%u K=%u T=%u%s: %.2f ms\n",
-                    qkrt_bundle_kernel(b, (uint32_t)ki)->name, chosen, M, K, T,
-                    ids ? " with expert ids" : "", (qk_now_s() - t0) * 1e3);
+            fprintf(
+                stderr, "qkgen matmul: %s%s%s (%s), M=%u K=%u T=%u%s: %.2f ms\n",
+                how.selection.two_pass ? qkrt_bundle_kernel(b, how.selection.first_pass)->name : "",
+                how.selection.two_pass ? " then " : "", qkrt_bundle_kernel(b, (uint32_t)ki)->name,
+                chosen, M, K, T, ids ? " with expert ids" : "", (qk_now_s() - t0) * 1e3);
         if (r != QKRT_OK) {
             fprintf(stderr, "qkgen matmul: %s\n", err);
             rc = r == QKRT_ERROR_UNSUPPORTED ? QK_EXIT_USAGE : QK_EXIT_FAIL;

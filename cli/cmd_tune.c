@@ -2,7 +2,8 @@
  * merge, the report and the tuned bundle are the tuner's (tune/). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
-#include "ops.h" /* the CPU references */
+#include "ops.h"        /* the CPU references */
+#include "ops_matmul.h" /* QK_F16W */
 #include "qk_util.h"
 #include "refs.h"
 #include "spec/model.h"
@@ -217,7 +218,9 @@ static const char *usage =
     "one shape. Candidates are the variants of the kernel\n"
     "specs for that operation, format and activation type (no fusion) that the\n"
     "legality rules keep, the device can run and the shape allows, plus the\n"
-    "operation's portable fallback; they are built on demand through the\n"
+    "operation's portable fallback, and for the prefill matmuls the two-pass\n"
+    "pairs (a dequant kernel, then the product on f16w blocks, timed as one:\n"
+    "twopass:<dequant>+<matmul>); they are built on demand through the\n"
     "generator and its content-hash cache into DIR/tune (default out/), from\n"
     "--specs DIR (default specs/), of the kernel set FILE only with --set\n"
     "(specs/sets/*.yaml: its kernels, formats and fusions, less its exclusions).\n"
@@ -441,13 +444,16 @@ int cmd_tune(qk_args *a) {
                 "is tuned on f32\n",
                 activations, model ? model : "the shape");
     /* the kernels expanded on the cases' formats only: a few of the
-     * search space's points, the same variants */
-    const char **only = qk_xcalloc(nc ? nc : 1, sizeof *only);
+     * search space's points, the same variants; and on f16w blocks, the
+     * second pass of the prefill products' two-pass candidates */
+    const char **only = qk_xcalloc(nc + 2, sizeof *only);
     for (uint32_t i = 0; i < nc; i++)
         only[i] = cases[i].format;
+    const uint32_t nonly = nc + (ntiled > 0);
+    if (ntiled) only[nc] = QK_F16W;
     qk_spec_set specs;
     qk_plan plan;
-    bool planned = load_plan_only(a->cmd, specs_dir, set_path, only, nc, &specs, &plan);
+    bool planned = load_plan_only(a->cmd, specs_dir, set_path, only, nonly, &specs, &plan);
     free(only);
     if (!planned) {
         free(cases);

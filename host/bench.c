@@ -806,8 +806,24 @@ static qkrt_result two_pass_candidates(qkrt_context *ctx, const qkrt_bundle *b,
             qkrt_kernel_check(ctx, b, i) != QKRT_OK)
             continue;
         char name[256];
-        snprintf(name, sizeof name, "twopass:%s+%s", qkrt_bundle_kernel(b, tp.dq)->name, k->name);
+        snprintf(name, sizeof name, "%s%s+%s", QK_TWO_PASS_PREFIX,
+                 qkrt_bundle_kernel(b, tp.dq)->name, k->name);
         if (o->filter && !qk_filter_match(o->filter, name)) continue;
+        /* the pair as the tuner's hooks see one kernel: the second pass's
+         * family and precision, the pair's name */
+        qkrt_kernel_info pair = *k;
+        pair.name = name;
+        qk_bench_result had = {0};
+        if (o->prior && o->prior(o->user, &pair, &had)) { /* a resumed tune measured it */
+            if (!had.ok || !had.timed) continue;
+            *res = qk_xrealloc(*res, sizeof **res * (*count + 1));
+            qk_bench_result *out = &(*res)[(*count)++];
+            *out = had;
+            snprintf(out->kernel, sizeof out->kernel, "%s", name);
+            out->c = *c;
+            if (out->us < *best_us) *best_us = out->us, *best = (int)(*count - 1);
+            continue;
+        }
         tp.mm = i;
         if (!tp.half) r = qkrt_buffer_create(ctx, bytes, &tp.half);
         if (r != QKRT_OK) break;
@@ -833,8 +849,9 @@ static qkrt_result two_pass_candidates(qkrt_context *ctx, const qkrt_bundle *b,
         if (r != QKRT_OK) break;
         out->nmse = checked_nmse(c, y, ref, tr, last_row);
         out->ok = out->nmse <= qk_nmse_bound(k);
-        if (!out->ok) {
+        if (!out->ok) { /* as any variant's: a check's record where it fails */
             snprintf(out->error, sizeof out->error, "wrong result: NMSE %.3g", out->nmse);
+            if (o->record) o->record(o->user, &pair, out, "check");
             continue;
         }
         /* warm, then runs runs between barriers, then the same back to back */
@@ -860,6 +877,7 @@ static qkrt_result two_pass_candidates(qkrt_context *ctx, const qkrt_bundle *b,
         out->pct_copy = copy_gbps > 0 ? 100.0 * out->gbps / copy_gbps : 0;
         out->tflops = out->flops / (out->us * 1e6);
         out->timed = true;
+        if (o->record) o->record(o->user, &pair, out, "full");
         if (out->us < *best_us) *best_us = out->us, *best = (int)(*count - 1);
     }
     free(pre);

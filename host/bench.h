@@ -9,6 +9,11 @@
 
 #include <stdio.h>
 
+/* A two-pass candidate's name: the prefix, the first pass (a dequant
+ * kernel), '+', the second (an f16w product): "twopass:DQ+MM". The tuner
+ * records it as one candidate; its select rule names MM and first_pass DQ. */
+#define QK_TWO_PASS_PREFIX "twopass:"
+
 typedef struct qk_bench_case {
     const char *family;  /* "matvec", "matmul", "matvec_id" */
     const char *format;  /* "q4_0", "mlx4_g64" */

@@ -2,6 +2,7 @@
  * with one write() and an fsync each, read back with libqkrt's JSON reader. */
 #define _POSIX_C_SOURCE 200809L
 #include "db.h"
+#include "bench.h"   /* QK_TWO_PASS_PREFIX */
 #include "qk_json.h" /* libqkrt's reader */
 
 #include <errno.h>
@@ -83,6 +84,17 @@ static double bounded_of(const qkrt_json *o, const char *key, double max, field_
         return 0;
     }
     return v->number;
+}
+
+bool qk_tune_two_pass_parts(const char *variant, char *first, char *second, size_t size) {
+    const size_t np = strlen(QK_TWO_PASS_PREFIX);
+    if (strncmp(variant, QK_TWO_PASS_PREFIX, np)) return false;
+    const char *a = variant + np, *plus = strchr(a, '+');
+    if (!plus || plus == a || !plus[1] || (size_t)(plus - a) >= size || strlen(plus + 1) >= size)
+        return false;
+    snprintf(first, size, "%.*s", (int)(plus - a), a);
+    snprintf(second, size, "%s", plus + 1);
+    return true;
 }
 
 /* value is made of the characters allowed, exactly exact of them (0: any
@@ -177,7 +189,12 @@ static bool record_of(const qkrt_json *j, qk_tune_record *r, char *why, size_t w
                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
         chars_of(f, "device.cache_uuid", r->dev.cache_uuid, hex, 32);
         chars_of(f, "spv_sha256", r->spv_sha256, hex, 64);
-        chars_of(f, "variant", r->variant, name, 0);
+        /* a two-pass pair: "twopass:A+B", of two names */
+        char pa[256], pb[256];
+        if (qk_tune_two_pass_parts(r->variant, pa, pb, sizeof pa))
+            chars_of(f, "variant", pa, name, 0), chars_of(f, "variant", pb, name, 0);
+        else
+            chars_of(f, "variant", r->variant, name, 0);
         chars_of(f, "family", r->family, name, 0);
         chars_of(f, "case.op", r->c.op, name, 0);
         chars_of(f, "case.format", r->c.format, name, 0);

@@ -114,4 +114,9 @@ void qk_tune_record_json(qk_str *o, const qk_tune_record *r);
 bool qk_tune_db_merge(const char *const *inputs, uint32_t n, const char *out, FILE *log,
                       uint32_t *written, qk_error *e);
 
+/* A two-pass candidate's parts: its name "twopass:A+B" (QK_TWO_PASS_PREFIX)
+ * split into the first pass A and the second B (each at most size bytes);
+ * false for any other name. */
+bool qk_tune_two_pass_parts(const char *variant, char *first, char *second, size_t size);
+
 #endif

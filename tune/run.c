@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench.h"
 #include "compile/compile.h"
+#include "ops_matmul.h" /* QK_F16W */
 #include "qk_util.h"
 #include "tune.h"
 
@@ -35,10 +36,8 @@ typedef struct tune_run {
 } tune_run;
 
 static const char *hash_of(void *user, const char *variant) {
-    const tune_run *t = user;
-    for (uint32_t i = 0; i < t->nh; i++)
-        if (!strcmp(t->names[i], variant)) return t->hashes[i];
-    return NULL;
+    tune_run *t = user;
+    return qk_tune_hash_lookup(&t->names, &t->hashes, &t->nh, variant);
 }
 
 static void bar(tune_run *t, const char *kernel) {
@@ -187,6 +186,55 @@ int qk_tune_lock(const char *dbpath, bool wait, FILE *log) {
     return fd;
 }
 
+/* Whether v binds a scratch of its own (a split-K kernel). */
+static bool has_scratch(const qk_variant *v) {
+    qk_binding_info b[QK_MAX_BINDINGS];
+    uint32_t nb = qk_variant_bindings(v, b, QK_MAX_BINDINGS);
+    for (uint32_t i = 0; i < nb; i++)
+        if (!strcmp(b[i].role, "scratch")) return true;
+    return false;
+}
+
+/* The two-pass candidates of tiled case c (the bench times each pair of a
+ * first pass and a second as one candidate, "twopass:A+B"): marks in want
+ * the first passes (the dequant kernels of c's format: dequant_id for MoE,
+ * and dequant) and the seconds (c's operation on f16w blocks, unfused,
+ * without a scratch of its own) that the space allows, a pair where the
+ * filter, if any, matches its name; returns the number of pairs. */
+static uint32_t two_pass_candidates(const qk_plan *plan, const qk_tune_case *c,
+                                    const qk_tune_space *space, bool *want) {
+    if (strcmp(c->op, "matmul") && strcmp(c->op, "matmul_id")) return 0;
+    qk_tune_space any = *space, firsts = *space;
+    any.filter = NULL;    /* the pair's name, below */
+    firsts.filter = NULL; /* the first pass's class is not the product's */
+    firsts.precision = NULL;
+    qk_tune_case second = *c;
+    snprintf(second.format, sizeof second.format, "%s", QK_F16W);
+    second.format_variant[0] = 0;
+    /* the first pass's shape: the weights', every expert of a MoE product */
+    qk_tune_case first = {.M = c->M, .K = c->K, .T = 1, .E = c->E ? c->E : 1, .top_k = 1};
+    memcpy(first.format, c->format, sizeof first.format);
+    memcpy(first.format_variant, c->format_variant, sizeof first.format_variant);
+    uint32_t pairs = 0;
+    for (uint32_t i = 0; i < plan->variant_count; i++) {
+        const qk_variant *a = &plan->variants[i];
+        if (strcmp(a->kernel->family, "dequant") &&
+            (!c->E || strcmp(a->kernel->family, "dequant_id")))
+            continue;
+        snprintf(first.op, sizeof first.op, "%.23s", a->kernel->family);
+        if (!qk_tune_candidate(a, &first, &firsts)) continue;
+        for (uint32_t j = 0; j < plan->variant_count; j++) {
+            const qk_variant *b = &plan->variants[j];
+            if (!qk_tune_candidate(b, &second, &any) || has_scratch(b)) continue;
+            char name[600];
+            snprintf(name, sizeof name, "%s%s+%s", QK_TWO_PASS_PREFIX, a->name, b->name);
+            if (space->filter && !qk_filter_match(space->filter, name)) continue;
+            want[i] = want[j] = true, pairs++;
+        }
+    }
+    return pairs;
+}
+
 int qk_tune_run(const qk_tune_run_opts *o, const qk_spec_set *specs, const qk_plan *plan,
                 const qk_tune_case *cases, uint32_t nc) {
     /* held from before the database is loaded until the last record: a
@@ -217,6 +265,7 @@ int qk_tune_run(const qk_tune_run_opts *o, const qk_spec_set *specs, const qk_pl
         for (uint32_t i = 0; i < plan->variant_count; i++)
             if (qk_tune_candidate(&plan->variants[i], &cases[c], &space))
                 want[i] = true, n++, any_q8 |= qk_tune_takes_q8(&plan->variants[i]);
+        n += two_pass_candidates(plan, &cases[c], &space, want);
         const qk_variant *f =
             qk_tune_fallback(plan, cases[c].op, cases[c].format, cases[c].format_variant,
                              qk_tune_case_activations(&cases[c]));
@@ -279,6 +328,7 @@ int qk_tune_run(const qk_tune_run_opts *o, const qk_spec_set *specs, const qk_pl
                         .screen_warmup_s = o->screen_warm_ms / 1e3,
                         .warmup_steady_s = o->steady_ms / 1e3,
                         .seed = o->seed,
+                        .two_pass = true, /* the pairs two_pass_candidates built */
                         .prior = prior,
                         .record = record,
                         .user = &tr,

@@ -236,6 +236,24 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
     return n;
 }
 
+const char *qk_tune_hash_lookup(char ***names, char ***hashes, uint32_t *n, const char *variant) {
+    for (uint32_t i = 0; i < *n; i++)
+        if (!strcmp((*names)[i], variant)) return (*hashes)[i];
+    char a[256], b[256];
+    if (!qk_tune_two_pass_parts(variant, a, b, sizeof a)) return NULL;
+    const char *ha = qk_tune_hash_lookup(names, hashes, n, a);
+    const char *hb = qk_tune_hash_lookup(names, hashes, n, b);
+    if (!ha || !hb) return NULL;
+    /* the pair's hash: of its parts' hashes, joined */
+    char both[140], *joined = qk_xmalloc(65);
+    snprintf(both, sizeof both, "%s+%s", ha, hb);
+    qk_sha256_hex(both, strlen(both), joined);
+    *names = qk_xrealloc(*names, sizeof **names * (*n + 1));
+    *hashes = qk_xrealloc(*hashes, sizeof **hashes * (*n + 1));
+    (*names)[*n] = qk_xstrdup(variant), (*hashes)[*n] = joined;
+    return (*hashes)[(*n)++];
+}
+
 /* Bucket i of the sorted distinct values v[0 .. n): from the integer after
  * the geometric mean with the one before (1 for the first) to the geometric
  * mean with the one after (no bound for the last), rounded down. */
@@ -283,6 +301,9 @@ static bool same_rules(const qk_tune_case *a, const qk_tune_case *b) {
 static void rule_json(qk_str *o, const char *op, const char *format, const char *option,
                       const char *activations, const char *kernel, const char *precision,
                       bool first) {
+    /* a two-pass winner: its second pass answers, after its first */
+    char pass1[256], pass2[256];
+    const bool two = qk_tune_two_pass_parts(kernel, pass1, pass2, sizeof pass1);
     qk_str_addf(o, "%s\n        { \"op\": ", first ? "" : ",");
     qk_json_string(o, op);
     qk_str_add(o, ", \"format\": ");
@@ -294,7 +315,11 @@ static void rule_json(qk_str *o, const char *op, const char *format, const char 
         qk_json_string(o, activations);
     }
     qk_str_add(o, ", \"kernel\": ");
-    qk_json_string(o, kernel);
+    qk_json_string(o, two ? pass2 : kernel);
+    if (two) {
+        qk_str_add(o, ", \"first_pass\": ");
+        qk_json_string(o, pass1);
+    }
     qk_str_add(o, ", \"precision\": ");
     qk_json_string(o, precision);
     qk_str_add(o, ", ");
@@ -345,7 +370,13 @@ int qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
         v2 |= oc[i].best && strcmp(qk_tune_case_activations(&oc[i].c), "f32");
     for (uint32_t i = 0; i < nd; i++)
         v2 |= defaults[i].kernel[0] && strcmp(defaults[i].activations, "f32") != 0;
-    qk_str_addf(o, "{\n    \"version\": %d,\n    \"devices\": [", v2 ? 2 : 1);
+    /* version 3 where a winner runs in two passes (a rule names its first) */
+    bool v3 = false;
+    char pa[256], pb[256];
+    for (uint32_t i = 0; i < n; i++)
+        v3 |= oc[i].best && qk_tune_two_pass_parts(oc[i].best->variant, pa, pb, sizeof pa);
+    const int version = v3 ? 3 : v2 ? 2 : 1;
+    qk_str_addf(o, "{\n    \"version\": %d,\n    \"devices\": [", version);
     bool *done = calloc(n ? n : 1, sizeof *done);
     const qk_tune_outcome **sel = malloc(sizeof *sel * (n ? n : 1));
     bool first_dev = true;
@@ -387,7 +418,7 @@ int qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
     qk_str_add(o, "\n    ]\n  }");
     free(done);
     free(sel);
-    return v2 ? 2 : 1;
+    return version;
 }
 
 bool qk_tune_manifest_hashes(const char *bundle_dir, char ***names, char ***hashes, uint32_t *n,

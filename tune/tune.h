@@ -77,13 +77,20 @@ uint32_t qk_tune_outcomes(const qk_tune_db *db, const char *precision,
 /* The manifest's "select" object (docs/manifest.md) from the outcomes with a
  * winner, grouped by device, and the fallbacks (names[i] of ops[i]) as the
  * device-independent default (one with an empty kernel: none, no rule).
- * Returns the table's version (2 where a rule names f16 activations). */
+ * Returns the table's version (2 where a rule names f16 activations, 3
+ * where one names a first pass: a two-pass winner). */
 typedef struct qk_tune_default {
     /* op: a family, or "family/fusion" for a fused kernel (matvec_id/swiglu) */
     char op[48], format[64], option[16], activations[8], kernel[256], precision[8];
 } qk_tune_default;
 int qk_tune_select_json(qk_str *o, const qk_tune_outcome *oc, uint32_t n,
                         const qk_tune_default *defaults, uint32_t nd);
+
+/* The content hash of variant among (*names)[i], (*hashes)[i] (*n of them),
+ * or NULL; for a two-pass pair, the SHA-256 of its parts' hashes joined by
+ * '+' (the pair is stale when either part is), appended to the lists so
+ * that it lives as long as they do. */
+const char *qk_tune_hash_lookup(char ***names, char ***hashes, uint32_t *n, const char *variant);
 
 /* A case as the tuner and its report print it: "matmul q4_0 m=4096 k=14336
  * t=512", the format's option ("/bf16"), " e=E/top_k" for MoE and " x=f16"

@@ -151,10 +151,17 @@ typedef struct hashes {
 } hashes;
 
 static const char *hash_of(void *user, const char *variant) {
-    const hashes *t = user;
-    for (uint32_t i = 0; i < t->nh; i++)
-        if (!strcmp(t->names[i], variant)) return t->hashes[i];
-    return NULL;
+    hashes *t = user;
+    return qk_tune_hash_lookup(&t->names, &t->hashes, &t->nh, variant);
+}
+
+/* Whether a record of `recorded` measured variant: it, or a two-pass pair
+ * of which it is a part. */
+static bool measured(const char *recorded, const char *variant) {
+    char a[256], b[256];
+    if (!strcmp(recorded, variant)) return true;
+    return qk_tune_two_pass_parts(recorded, a, b, sizeof a) &&
+           (!strcmp(a, variant) || !strcmp(b, variant));
 }
 
 static const char *fallback_name(void *user, const qk_tune_case *c) {
@@ -183,7 +190,7 @@ int qk_tune_build_bundle(const qk_tune_bundle_opts *o, const qk_spec_set *specs,
     uint32_t named = 0;
     for (uint32_t i = 0; i < plan->variant_count; i++)
         for (uint32_t j = 0; j < db.count && !want[i]; j++)
-            if (!strcmp(db.recs[j].variant, plan->variants[i].name)) want[i] = true, named++;
+            if (measured(db.recs[j].variant, plan->variants[i].name)) want[i] = true, named++;
     hashes tr = {0};
     qk_build_stats st;
     char check_name[300];
@@ -225,8 +232,9 @@ int qk_tune_build_bundle(const qk_tune_bundle_opts *o, const qk_spec_set *specs,
             c = oc[i].c;
             if (oc[i].best) {
                 for (uint32_t v = 0; v < plan->variant_count; v++)
-                    if (!strcmp(plan->variants[v].name, oc[i].best->variant))
-                        want[v] = true, winners++, any_q8 |= qk_tune_takes_q8(&plan->variants[v]);
+                    if (measured(oc[i].best->variant, plan->variants[v].name))
+                        want[v] = true, any_q8 |= qk_tune_takes_q8(&plan->variants[v]);
+                winners++;
             } else {
                 char label[160];
                 qk_tune_case_label(&c, label, sizeof label);
@@ -346,20 +354,24 @@ int qk_tune_build_bundle(const qk_tune_bundle_opts *o, const qk_spec_set *specs,
      * winners' fused siblings (winners and fallbacks are unfused products);
      * not the variants built only because a module's SPIR-V starts with
      * them */
-    const char **keep = qk_xcalloc(n + nd + plan->variant_count + 1, sizeof *keep);
+    const char **keep = qk_xcalloc(2 * n + nd + plan->variant_count + 1, sizeof *keep);
     uint32_t nkeep = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (oc[i].best) keep[nkeep++] = oc[i].best->variant;
+    for (uint32_t i = 0; i < n; i++) /* a two-pass winner: both of its passes */
+        for (uint32_t v = 0; oc[i].best && v < plan->variant_count; v++)
+            if (measured(oc[i].best->variant, plan->variants[v].name))
+                keep[nkeep++] = plan->variants[v].name;
     for (uint32_t d = 0; d < nd_products; d++)
         if (defs[d].kernel[0]) keep[nkeep++] = defs[d].kernel;
     for (uint32_t i = 0; i < plan->variant_count; i++)
         if (want[i] &&
             (qk_tune_moe_aux(plan->variants[i].kernel->family) || plan->variants[i].fusion))
             keep[nkeep++] = plan->variants[i].name;
-    /* rules for f16 activations (select version 2): schema 4, which a reader
-     * of 3 refuses instead of answering f32 queries with them */
+    /* rules for f16 activations or two passes (select version 2, 3): schema
+     * 4, which a reader of 3 refuses instead of answering f32 queries with
+     * them (a reader of select version 2 refuses 3: its rules' kernels read
+     * what their first pass writes) */
     qk_bundle_tuned tuned = {.select = sel.s,
-                             .schema = version == 2 ? QK_BUNDLE_SCHEMA_ACT : QK_BUNDLE_SCHEMA,
+                             .schema = version >= 2 ? QK_BUNDLE_SCHEMA_ACT : QK_BUNDLE_SCHEMA,
                              .listed = keep,
                              .listed_count = nkeep};
     if (rc == QK_TUNE_DONE &&
