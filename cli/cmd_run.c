@@ -612,8 +612,10 @@ int cmd_matmul(qk_args *a) {
     float *y = NULL;
     /* Any kernel of the format tells its layout; the choice by shape follows. */
     int ki = qk_pick_kernel(ctx, b, "matvec", &w, "f32", 0, 1, err, sizeof err);
-    if (ki < 0) /* a bundle of prefill kernels alone (a tuned one) */
-        ki = qk_pick_kernel(ctx, b, "matmul", &w, "f32", 0, 64, err, sizeof err);
+    if (ki < 0) { /* a bundle of prefill kernels alone (a tuned one); else the first why */
+        char why[sizeof err];
+        ki = qk_pick_kernel(ctx, b, "matmul", &w, "f32", 0, 64, why, sizeof why);
+    }
     if (ki < 0) {
         fprintf(stderr, "qkgen matmul: %s\n", err);
         rc = QK_EXIT_USAGE;
