@@ -165,27 +165,36 @@ static void op_weights(qkrt_op_buffers *B, qkrt_buffer *const *wb, uint32_t mats
             B->weights[m][j] = wb[m * planes + j];
 }
 
-/* Runs kernel ki's chain (qkrt_op_chain) on B: a split-K kernel twice on one
- * scratch, y poisoned again between (the checked run finds the counters as
- * the first left them, so a kernel that did not set them back leaves y
- * unwritten); ns gets the GPU time of the last run. */
-static qkrt_result run_chain(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                             const qkrt_op_query *q, const qkrt_op_buffers *B, double *ns) {
-    const qkrt_op_choice c = {.kernel = ki, .prepass = -1};
+/* Runs choice c's chain (qkrt_op_chain) on B, its working buffer made
+ * here: a split-K kernel's scratch zero-filled (its counters start at 0),
+ * and the kernel run twice on it, y poisoned again between (the checked run
+ * finds the counters as the first left them, so a kernel that did not set
+ * them back leaves y unwritten); a two-pass choice's scratch (the f16
+ * weights its first pass writes) poisoned, so a half the first pass leaves
+ * unwritten is NaN in y. ns gets the GPU time of each dispatch of the last
+ * run. */
+static qkrt_result run_choice(qkrt_context *ctx, const qkrt_bundle *b, const qkrt_op_choice *c,
+                              const qkrt_op_query *q, qkrt_op_buffers *B, pool *p, double *ns) {
+    size_t q8 = 0, scratch = 0;
+    qkrt_result r = qkrt_op_work(ctx, b, c, q, &q8, &scratch);
+    const bool two = c->selection.two_pass;
+    if (r == QKRT_OK && scratch)
+        B->scratch = pool_buffer(p, NULL, scratch, two ? QK_F16_NAN2 : 0, &r);
     qkrt_chain *chain = qk_xmalloc(sizeof *chain);
-    qkrt_result r = qkrt_op_chain(ctx, b, &c, q, B, chain);
-    if (B->scratch && r == QKRT_OK) r = qkrt_run(ctx, chain->dispatch, chain->count);
-    if (B->scratch && r == QKRT_OK) r = qkrt_buffer_fill(ctx, B->y, NaN32);
+    if (r == QKRT_OK) r = qkrt_op_chain(ctx, b, c, q, B, chain);
+    if (scratch && !two && r == QKRT_OK) r = qkrt_run(ctx, chain->dispatch, chain->count);
+    if (scratch && !two && r == QKRT_OK) r = qkrt_buffer_fill(ctx, B->y, NaN32);
+    /* one submission: a two-pass choice's pass 1, a barrier, pass 2 */
     if (r == QKRT_OK) r = qkrt_run_timed(ctx, chain->dispatch, chain->count, ns);
     free(chain);
     return r;
 }
 
-qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const qk_weights *w,
-                          const float *x, uint32_t M, uint32_t K, uint32_t T, float *y, double *ns,
-                          char *err, size_t err_size) {
-    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-    if (!qk_matmul_k_ok(k, K, err, err_size)) return QKRT_ERROR_ARGUMENT;
+/* A dense product of choice c (k: the kernel that reads x and writes y). */
+static qkrt_result run_dense(qkrt_context *ctx, const qkrt_bundle *b, const qkrt_op_choice *c,
+                             const qk_weights *w, const float *x, uint32_t M, uint32_t K,
+                             uint32_t T, float *y, double *ns, char *err, size_t err_size) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, c->kernel);
     pool p = {.ctx = ctx};
     qkrt_result r = QKRT_OK;
     qkrt_buffer *wb[8] = {0};
@@ -193,20 +202,23 @@ qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, 
     qkrt_op_buffers B = {0};
     op_weights(&B, wb, kernel_weights(k), w[0].plane_count);
     const qkrt_op_query q = {.op = k->family, .M = M, .K = K, .T = T};
-    const qkrt_op_choice c = {.kernel = ki, .prepass = -1};
-    /* a split-K kernel's scratch, zero-filled: its counters start at 0 */
-    size_t q8 = 0, scratch = 0;
-    if (r == QKRT_OK) r = qkrt_op_work(ctx, b, &c, &q, &q8, &scratch);
     void *xo;
     size_t xbytes;
     const void *xa = qk_activations_for(k, x, (size_t)T * K, &xo, &xbytes);
     B.x = pool_buffer(&p, xa, xbytes, 0, &r);
     B.y = pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r);
-    if (scratch) B.scratch = pool_buffer(&p, NULL, scratch, 0, &r);
-    if (r == QKRT_OK) r = run_chain(ctx, b, ki, &q, &B, ns);
+    if (r == QKRT_OK) r = run_choice(ctx, b, c, &q, &B, &p, ns);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, (size_t)T * M * 4);
     free(xo);
     return finish(ctx, &p, r, err, err_size);
+}
+
+qkrt_result qk_run_matmul(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki, const qk_weights *w,
+                          const float *x, uint32_t M, uint32_t K, uint32_t T, float *y, double *ns,
+                          char *err, size_t err_size) {
+    if (!qk_matmul_k_ok(qkrt_bundle_kernel(b, ki), K, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    const qkrt_op_choice c = {.kernel = ki, .prepass = -1};
+    return run_dense(ctx, b, &c, w, x, M, K, T, y, ns, err, err_size);
 }
 
 void qk_route_ref(const int32_t *topk, uint32_t T, uint32_t top_k, uint32_t E,
@@ -219,12 +231,14 @@ void qk_route_ref(const int32_t *topk, uint32_t T, uint32_t top_k, uint32_t E,
     }
 }
 
-qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
-                             const qk_weights *w, const float *x, const int32_t *topk,
-                             const qk_moe_shape *s, float *y, double *ns, char *err,
-                             size_t err_size) {
-    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, ki);
-    if (!qk_matmul_k_ok(k, s->K, err, err_size)) return QKRT_ERROR_ARGUMENT;
+/* A product with expert ids of choice c (k: the kernel that reads x and
+ * writes y), the routing built on the host: pairs per expert at most T (a
+ * token picks an expert once). */
+static qkrt_result run_routed(qkrt_context *ctx, const qkrt_bundle *b, const qkrt_op_choice *c,
+                              const qk_weights *w, const float *x, const int32_t *topk,
+                              const qk_moe_shape *s, float *y, double *ns, char *err,
+                              size_t err_size) {
+    const qkrt_kernel_info *k = qkrt_bundle_kernel(b, c->kernel);
     uint32_t *tpe = qk_xcalloc(s->E, sizeof *tpe),
              *ids = qk_xcalloc((size_t)s->E * s->T, sizeof *ids);
     qk_route_ref(topk, s->T, s->top_k, s->E, s->T, tpe, ids);
@@ -240,9 +254,9 @@ qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
     const void *xa = qk_activations_for(k, x, (size_t)s->T * s->ne11 * s->K, &xo, &xbytes);
     B.x = pool_buffer(&p, xa, xbytes, 0, &r);
     B.ids = pool_buffer(&p, ids, (size_t)s->E * s->T * 4, 0, &r);
+    /* (a two-pass choice's dequant_id covers the experts tpe routes to) */
     B.tpe = pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r);
     B.y = pool_buffer(&p, NULL, ny * 4, NaN32, &r);
-    /* pairs per expert at most T: a token picks an expert once */
     const qkrt_op_query q = {.op = k->family,
                              .M = s->M,
                              .K = s->K,
@@ -250,10 +264,19 @@ qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t k
                              .E = s->E,
                              .top_k = s->top_k,
                              .ne11 = s->ne11};
-    if (r == QKRT_OK) r = run_chain(ctx, b, ki, &q, &B, ns);
+    if (r == QKRT_OK) r = run_choice(ctx, b, c, &q, &B, &p, ns);
     if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, ny * 4);
     free(tpe), free(ids), free(xo);
     return finish(ctx, &p, r, err, err_size);
+}
+
+qkrt_result qk_run_matmul_id(qkrt_context *ctx, const qkrt_bundle *b, uint32_t ki,
+                             const qk_weights *w, const float *x, const int32_t *topk,
+                             const qk_moe_shape *s, float *y, double *ns, char *err,
+                             size_t err_size) {
+    if (!qk_matmul_k_ok(qkrt_bundle_kernel(b, ki), s->K, err, err_size)) return QKRT_ERROR_ARGUMENT;
+    const qkrt_op_choice c = {.kernel = ki, .prepass = -1};
+    return run_routed(ctx, b, &c, w, x, topk, s, y, ns, err, err_size);
 }
 
 static void route_shape(qkrt_shape *sh, qk_slots *sl, uint32_t T, uint32_t top_k, uint32_t E,
@@ -468,24 +491,12 @@ qkrt_result qk_run_dequant(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi
     return finish(ctx, &p, r, err, err_size);
 }
 
-/* Runs the two-pass choice of first pass dqi and kernel mmi on B (its
- * weights the format's, x, y and routing filled) through the operations
- * layer, as an engine records a select rule that names a first pass: the
- * scratch (qkrt_op_work's size: the f16 weights) poisoned, so a half the
- * first pass leaves unwritten is NaN in y; ns[0], ns[1] the passes' times. */
-static qkrt_result run_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi, uint32_t mmi,
-                                pool *p, const qkrt_op_query *q, qkrt_op_buffers *B, double ns[2]) {
+/* The two-pass choice of first pass dqi and kernel mmi, as an engine gets
+ * it from a select rule that names a first pass. */
+static qkrt_op_choice two_pass_choice(uint32_t dqi, uint32_t mmi) {
     qkrt_op_choice c = {.kernel = mmi, .prepass = -1};
     c.selection = (qkrt_selection){.kernel = mmi, .two_pass = true, .first_pass = dqi};
-    size_t q8 = 0, bytes = 0;
-    qkrt_result r = qkrt_op_work(ctx, b, &c, q, &q8, &bytes);
-    if (r == QKRT_OK) B->scratch = pool_buffer(p, NULL, bytes, QK_F16_NAN2, &r);
-    qkrt_chain *chain = qk_xmalloc(sizeof *chain);
-    if (r == QKRT_OK) r = qkrt_op_chain(ctx, b, &c, q, B, chain);
-    /* one submission: pass 1, a barrier, pass 2 */
-    if (r == QKRT_OK) r = qkrt_run_timed(ctx, chain->dispatch, chain->count, ns);
-    free(chain);
-    return r;
+    return c;
 }
 
 qkrt_result qk_run_matmul_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi,
@@ -501,22 +512,8 @@ qkrt_result qk_run_matmul_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint
             snprintf(err, err_size, "%s reads expert counts (tpe) this call has none of", dq->name);
             return QKRT_ERROR_ARGUMENT;
         }
-    pool p = {.ctx = ctx};
-    qkrt_result r = QKRT_OK;
-    qkrt_buffer *wb[4] = {0};
-    pool_weights(&p, w, 1, wb, &r);
-    qkrt_op_buffers B = {0};
-    op_weights(&B, wb, 1, w->plane_count);
-    void *xo = NULL;
-    size_t xbytes;
-    const void *xa = qk_activations_for(mm, x, (size_t)T * K, &xo, &xbytes);
-    B.x = pool_buffer(&p, xa, xbytes, 0, &r);
-    B.y = pool_buffer(&p, NULL, (size_t)T * M * 4, NaN32, &r);
-    const qkrt_op_query q = {.op = mm->family, .M = M, .K = K, .T = T};
-    if (r == QKRT_OK) r = run_two_pass(ctx, b, dqi, mmi, &p, &q, &B, ns);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, (size_t)T * M * 4);
-    free(xo);
-    return finish(ctx, &p, r, err, err_size);
+    const qkrt_op_choice c = two_pass_choice(dqi, mmi);
+    return run_dense(ctx, b, &c, w, x, M, K, T, y, ns, err, err_size);
 }
 
 qkrt_result qk_run_matmul_id_two_pass(qkrt_context *ctx, const qkrt_bundle *b, uint32_t dqi,
@@ -524,38 +521,9 @@ qkrt_result qk_run_matmul_id_two_pass(qkrt_context *ctx, const qkrt_bundle *b, u
                                       const int32_t *topk, const qk_moe_shape *s, float *y,
                                       double ns[2], char *err, size_t err_size) {
     if (!two_pass_pair(b, dqi, mmi, "matmul_id", w, err, err_size)) return QKRT_ERROR_ARGUMENT;
-    const qkrt_kernel_info *mm = qkrt_bundle_kernel(b, mmi);
-    if (!qk_matmul_k_ok(mm, s->K, err, err_size) ||
+    if (!qk_matmul_k_ok(qkrt_bundle_kernel(b, mmi), s->K, err, err_size) ||
         !qk_matmul_k_ok(qkrt_bundle_kernel(b, dqi), s->K, err, err_size))
         return QKRT_ERROR_ARGUMENT;
-    uint32_t *tpe = qk_xcalloc(s->E, sizeof *tpe),
-             *ids = qk_xcalloc((size_t)s->E * s->T, sizeof *ids);
-    qk_route_ref(topk, s->T, s->top_k, s->E, s->T, tpe, ids);
-    pool p = {.ctx = ctx};
-    qkrt_result r = QKRT_OK;
-    qkrt_buffer *wb[4] = {0};
-    pool_weights(&p, w, 1, wb, &r);
-    qkrt_op_buffers B = {0};
-    op_weights(&B, wb, 1, w->plane_count);
-    size_t ny = (size_t)s->T * s->top_k * s->M;
-    void *xo = NULL;
-    size_t xbytes;
-    const void *xa = qk_activations_for(mm, x, (size_t)s->T * s->ne11 * s->K, &xo, &xbytes);
-    B.x = pool_buffer(&p, xa, xbytes, 0, &r);
-    B.ids = pool_buffer(&p, ids, (size_t)s->E * s->T * 4, 0, &r);
-    /* the first pass covers the experts the routing touches where it reads
-     * tpe (dequant_id), else all E */
-    B.tpe = pool_buffer(&p, tpe, (size_t)s->E * 4, 0, &r);
-    B.y = pool_buffer(&p, NULL, ny * 4, NaN32, &r);
-    const qkrt_op_query q = {.op = mm->family,
-                             .M = s->M,
-                             .K = s->K,
-                             .T = s->T,
-                             .E = s->E,
-                             .top_k = s->top_k,
-                             .ne11 = s->ne11};
-    if (r == QKRT_OK) r = run_two_pass(ctx, b, dqi, mmi, &p, &q, &B, ns);
-    if (r == QKRT_OK) r = qkrt_buffer_download(ctx, B.y, 0, y, ny * 4);
-    free(tpe), free(ids), free(xo);
-    return finish(ctx, &p, r, err, err_size);
+    const qkrt_op_choice c = two_pass_choice(dqi, mmi);
+    return run_routed(ctx, b, &c, w, x, topk, s, y, ns, err, err_size);
 }

@@ -171,6 +171,18 @@ bool qk_ranked_name(const char *name, char *out, size_t out_size) {
     return w > 0 && (size_t)w < out_size;
 }
 
+/* The k experts of the highest score c[0..E) in order, ties to the lower id. */
+static void top_k_of(const double *c, uint32_t E, uint32_t k, bool *taken, int32_t *ids) {
+    memset(taken, 0, E);
+    for (uint32_t s = 0; s < k; s++) {
+        uint32_t best = E;
+        for (uint32_t e = 0; e < E; e++)
+            if (!taken[e] && (best == E || c[e] > c[best])) best = e;
+        taken[best] = true;
+        ids[s] = (int32_t)best;
+    }
+}
+
 void qk_ref_router(const double *logits, uint32_t T, uint32_t E, uint32_t top_k, bool renorm,
                    int32_t *ids, double *w) {
     bool *taken = qk_xmalloc(E);
@@ -181,14 +193,9 @@ void qk_ref_router(const double *logits, uint32_t T, uint32_t E, uint32_t top_k,
             mx = fmax(mx, l[e]);
         for (uint32_t e = 0; e < E; e++)
             sum += exp(l[e] - mx);
-        memset(taken, 0, E);
+        top_k_of(l, E, top_k, taken, ids + (size_t)t * top_k);
         for (uint32_t s = 0; s < top_k; s++) {
-            uint32_t best = E;
-            for (uint32_t e = 0; e < E; e++)
-                if (!taken[e] && (best == E || l[e] > l[best])) best = e;
-            taken[best] = true;
-            ids[t * top_k + s] = (int32_t)best;
-            w[t * top_k + s] = exp(l[best] - mx) / sum;
+            w[t * top_k + s] = exp(l[ids[t * top_k + s]] - mx) / sum;
             sel += w[t * top_k + s];
         }
         for (uint32_t s = 0; renorm && s < top_k; s++)
@@ -208,18 +215,6 @@ bool qk_route_form_of(const char *fusion, qk_route_form *f) {
     else
         return false;
     return true;
-}
-
-/* The k experts of the highest score c[0..E) in order, ties to the lower id. */
-static void top_k_of(const double *c, uint32_t E, uint32_t k, bool *taken, int32_t *ids) {
-    memset(taken, 0, E);
-    for (uint32_t s = 0; s < k; s++) {
-        uint32_t best = E;
-        for (uint32_t e = 0; e < E; e++)
-            if (!taken[e] && (best == E || c[e] > c[best])) best = e;
-        taken[best] = true;
-        ids[s] = (int32_t)best;
-    }
 }
 
 /* sigmoid_bias's choice scores of one token: sigmoid + bias, then the
